@@ -1,0 +1,39 @@
+"""Replica assignors: pure functions from (cluster view, request, random) to placements.
+
+Standard library only. See ``assignors.base`` for the plug-in interface.
+"""
+
+from .base import ANONYMOUS, ReplicaAssignor, check_preconditions, place, validate_assignment
+from .errors import (
+    AssignmentError,
+    AssignmentTimeoutError,
+    BrokerNotAvailableError,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+    ReplicaAssignorError,
+)
+from .model import Assignment, BrokerMetadata, ClusterView
+from .registry import REGISTERED, UnknownAssignorError, create_assignor, load_assignor_class
+
+__all__ = [
+    "ANONYMOUS",
+    "Assignment",
+    "AssignmentError",
+    "AssignmentTimeoutError",
+    "BrokerMetadata",
+    "BrokerNotAvailableError",
+    "ClusterView",
+    "InvalidPartitionsError",
+    "InvalidReplicaAssignmentError",
+    "InvalidReplicationFactorError",
+    "REGISTERED",
+    "ReplicaAssignor",
+    "ReplicaAssignorError",
+    "UnknownAssignorError",
+    "check_preconditions",
+    "create_assignor",
+    "load_assignor_class",
+    "place",
+    "validate_assignment",
+]

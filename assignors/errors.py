@@ -1,0 +1,43 @@
+"""Typed refusals raised by assignors and by the framework around them.
+
+Each class names the Kafka error it stands for; ``protocol.errors`` is the one
+table that turns them into wire error codes. Nothing here knows a number.
+"""
+
+from __future__ import annotations
+
+
+class AssignmentError(Exception):
+    """Base class: an assignment could not be produced. Carries a message for the client."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidPartitionsError(AssignmentError):
+    """Kafka's InvalidPartitionsException (INVALID_PARTITIONS)."""
+
+
+class InvalidReplicationFactorError(AssignmentError):
+    """Kafka's InvalidReplicationFactorException (INVALID_REPLICATION_FACTOR)."""
+
+
+class InvalidReplicaAssignmentError(AssignmentError):
+    """Kafka's InvalidReplicaAssignmentException (INVALID_REPLICA_ASSIGNMENT)."""
+
+
+class BrokerNotAvailableError(AssignmentError):
+    """Kafka's BrokerNotAvailableException: a requested broker id is not in the cluster view."""
+
+
+class ReplicaAssignorError(AssignmentError):
+    """KIP-660's ReplicaAssignorException (REPLICA_ASSIGNOR_FAILED).
+
+    Raised by an assignor that refuses, and by the framework when an assignor's
+    output is invalid, it raised something unexpected, or it ran too long.
+    """
+
+
+class AssignmentTimeoutError(AssignmentError):
+    """The assignor did not finish within the request's timeout (REQUEST_TIMED_OUT)."""

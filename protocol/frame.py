@@ -1,0 +1,86 @@
+"""Kafka framing and the request-header peek: the only bytes written by hand.
+
+Everything past the header is decoded by the schema codec. A request header is
+``api_key int16, api_version int16, correlation_id int32, client_id nullable string
+(int16 length)``, followed in flexible versions (header v2) by tagged fields.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+_HEADER = struct.Struct(">hhih")
+_INT32 = struct.Struct(">i")
+
+
+class MalformedFrameError(ValueError):
+    """The bytes are not a Kafka request: the connection that sent them is closed."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeaderPeek:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body_offset: int  # where the body starts (before tagged header fields for flexible versions)
+
+
+def peek_header(payload: bytes | memoryview) -> RequestHeaderPeek:
+    """Read the fixed part of a request header (header v1 layout; v2 adds tagged fields)."""
+    if len(payload) < _HEADER.size:
+        raise MalformedFrameError(f"request of {len(payload)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id, client_len = _HEADER.unpack_from(payload, 0)
+    pos = _HEADER.size
+    client_id = None
+    if client_len >= 0:
+        end = pos + client_len
+        if end > len(payload):
+            raise MalformedFrameError("client id runs past the end of the request")
+        try:
+            client_id = bytes(payload[pos:end]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise MalformedFrameError("client id is not UTF-8") from None
+        pos = end
+    elif client_len != -1:
+        raise MalformedFrameError(f"invalid client id length {client_len}")
+    return RequestHeaderPeek(api_key, api_version, correlation_id, client_id, pos)
+
+
+def skip_tagged_fields(payload: bytes | memoryview, pos: int) -> int:
+    """Skip a tagged-field section (header v2) and return the position after it."""
+    count, pos = _uvarint(payload, pos)
+    for _ in range(count):
+        _tag, pos = _uvarint(payload, pos)
+        size, pos = _uvarint(payload, pos)
+        pos += size
+        if pos > len(payload):
+            raise MalformedFrameError("tagged field runs past the end of the request")
+    return pos
+
+
+def _uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise MalformedFrameError("truncated varint in request header")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise MalformedFrameError("varint too long in request header")
+
+
+def frame(correlation_id: int, body: bytes, flexible_header: bool) -> bytes:
+    """A response frame: length, correlation id, (empty tagged fields), body."""
+    header = _INT32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
+    return _INT32.pack(len(header) + len(body)) + header + body
+
+
+def patch_correlation_id(template: bytes, correlation_id: int) -> bytes:
+    """A pre-encoded response frame with its correlation id replaced (bytes 4..8)."""
+    return template[:4] + _INT32.pack(correlation_id) + template[8:]

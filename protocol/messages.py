@@ -1,0 +1,77 @@
+"""Message classes for the APIs this server speaks, all driven by JSON schemas.
+
+``CreateReplicaAssignmentRequest`` / ``Response`` are empty shells over
+``schemas/*.json`` (kafka-python 3's ``ApiMessage`` with ``load_json=``); ApiVersions and
+Metadata are kafka-python's own classes over Kafka's schemas.
+
+apiKey 68 is ConsumerGroupHeartbeat in Kafka 3.7+. kafka-python keeps one global
+response class per apiKey, so defining our response class would take apiKey 68 over
+for every kafka-python client in the process. We put the registry back the way we
+found it, and bind our response class to our request through the request header
+instead (``_AssignmentRequestHeader``), so kafka-python's ``KafkaClient.send`` still
+decodes our responses and nothing else in the process changes.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import schemas
+from kafka.protocol.api_header import RequestHeader, ResponseClassRegistry
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.metadata import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
+
+CREATE_REPLICA_ASSIGNMENT_API_KEY = 68
+
+_registry = ResponseClassRegistry._response_class_registry
+_previous = _registry.get(CREATE_REPLICA_ASSIGNMENT_API_KEY)
+
+with warnings.catch_warnings():
+    # kafka-python's loader uses importlib.resources.read_text, deprecated in 3.11
+    warnings.filterwarnings("ignore", message=r".*is deprecated.*", category=DeprecationWarning)
+
+    class CreateReplicaAssignmentResponse(ApiMessage, load_json=schemas):
+        pass
+
+    class CreateReplicaAssignmentRequest(ApiMessage, load_json=schemas):
+        @property
+        def header_class(self):  # type: ignore[override]
+            return _AssignmentRequestHeader
+
+    # kafka-python registers every versioned class (Response[v]) as it is first built:
+    # build them all now, while we still restore the registry afterwards
+    for _v in range(CreateReplicaAssignmentResponse.max_version + 1):
+        CreateReplicaAssignmentResponse[_v]
+        CreateReplicaAssignmentRequest[_v]
+
+# restore the global registry: apiKey 68 stays whatever kafka-python (or nobody) had
+if _previous is None:
+    _registry.pop(CREATE_REPLICA_ASSIGNMENT_API_KEY, None)
+else:
+    _registry[CREATE_REPLICA_ASSIGNMENT_API_KEY] = _previous
+
+
+class _AssignmentRequestHeader(RequestHeader, init=False):
+    """A request header whose response class is ours, whatever the global registry says."""
+
+    def get_response_class(self):
+        return CreateReplicaAssignmentResponse[self.request_api_version]
+
+
+# the header class is looked up on the class by with_header(); make it a plain attribute
+CreateReplicaAssignmentRequest.header_class = _AssignmentRequestHeader  # type: ignore[misc]
+
+__all__ = [
+    "CREATE_REPLICA_ASSIGNMENT_API_KEY",
+    "ApiVersionsRequest",
+    "ApiVersionsResponse",
+    "CreateReplicaAssignmentRequest",
+    "CreateReplicaAssignmentResponse",
+    "MetadataRequest",
+    "MetadataResponse",
+]

@@ -1,0 +1,230 @@
+"""Server configuration: a Kafka-style properties file plus ``--override key=value``.
+
+Names follow Kafka's where Kafka has one (``listeners``, ``advertised.listeners``,
+``socket.request.max.bytes``, ``min.insync.replicas``, ...). Unknown keys are refused,
+so a typo fails at start-up with its name instead of being silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from urllib.parse import urlsplit
+
+
+class ConfigError(ValueError):
+    """The configuration is unusable; the message names the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    security_protocol: str
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str, key: str = "listeners") -> Listener:
+        text = text.strip()
+        if "://" not in text:
+            raise ConfigError(f"{key}: expected PROTOCOL://host:port, got {text!r}")
+        proto, _, rest = text.partition("://")
+        proto = proto.upper()
+        if proto not in {"PLAINTEXT"}:
+            raise ConfigError(f"{key}: security protocol {proto} is not supported (use PLAINTEXT)")
+        try:
+            parts = urlsplit("//" + rest)
+            host, port = parts.hostname, parts.port
+        except ValueError as exc:
+            raise ConfigError(f"{key}: {exc} in {text!r}") from None
+        if port is None:
+            raise ConfigError(f"{key}: no port in {text!r}")
+        return cls(proto, host or "127.0.0.1", port)
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.security_protocol}://{host}:{self.port}"
+
+
+def _bool(key: str, value: str) -> bool:
+    v = value.strip().lower()
+    if v in {"true", "1", "yes"}:
+        return True
+    if v in {"false", "0", "no"}:
+        return False
+    raise ConfigError(f"{key}: expected true or false, got {value!r}")
+
+
+def _int(key: str, value: str, minimum: int | None = None) -> int:
+    try:
+        n = int(value.strip())
+    except ValueError:
+        raise ConfigError(f"{key}: expected an integer, got {value!r}") from None
+    if minimum is not None and n < minimum:
+        raise ConfigError(f"{key}: must be >= {minimum}, got {n}")
+    return n
+
+
+def default_cluster_file() -> str:
+    return str(resources.files("server").joinpath("default-cluster.json"))
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    listeners: tuple[Listener, ...] = (Listener("PLAINTEXT", "127.0.0.1", 9095),)
+    advertised_listeners: tuple[Listener, ...] = ()
+    replica_assignor_class_name: str = "default"
+    replica_assignor_random_seed: int | None = None
+    cluster_metadata_file: str = field(default_factory=default_cluster_file)
+    bootstrap_servers: str | None = None
+    metadata_refresh_interval_ms: int = 30_000
+    observed_brokers_path: str | None = None
+    enable_under_replicated_topic_creation: bool = False
+    min_insync_replicas: int = 1
+    socket_request_max_bytes: int = 104_857_600
+    max_connections: int = 2_000
+    max_connections_per_ip: int = 1_000
+    connections_max_idle_ms: int = 600_000
+    max_inflight_requests_per_connection: int = 64
+    max_partitions_per_request: int = 1_000_000
+    assignor_max_workers: int = 4
+    inline_assignment_max_replicas: int = 3_000
+    shutdown_timeout_ms: int = 10_000
+    log_format: str = "auto"
+    log_level: str = "info"
+    event_loop: str = "uvloop"
+    node_id: int = 0
+
+    @property
+    def advertised(self) -> tuple[Listener, ...]:
+        return self.advertised_listeners or self.listeners
+
+
+# property name -> (attribute, parser)
+_KEYS = {
+    "listeners": "listeners",
+    "advertised.listeners": "advertised_listeners",
+    "replica.assignor.class.name": "replica_assignor_class_name",
+    "replica.assignor.random.seed": "replica_assignor_random_seed",
+    "cluster.metadata.file": "cluster_metadata_file",
+    "bootstrap.servers": "bootstrap_servers",
+    "metadata.refresh.interval.ms": "metadata_refresh_interval_ms",
+    "observed.brokers.path": "observed_brokers_path",
+    "enable.under.replicated.topic.creation": "enable_under_replicated_topic_creation",
+    "min.insync.replicas": "min_insync_replicas",
+    "socket.request.max.bytes": "socket_request_max_bytes",
+    "max.connections": "max_connections",
+    "max.connections.per.ip": "max_connections_per_ip",
+    "connections.max.idle.ms": "connections_max_idle_ms",
+    "max.inflight.requests.per.connection": "max_inflight_requests_per_connection",
+    "max.partitions.per.request": "max_partitions_per_request",
+    "replica.assignor.max.workers": "assignor_max_workers",
+    "replica.assignor.inline.max.replicas": "inline_assignment_max_replicas",
+    "shutdown.timeout.ms": "shutdown_timeout_ms",
+    "log.format": "log_format",
+    "log.level": "log_level",
+    "event.loop": "event_loop",
+    "node.id": "node_id",
+}
+
+
+def _convert(key: str, value: str, base_dir: Path | None):
+    attr = _KEYS[key]
+    if attr in {"listeners", "advertised_listeners"}:
+        items = [v for v in value.split(",") if v.strip()]
+        if attr == "listeners" and not items:
+            raise ConfigError("listeners: at least one listener is required")
+        return tuple(Listener.parse(v, key) for v in items)
+    if attr == "replica_assignor_random_seed":
+        return None if value.strip() == "" else _int(key, value)
+    if attr in {"enable_under_replicated_topic_creation"}:
+        return _bool(key, value)
+    if attr == "min_insync_replicas":
+        return _int(key, value, 1)
+    if attr in {"metadata_refresh_interval_ms", "socket_request_max_bytes", "max_connections",
+                "max_connections_per_ip", "max_inflight_requests_per_connection",
+                "max_partitions_per_request", "assignor_max_workers", "connections_max_idle_ms",
+                "shutdown_timeout_ms"}:
+        return _int(key, value, 1)
+    if attr in {"inline_assignment_max_replicas", "node_id"}:
+        return _int(key, value, 0)
+    if attr in {"cluster_metadata_file", "observed_brokers_path"}:
+        v = value.strip()
+        if not v:
+            raise ConfigError(f"{key}: a path is required")
+        p = Path(os.path.expanduser(v))
+        if not p.is_absolute() and base_dir is not None:
+            p = base_dir / p
+        return str(p)
+    if attr == "log_format":
+        v = value.strip().lower()
+        if v not in {"auto", "json", "console"}:
+            raise ConfigError(f"{key}: expected auto, json or console, got {value!r}")
+        return v
+    if attr == "log_level":
+        v = value.strip().lower()
+        if v not in {"debug", "info", "warning", "error"}:
+            raise ConfigError(f"{key}: expected debug, info, warning or error, got {value!r}")
+        return v
+    if attr == "event_loop":
+        v = value.strip().lower()
+        if v not in {"uvloop", "asyncio"}:
+            raise ConfigError(f"{key}: expected uvloop or asyncio, got {value!r}")
+        return v
+    v = value.strip()
+    if attr == "replica_assignor_class_name" and not v:
+        raise ConfigError(f"{key}: a class name is required")
+    return v or None
+
+
+def parse_properties(text: str, source: str = "<config>") -> dict[str, str]:
+    """Java-properties subset: ``key=value`` or ``key: value``, ``#``/``!`` comments, ``\\`` continuations."""
+    props: dict[str, str] = {}
+    pending = ""
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = pending + raw.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
+        if sep < 0:
+            raise ConfigError(f"{source}:{lineno}: expected key=value, got {raw.strip()!r}")
+        props[line[:sep].strip()] = line[sep + 1:].strip()
+    return props
+
+
+def load_config(path: str | os.PathLike | None = None,
+                overrides: Iterable[str] | Mapping[str, str] = ()) -> ServerConfig:
+    """Read ``path`` (if any), apply ``key=value`` overrides, and return a frozen config.
+
+    Relative paths in the file are relative to the file; in overrides, to the working directory.
+    """
+    entries: dict[str, tuple[str, Path | None]] = {}
+    if path is not None:
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+        base_dir = p.resolve().parent
+        entries.update((k, (v, base_dir)) for k, v in parse_properties(text, str(path)).items())
+    items = overrides.items() if isinstance(overrides, Mapping) else map(_split_override, overrides)
+    entries.update((k.strip(), (v.strip(), None)) for k, v in items)
+    values = {}
+    for key, (value, base) in entries.items():
+        if key not in _KEYS:
+            raise ConfigError(f"unknown configuration key {key!r}")
+        values[_KEYS[key]] = _convert(key, value, base)
+    return ServerConfig(**values)
+
+
+def _split_override(item: str) -> tuple[str, str]:
+    if "=" not in item:
+        raise ConfigError(f"--override expects key=value, got {item!r}")
+    key, _, value = item.partition("=")
+    return key, value

@@ -1,0 +1,53 @@
+"""ApiVersions (apiKey 18), versions 0-3.
+
+Responses are static, so they are encoded once at start-up and only the correlation id
+is patched per request. A version newer than 3 gets UNSUPPORTED_VERSION with a version 0
+body listing ApiVersions' own range, as Kafka does, so the client falls back.
+
+From version 3 the response carries the supported feature ``replica.assignment``: it is
+how our admin client tells this server from a Kafka broker, where apiKey 68 is
+ConsumerGroupHeartbeat.
+"""
+
+from __future__ import annotations
+
+import kafka.errors as kafka_errors
+
+from protocol.frame import RequestHeaderPeek, frame, patch_correlation_id
+from protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+
+API_KEY = 18
+MIN_VERSION, MAX_VERSION = 0, 3
+FLEXIBLE_FROM = 3
+FEATURE_NAME = "replica.assignment"
+FEATURE_VERSION = 1
+
+
+def build_templates(supported: dict[int, tuple[int, int]]) -> dict[int, bytes]:
+    """A response frame (correlation id 0) for every supported version, plus key -1 for the fallback."""
+    keys = [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+            for k, (lo, hi) in sorted(supported.items())]
+    out: dict[int, bytes] = {}
+    for version in range(MIN_VERSION, MAX_VERSION + 1):
+        kwargs = dict(error_code=0, api_keys=keys, throttle_time_ms=0)
+        if version >= 3:
+            kwargs["supported_features"] = [ApiVersionsResponse.SupportedFeatureKey(
+                name=FEATURE_NAME, min_version=FEATURE_VERSION, max_version=FEATURE_VERSION)]
+        body = ApiVersionsResponse(version=version, **kwargs).encode(version=version)
+        out[version] = frame(0, body, flexible_header=False)  # ApiVersions: always header v0
+    fallback = ApiVersionsResponse(
+        version=0, error_code=kafka_errors.UnsupportedVersionError.errno,
+        api_keys=[ApiVersionsResponse.ApiVersion(api_key=API_KEY, min_version=MIN_VERSION,
+                                                 max_version=MAX_VERSION)],
+    ).encode(version=0)
+    out[-1] = frame(0, fallback, flexible_header=False)
+    return out
+
+
+def handle(state, header: RequestHeaderPeek, body: memoryview) -> bytes:
+    version = header.api_version
+    if version > MAX_VERSION or version < MIN_VERSION:
+        return patch_correlation_id(state.templates[(API_KEY, -1)], header.correlation_id)
+    # decode the body so that a malformed request is refused like any other
+    ApiVersionsRequest.decode(body, version=version)
+    return patch_correlation_id(state.templates[(API_KEY, version)], header.correlation_id)

@@ -1,0 +1,46 @@
+"""Metadata (apiKey 3), versions 0-12: this server is the only broker, at its advertised
+address, so that kafka-python's and aiokafka's clients bootstrap against it. Topics asked
+for by name get UNKNOWN_TOPIC_OR_PARTITION: the server holds no topics.
+"""
+
+from __future__ import annotations
+
+import kafka.errors as kafka_errors
+
+from protocol.frame import RequestHeaderPeek, frame, patch_correlation_id
+from protocol.messages import MetadataRequest, MetadataResponse
+
+API_KEY = 3
+MIN_VERSION, MAX_VERSION = 0, 12
+FLEXIBLE_FROM = 9
+
+
+def _response(state, version: int, topics) -> MetadataResponse:
+    adv = state.advertised
+    return MetadataResponse(
+        version=version,
+        throttle_time_ms=0,
+        brokers=[MetadataResponse.MetadataResponseBroker(
+            node_id=state.config.node_id, host=adv.host, port=adv.port, rack=None)],
+        cluster_id=state.cluster_id,
+        controller_id=state.config.node_id,
+        topics=[MetadataResponse.MetadataResponseTopic(
+            error_code=kafka_errors.UnknownTopicOrPartitionError.errno, name=name,
+            is_internal=False, partitions=[]) for name in topics],
+    )
+
+
+def build_templates(state) -> dict[int, bytes]:
+    """The no-topic response for every version (the common bootstrap request)."""
+    return {v: frame(0, _response(state, v, []).encode(version=v), flexible_header=v >= FLEXIBLE_FROM)
+            for v in range(MIN_VERSION, MAX_VERSION + 1)}
+
+
+def handle(state, header: RequestHeaderPeek, body: memoryview) -> bytes:
+    version = header.api_version
+    request = MetadataRequest.decode(body, version=version)
+    names = [t.name for t in (request.topics or []) if t.name]
+    if not names:
+        return patch_correlation_id(state.templates[(API_KEY, version)], header.correlation_id)
+    body = _response(state, version, names).encode(version=version)
+    return frame(header.correlation_id, body, flexible_header=version >= FLEXIBLE_FROM)

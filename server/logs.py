@@ -1,0 +1,49 @@
+"""structlog set-up: JSON lines on stdout (a console renderer only on a TTY when asked
+for ``auto``), context bound per connection and request through contextvars, and the
+standard library's loggers (kafka-python, asyncio) routed through the same processors.
+
+Event names are snake_case past tense (``server_started``, ``request_handled``); keys come
+from a fixed vocabulary: conn_id, peer, correlation_id, api_key, api_version, assignor,
+duration_ms, error_code.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import structlog
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
+def configure_logging(log_format: str = "auto", level: str = "info", stream=None) -> None:
+    stream = stream or sys.stdout
+    use_console = log_format == "console" or (log_format == "auto" and stream.isatty())
+    shared = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    renderer = structlog.dev.ConsoleRenderer() if use_console else structlog.processors.JSONRenderer()
+    structlog.configure(
+        processors=[*shared, structlog.processors.format_exc_info, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level]),
+        logger_factory=structlog.WriteLoggerFactory(file=stream),
+        cache_logger_on_first_use=False,
+    )
+    # stdlib loggers (kafka-python, asyncio, py4j) through the same processors
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+    ))
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        root.removeHandler(h)
+    root.addHandler(handler)
+    root.setLevel(max(_LEVELS[level], logging.WARNING))
+
+
+def get_logger(name: str = "replica_assignor"):
+    return structlog.get_logger(name)

@@ -1,0 +1,62 @@
+"""``replica-assignor-server --config FILE [--override key=value ...] [--loop uvloop|asyncio]``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from assignors import UnknownAssignorError, load_assignor_class
+
+from .app import ReplicaAssignorServer
+from .config import ConfigError, load_config
+from .logs import configure_logging
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="replica-assignor-server",
+                                description="Kafka-protocol replica assignor server (KIP-879 CreateReplicaAssignment).")
+    p.add_argument("--config", metavar="FILE", help="server.properties (Kafka property style)")
+    p.add_argument("--override", metavar="KEY=VALUE", action="append", default=[],
+                   help="set one property, over the file (repeatable)")
+    p.add_argument("--loop", choices=("uvloop", "asyncio"), help="event loop (overrides event.loop)")
+    return p
+
+
+async def _serve(server: ReplicaAssignorServer) -> None:
+    await server.start()
+    server.install_signal_handlers()
+    await server.serve()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    overrides = list(args.override)
+    if args.loop:
+        overrides.append(f"event.loop={args.loop}")
+    try:
+        config = load_config(args.config, overrides)
+        load_assignor_class(config.replica_assignor_class_name)
+    except (ConfigError, UnknownAssignorError) as exc:
+        print(f"replica-assignor-server: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(config.log_format, config.log_level)
+    server = ReplicaAssignorServer(config)
+    try:
+        if config.event_loop == "uvloop":
+            import uvloop
+            uvloop.run(_serve(server))
+        else:
+            asyncio.run(_serve(server))
+    except ConfigError as exc:
+        print(f"replica-assignor-server: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"replica-assignor-server: cannot listen on {config.listeners[0]}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

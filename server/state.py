@@ -1,0 +1,42 @@
+"""The server's shared state: one object, built at start-up, read by every connection."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from assignors import ClusterView, ReplicaAssignor
+
+from .config import Listener, ServerConfig
+
+
+class ClusterSource(Protocol):
+    """Where the cluster view comes from (a snapshot file, or a live cluster)."""
+
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    def view(self) -> ClusterView: ...
+
+
+@dataclass
+class ServerState:
+    config: ServerConfig
+    assignor: ReplicaAssignor
+    assignor_name: str
+    source: ClusterSource
+    executor: ThreadPoolExecutor
+    advertised: Listener
+    cluster_id: str = "replica-assignor"
+    # pre-encoded responses (ApiVersions per version, Metadata per version), built at start-up
+    templates: dict[tuple[int, int], bytes] = field(default_factory=dict)
+    connections: set[Any] = field(default_factory=set)
+    connections_by_ip: dict[str, int] = field(default_factory=dict)
+    next_conn_id: int = 0
+    tasks: set[asyncio.Task] = field(default_factory=set)
+    stopping: bool = False
+
+    def new_conn_id(self) -> int:
+        self.next_conn_id += 1
+        return self.next_conn_id

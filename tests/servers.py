@@ -1,0 +1,145 @@
+"""Run the real server on 127.0.0.1:0 for tests: in a thread with its own event loop
+(``ServerThread``), so blocking clients (kafka-python) and asyncio clients (aiokafka, in
+the test's own loop) both talk to it over a real socket; or as the real command in a
+subprocess (``ServerProcess``), reading the bound port from its ``server_started`` line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+
+from server.app import ReplicaAssignorServer
+from server.config import load_config
+
+
+class ServerThread:
+    def __init__(self, overrides: Mapping[str, str] | None = None, loop: str = "uvloop") -> None:
+        props = {"listeners": "PLAINTEXT://127.0.0.1:0", **(overrides or {})}
+        self.config = load_config(None, props)
+        self.loop_kind = loop
+        self.server = ReplicaAssignorServer.__new__(ReplicaAssignorServer)
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _run(self) -> None:
+        if self.loop_kind == "uvloop":
+            import uvloop
+            loop = uvloop.new_event_loop()
+        else:
+            loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+
+        async def main():
+            self.server = ReplicaAssignorServer(self.config)
+            try:
+                await self.server.start()
+            except BaseException as exc:
+                self._error = exc
+                self._ready.set()
+                return
+            self._ready.set()
+            await self.server.serve()
+
+        try:
+            loop.run_until_complete(main())
+        finally:
+            loop.close()
+
+    def start(self) -> ServerThread:
+        self._thread = threading.Thread(target=self._run, name="replica-assignor-server", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(30):
+            raise RuntimeError("server did not start")
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None and self._thread.is_alive() and self._loop is not None:
+            self._loop.call_soon_threadsafe(self.server.request_stop)
+            self._thread.join(30)
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class ServerProcess:
+    """``replica-assignor-server`` as a real process; ``lines`` holds its JSON log lines."""
+
+    def __init__(self, *args: str, command: list[str] | None = None, env: Mapping[str, str] | None = None) -> None:
+        base = command or [sys.executable, "-m", "server.main"]
+        self.argv = [*base, "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+                     "--override", "log.format=json", *args]
+        self.env = {**os.environ, **(env or {})}
+        self.proc: subprocess.Popen | None = None
+        self.lines: list[dict] = []
+        self.port: int | None = None
+
+    def start(self, timeout: float = 30.0) -> ServerProcess:
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, env=self.env)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"server exited with {self.proc.wait()}: {self.lines}")
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            self.lines.append(record)
+            if record.get("event") == "server_started":
+                self.port = record["port"]
+                threading.Thread(target=self._drain, daemon=True).start()
+                return self
+        raise RuntimeError("server did not log server_started in time")
+
+    def _drain(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                self.lines.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self, sig: int | None = None, timeout: float = 20.0) -> int:
+        import signal as _signal
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig or _signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
