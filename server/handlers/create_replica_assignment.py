@@ -33,9 +33,10 @@ from assignors import (
     InvalidReplicationFactorError,
     ReplicaAssignorError,
     create_assignor,
-    place,
 )
+from assignors.under_replicated import place_under_replicated
 from protocol.errors import error_for_exception
+from protocol.fast import encode_assignment_frame
 from protocol.frame import RequestHeaderPeek, frame
 from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
 
@@ -150,26 +151,24 @@ def compute(state, placement: Placement, rng: random.Random, principal: str = AN
         assignor, cluster = _SIMPLE, placement.cluster.without_racks()
     else:
         assignor, cluster = state.assignor, placement.cluster
-    placer = getattr(state, "placer", None)
-    if placer is not None:
-        return placer(assignor, topic, placement.partitions, placement.replication_factor, cluster,
-                      principal, rng=rng)
-    return place(assignor, topic, placement.partitions, placement.replication_factor, cluster,
-                 principal, rng=rng)
+    cfg = state.config
+    # KIP-409: identical to assignors.place() unless fewer brokers are alive than the RF
+    return place_under_replicated(
+        assignor, topic, placement.partitions, placement.replication_factor, cluster, principal,
+        rng=rng, enabled=cfg.enable_under_replicated_topic_creation,
+        min_insync_replicas=cfg.min_insync_replicas)
 
 
 def _encode(version: int, correlation_id: int, assignment: dict[int, list[int]] | None,
             exc: BaseException | None) -> bytes:
-    R = CreateReplicaAssignmentResponse
     if exc is None:
-        entries = [R.ReplicaAssignment(partition_id=p, replicas=r) for p, r in sorted(assignment.items())]
-        response = R(version=version, throttle_time_ms=0, error_code=0, error_message=None,
-                     replica_assignment=entries)
-    else:
-        error = error_for_exception(exc)
-        message = getattr(exc, "message", None) or str(exc) or error.description
-        response = R(version=version, throttle_time_ms=0, error_code=error.errno,
-                     error_message=message, replica_assignment=[])
+        # straight from tuples; byte-identical to the codec (tests/conformance/test_fast_encode.py)
+        return encode_assignment_frame(version, correlation_id, assignment)
+    error = error_for_exception(exc)
+    message = getattr(exc, "message", None) or str(exc) or error.description
+    response = CreateReplicaAssignmentResponse(
+        version=version, throttle_time_ms=0, error_code=error.errno, error_message=message,
+        replica_assignment=[])
     return frame(correlation_id, response.encode(version=version), flexible_header=True)
 
 
