@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import random
+from itertools import chain
 from collections.abc import Mapping, Sequence
 
 from .errors import (
@@ -87,47 +88,80 @@ def validate_assignment(
     if not isinstance(result, Mapping):
         raise ReplicaAssignorError(f"assignor returned {type(result).__name__}, not a partition map")
     wanted = set(partitions)
-    try:
-        got = {int(p) if not isinstance(p, bool) else p for p in result.keys()}
-    except (TypeError, ValueError) as exc:
-        raise ReplicaAssignorError(f"assignor returned a non-integer partition id: {exc}") from None
+    got = set(result.keys())
+    if set(map(type, got)) - {int}:
+        bad = sorted((repr(p) for p in got if type(p) is not int))[:10]
+        raise ReplicaAssignorError(f"assignor returned non-integer partition ids: {bad}")
     if got != wanted:
-        missing = sorted(wanted - got, key=repr)[:10]
-        extra = sorted(got - wanted, key=repr)[:10]
+        missing = sorted(wanted - got)[:10]
+        extra = sorted(got - wanted)[:10]
         raise ReplicaAssignorError(
             f"assignor returned the wrong partition ids (missing {missing}, unexpected {extra})"
         )
-    known = set(cluster.broker_ids)
+    known = frozenset(cluster.broker_ids)
     current = current or {}
+    fast = _validate_batch(result, partitions, replication_factor, known, current)
+    if fast is not None:
+        return fast
+    # slow path: find and name the first partition that is wrong
     out: Assignment = {}
     for p in partitions:
         replicas = result[p]
         if isinstance(replicas, (str, bytes)) or not isinstance(replicas, Sequence):
             raise ReplicaAssignorError(f"partition {p}: replicas must be a list of broker ids")
         reps = list(replicas)
-        if any(isinstance(b, bool) or not isinstance(b, int) for b in reps):
-            raise ReplicaAssignorError(f"partition {p}: replicas must be integers, got {reps[:10]}")
         if len(reps) != replication_factor:
             raise ReplicaAssignorError(
                 f"partition {p}: {len(reps)} replicas returned, replication factor is {replication_factor}"
             )
-        if len(set(reps)) != len(reps):
+        distinct = set(reps)
+        if len(distinct) != len(reps):
             raise ReplicaAssignorError(f"partition {p}: duplicate broker in replicas {reps}")
-        for b in reps:
-            if b < 0:
-                if not allow_placeholders:
-                    raise ReplicaAssignorError(f"partition {p}: placeholder {b} not allowed")
-            elif b not in known:
-                raise ReplicaAssignorError(f"partition {p}: broker {b} is not in the cluster view")
-        if reps[0] < 0:
-            raise ReplicaAssignorError(f"partition {p}: the leader may not be a placeholder")
+        if not distinct <= known:
+            _check_unknown(p, reps, known, allow_placeholders)
         kept = current.get(p)
-        if kept is not None and not set(kept) <= set(reps):
+        if kept is not None and not distinct.issuperset(kept):
             raise ReplicaAssignorError(
                 f"partition {p}: current replicas {list(kept)} must be kept, got {reps}"
             )
         out[p] = reps
+    # one pass over every replica: ints only (True == 1 and 1.0 == 1 would pass the set checks)
+    if set(map(type, chain.from_iterable(out.values()))) - {int}:
+        for p, reps in out.items():
+            if any(type(b) is not int for b in reps):
+                raise ReplicaAssignorError(f"partition {p}: replicas must be integers, got {reps[:10]}")
+    for p, reps in out.items():
+        if reps and reps[0] < 0:
+            raise ReplicaAssignorError(f"partition {p}: the leader may not be a placeholder")
     return out
+
+
+def _validate_batch(result: Mapping, partitions: Sequence[int], replication_factor: int,
+                    known: frozenset[int], current: Mapping[int, Sequence[int]]) -> Assignment | None:
+    """Whole-batch checks done mostly in C; None when anything needs a closer look."""
+    values = [result[p] for p in partitions]
+    if not set(map(type, values)) <= {list, tuple}:
+        return None
+    if set(map(len, values)) - {replication_factor} or set(map(len, map(set, values))) - {replication_factor}:
+        return None
+    every = set(chain.from_iterable(values))
+    if not every <= known or set(map(type, every)) - {int}:
+        return None
+    for p, kept in current.items():
+        if p in result and not set(result[p]).issuperset(kept):
+            return None
+    return dict(zip(partitions, map(list, values)))
+
+
+def _check_unknown(p: int, reps: list, known: frozenset[int], allow_placeholders: bool) -> None:
+    for b in reps:
+        if isinstance(b, bool) or not isinstance(b, int):
+            raise ReplicaAssignorError(f"partition {p}: replicas must be integers, got {reps[:10]}")
+        if b < 0:
+            if not allow_placeholders:
+                raise ReplicaAssignorError(f"partition {p}: placeholder {b} not allowed")
+        elif b not in known:
+            raise ReplicaAssignorError(f"partition {p}: broker {b} is not in the cluster view")
 
 
 def place(
