@@ -43,6 +43,10 @@ class NotAReplicaAssignorError(kafka_errors.KafkaError):
     """The far end speaks Kafka but is not a replica assignor server."""
 
 
+class NoBrokersAvailable(kafka_errors.KafkaConnectionError):
+    """The bootstrap server could not be reached."""
+
+
 class ProtocolViolationError(kafka_errors.KafkaError):
     """The far end answered with something that is not a valid response."""
 
@@ -177,7 +181,7 @@ class ReplicaAssignorAdminClient:
         try:
             self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
         except OSError as exc:
-            raise kafka_errors.NoBrokersAvailable(f"cannot connect to {self.where}: {exc.strerror or exc}") from None
+            raise NoBrokersAvailable(f"cannot connect to {self.where}: {exc.strerror or exc}") from None
         try:
             while True:
                 cid, data = self._session.api_versions_request()
@@ -260,7 +264,7 @@ class AsyncReplicaAssignorAdminClient:
             self._reader, self._writer = await asyncio.wait_for(
                 asyncio.open_connection(self.host, self.port), self.timeout)
         except (OSError, asyncio.TimeoutError) as exc:
-            raise kafka_errors.NoBrokersAvailable(f"cannot connect to {self.where}: {exc}") from None
+            raise NoBrokersAvailable(f"cannot connect to {self.where}: {exc}") from None
         try:
             while True:
                 cid, data = self._session.api_versions_request()

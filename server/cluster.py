@@ -1,39 +1,59 @@
-"""Choosing the cluster metadata source from the configuration."""
+"""Choosing the cluster metadata source from the configuration.
+
+``cluster.metadata.file`` (the embedded default when unset) or, with ``bootstrap.servers``,
+a live Kafka cluster refreshed every ``metadata.refresh.interval.ms``. Brokers seen are
+remembered in ``observed.brokers.path`` (KIP-409); following a live cluster, the store
+defaults to ``observed-brokers.db`` in the working directory, so that what the server has
+learned survives restarts. A snapshot that cannot be read fails start-up with one line.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from assignors import ClusterView
-from assignors.snapshot import ClusterSnapshot, SnapshotError
+from assignors.snapshot import SnapshotError
 
+from .cluster_source import create_cluster_source
 from .config import ConfigError, ServerConfig
+from .observed import DEFAULT_OBSERVED_PATH, ObservedStoreError
 
 
-class StaticSnapshotSource:
-    """The brokers of a snapshot file, read once at start-up."""
+class _StartupChecked:
+    """Wraps a source so that a bad snapshot or store becomes a ConfigError naming the key."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._view: ClusterView | None = None
+    def __init__(self, source, config: ServerConfig) -> None:
+        self._source = source
+        self._config = config
 
     async def start(self) -> None:
         try:
-            text = Path(self.path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cluster.metadata.file: cannot read {self.path}: {exc.strerror or exc}") from None
-        try:
-            self._view = ClusterSnapshot.from_json(text).cluster_view()
-        except (SnapshotError, ValueError) as exc:
-            raise ConfigError(f"cluster.metadata.file: {self.path}: {exc}") from None
+            await self._source.start()
+        except (OSError, SnapshotError, ValueError) as exc:
+            detail = getattr(exc, "strerror", None) or exc
+            raise ConfigError(f"cluster.metadata.file: {self._config.cluster_metadata_file}: {detail}") from None
+        except ObservedStoreError as exc:
+            raise ConfigError(f"observed.brokers.path: {exc}") from None
 
     async def stop(self) -> None:
-        pass
+        await self._source.stop()
 
     def view(self) -> ClusterView:
-        assert self._view is not None, "source not started"
-        return self._view
+        return self._source.view()
+
+    def describe(self) -> dict:
+        return self._source.describe()
 
 
 def create_source(config: ServerConfig):
-    return StaticSnapshotSource(config.cluster_metadata_file)
+    path = config.observed_brokers_path
+    if path is None and config.bootstrap_servers:
+        path = DEFAULT_OBSERVED_PATH
+    try:
+        source = create_cluster_source(
+            cluster_metadata_file=config.cluster_metadata_file,
+            bootstrap_servers=config.bootstrap_servers,
+            refresh_interval_ms=config.metadata_refresh_interval_ms,
+            observed_brokers_path=path,
+        )
+    except (ObservedStoreError, OSError) as exc:
+        raise ConfigError(f"observed.brokers.path: {path}: {exc}") from None
+    return _StartupChecked(source, config)

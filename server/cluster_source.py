@@ -121,6 +121,7 @@ class _RefreshingSource:
         self._consecutive_failures = 0
         self._last_error: str | None = None
         self._last_success: float | None = None
+        self._owned_store: ObservedBrokerStore | None = None  # closed by stop()
 
     # -- interface ----------------------------------------------------------------------------
     def view(self) -> ClusterView:
@@ -138,6 +139,9 @@ class _RefreshingSource:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self._close()
+        store, self._owned_store = self._owned_store, None
+        if store is not None:
+            await asyncio.to_thread(store.close)
 
     async def refresh(self) -> bool:
         """Fetch a new view now; False (logged, last good view kept) when that fails."""
@@ -309,6 +313,24 @@ class LiveClusterSource(_RefreshingSource):
                 "bootstrap_servers": servers if isinstance(servers, str) else ",".join(servers)}
 
 
+def create_cluster_source(*, cluster_metadata_file: str, bootstrap_servers: str | None,
+                          refresh_interval_ms: int, observed_brokers_path: str | None,
+                          logger: Any = None) -> ClusterSource:
+    """The source the configuration asks for: the live cluster when ``bootstrap.servers`` is
+    set, else the snapshot file (re-read every ``refresh_interval_ms``). With an
+    ``observed.brokers.path``, the store is opened here and closed by the source's ``stop()``.
+    """
+    store = ObservedBrokerStore(observed_brokers_path) if observed_brokers_path else None
+    source: _RefreshingSource
+    if bootstrap_servers:
+        source = LiveClusterSource(bootstrap_servers, refresh_interval_ms, store, logger)
+    else:
+        source = SnapshotSource(cluster_metadata_file, store, refresh_interval_ms=refresh_interval_ms,
+                                logger=logger)
+    source._owned_store = store
+    return source
+
+
 def open_admin_client(bootstrap_servers: str | Sequence[str], request_timeout_ms: int,
                       admin_configs: Mapping[str, Any] | None = None) -> Any:
     """A kafka-python admin client whose bootstrap and requests give up after the timeout."""
@@ -357,6 +379,7 @@ __all__ = [
     "ClusterSource",
     "LiveClusterSource",
     "SnapshotSource",
+    "create_cluster_source",
     "describe_live_cluster",
     "merge_observed",
     "observed_offline",

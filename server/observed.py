@@ -127,6 +127,8 @@ class ObservedBrokerStore:
     def record(self, brokers: Iterable[Sighting], now: float) -> None:
         """Upsert the brokers seen at ``now``, all in one transaction (all or nothing).
 
+        Every sighting is checked before anything is written: one bad value writes nothing.
+
         A broker seen again keeps its ``first_seen``; its rack is replaced, and its host and
         port are replaced when the sighting has them.
         """
@@ -134,7 +136,12 @@ class ObservedBrokerStore:
         for b in brokers:
             if isinstance(b.id, bool) or not isinstance(b.id, int) or b.id < 0:
                 raise ValueError(f"broker id must be an int >= 0, got {b.id!r}")
-            rows[b.id] = (b.id, b.rack, getattr(b, "host", None), getattr(b, "port", None), now, now)
+            host, port = getattr(b, "host", None), getattr(b, "port", None)
+            if not all(v is None or isinstance(v, str) for v in (b.rack, host)):
+                raise ValueError(f"broker {b.id}: rack and host must be strings or None")
+            if port is not None and (isinstance(port, bool) or not isinstance(port, int)):
+                raise ValueError(f"broker {b.id}: port must be an int or None, got {port!r}")
+            rows[b.id] = (b.id, b.rack, host, port, now, now)
         if not rows:
             return
         with self._lock, self._guard("record brokers in"), self._transaction():

@@ -1,0 +1,207 @@
+"""Under-replicated creation (KIP-409): placeholders where observed brokers are offline.
+
+Goals
+    During a rolling restart or a zone outage, a topic with replication factor RF can still be
+    created when fewer than RF brokers are alive, as long as the brokers *observed* before (alive
+    or not) cover RF. Each missing replica becomes a placeholder id (-1, -2, -3, ...) standing where
+    the offline broker's rack would have put it, so that a later repair restores the rack spread
+    the assignor chose.
+
+Constraints
+    - Off by default (``enable.under.replicated.topic.creation``); when enough brokers are alive the
+      answer is exactly :func:`assignors.base.place` (placeholders are never used then).
+    - At least ``min(min.insync.replicas, RF)`` brokers alive, and alive + offline observed >= RF;
+      otherwise INVALID_REPLICATION_FACTOR with a message giving alive, observed, RF and min ISR.
+    - A placeholder (or an offline broker) never leads a partition; placeholders are distinct
+      within a partition and numbered -1, -2, ... in order of appearance.
+    - Any assignor works unchanged: it only ever sees a normal :class:`ClusterView`.
+
+Algorithm
+    1. Build the *observed view*: alive brokers plus the offline observed brokers (with their
+       racks), the offline ones marked fenced, so a fencing-aware assignor already avoids them as
+       leaders. Run the assignor over it through :func:`assignors.base.place`.
+    2. Every partition must be able to take writes with ``acks=all``: one with fewer than
+       ``min(min.insync.replicas, RF)`` alive replicas has offline replicas replaced by alive
+       brokers not yet in it, each from the offline replica's rack when there is one, else the
+       alive broker holding the fewest replicas in this request.
+       Then, for each partition whose first replica is offline, swap in an alive replica as
+       leader: the unfenced one with the fewest leaderships so far in this request (then the
+       earliest position).
+    3. Replace each remaining offline broker by the next placeholder id (-1, -2, ...).
+    4. Validate against the *alive* view with placeholders allowed, then check the numbering.
+
+Example
+    Racks a, b, c with brokers 0 (a), 1 (b), 2 (c); broker 2 is offline; RF 3, min ISR 2, enabled.
+    Over the observed view the assignor answers ``0: [2, 0, 1]``, ``1: [0, 1, 2]``:
+
+    ========= ================= ============== ================
+    partition observed view     leader fixed   answer
+    ========= ================= ============== ================
+    0         [2, 0, 1]         [1, 0, 2]      [1, 0, -1]
+    1         [0, 1, 2]         [0, 1, 2]      [0, 1, -1]
+    ========= ================= ============== ================
+
+    Partition 0's leader goes to broker 1 rather than 0, because broker 0 already leads partition 1.
+    Every partition still spans racks a, b and c (the placeholder stands for rack c).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Container, Mapping, Sequence
+
+from .base import ANONYMOUS, ReplicaAssignor, place, validate_assignment
+from .errors import InvalidReplicationFactorError, ReplicaAssignorError
+from .model import Assignment, ClusterView
+
+
+def observed_view(cluster: ClusterView) -> ClusterView:
+    """The view in which offline observed brokers are placeable too, marked fenced (never leaders)."""
+    offline_ids = frozenset(b.id for b in cluster.offline)
+    return ClusterView(
+        brokers=cluster.brokers + cluster.offline,
+        fenced=cluster.fenced | offline_ids,
+        offline=(),
+        topics=cluster.topics,
+    )
+
+
+def refusal_message(replication_factor: int, cluster: ClusterView, *, enabled: bool,
+                    min_insync_replicas: int) -> str:
+    """Why an under-replicated creation is refused, with alive, observed, RF and min ISR."""
+    alive = len(cluster.brokers)
+    observed = alive + len(cluster.offline)
+    message = (
+        f"Replication factor: {replication_factor} larger than available brokers: {alive} "
+        f"(observed: {observed}, min.insync.replicas: {min_insync_replicas}, "
+        f"enable.under.replicated.topic.creation: {'true' if enabled else 'false'})."
+    )
+    if enabled:
+        needed = _alive_needed(replication_factor, min_insync_replicas)
+        if alive < needed:
+            message += f" Under-replicated creation needs at least {needed} alive broker(s)."
+        elif observed < replication_factor:
+            message += " The observed brokers do not cover the replication factor."
+    return message
+
+
+def place_under_replicated(
+    assignor: ReplicaAssignor,
+    topic_name: str | None,
+    partitions: Sequence[int],
+    replication_factor: int,
+    cluster: ClusterView,
+    principal: str = ANONYMOUS,
+    *,
+    rng: random.Random,
+    enabled: bool,
+    min_insync_replicas: int,
+) -> Assignment:
+    """Place like :func:`assignors.base.place`, with KIP-409 placeholders when brokers are missing.
+
+    The result maps each partition to ``replication_factor`` replicas; negative ids are
+    placeholders, never first. Raises :class:`InvalidReplicationFactorError` when too few
+    brokers are alive and under-replicated creation is disabled or not allowed.
+    """
+    alive = len(cluster.brokers)
+    if not partitions or replication_factor <= 0 or replication_factor <= alive:
+        return place(assignor, topic_name, partitions, replication_factor, cluster, principal, rng=rng)
+    observed = alive + len(cluster.offline)
+    if (not enabled or alive < _alive_needed(replication_factor, min_insync_replicas)
+            or observed < replication_factor):
+        raise InvalidReplicationFactorError(refusal_message(
+            replication_factor, cluster, enabled=enabled, min_insync_replicas=min_insync_replicas))
+
+    result = place(assignor, topic_name, partitions, replication_factor, observed_view(cluster),
+                   principal, rng=rng)
+    current = cluster.topic_assignment(topic_name)
+    answer = _with_placeholders(result, partitions, cluster, current,
+                                _alive_needed(replication_factor, min_insync_replicas))
+    validated = validate_assignment(answer, partitions, replication_factor, cluster, current,
+                                    allow_placeholders=True)
+    alive_ids = frozenset(cluster.broker_ids)
+    for p in partitions:
+        check_placeholders(p, validated[p], alive_ids)
+    return validated
+
+
+def check_placeholders(partition: int, replicas: Sequence[int], alive_ids: Container[int]) -> None:
+    """Placeholders are numbered -1, -2, ... in order of appearance; the leader is alive."""
+    expected = -1
+    for b in replicas:
+        if b < 0:
+            if b != expected:
+                raise ReplicaAssignorError(
+                    f"partition {partition}: placeholders must be numbered -1, -2, ... in order, "
+                    f"got {list(replicas)}"
+                )
+            expected -= 1
+    if not replicas or replicas[0] not in alive_ids:
+        raise ReplicaAssignorError(f"partition {partition}: the leader must be an alive broker")
+
+
+def _alive_needed(replication_factor: int, min_insync_replicas: int) -> int:
+    return max(1, min(min_insync_replicas, replication_factor))
+
+
+def _with_placeholders(result: Mapping[int, Sequence[int]], partitions: Sequence[int],
+                       cluster: ClusterView, current: Mapping[int, Sequence[int]],
+                       alive_needed: int) -> Assignment:
+    """Every partition gets at least ``alive_needed`` alive replicas (so it can take writes
+    with acks=all at min.insync.replicas), an alive leader, and placeholders for the rest."""
+    alive_rack = cluster.rack_by_broker
+    offline_rack = {b.id: b.rack for b in cluster.offline}
+    leaders = Counter(r[0] for r in result.values() if r and r[0] in alive_rack)
+    load = Counter(b for r in result.values() for b in r if b in alive_rack)
+    out: Assignment = {}
+    for p in partitions:
+        reps = list(result[p])
+        # a current replica on an offline broker is real: it stays, and validation refuses it
+        # exactly as the normal path does
+        kept = set(current.get(p, ()))
+        alive = sum(b in alive_rack for b in reps)
+        while alive < min(alive_needed, len(reps)):
+            _replace_one_offline(p, reps, kept, cluster, offline_rack, load)
+            alive += 1
+        if reps[0] not in alive_rack:
+            i = min(
+                (i for i, b in enumerate(reps) if b in alive_rack),
+                key=lambda i: (reps[i] in cluster.fenced, leaders[reps[i]], i),
+            )
+            reps[0], reps[i] = reps[i], reps[0]
+            leaders[reps[0]] += 1
+        next_placeholder = -1
+        for i, b in enumerate(reps):
+            if b in offline_rack and b not in kept:
+                reps[i] = next_placeholder
+                next_placeholder -= 1
+        out[p] = reps
+    return out
+
+
+def _replace_one_offline(partition: int, reps: list[int], kept: set[int], cluster: ClusterView,
+                         offline_rack: Mapping[int, str | None], load: Counter[int]) -> None:
+    """An alive broker not yet in the partition takes an offline replica's slot: one in that
+    replica's rack if possible, else the least loaded."""
+    slots = [i for i, b in enumerate(reps) if b in offline_rack and b not in kept]
+    candidates = [b for b in cluster.brokers if b.id not in reps]
+    if not slots or not candidates:
+        raise ReplicaAssignorError(f"partition {partition}: not enough alive brokers for {reps}")
+    slot_racks = {offline_rack[reps[i]] for i in slots}
+    broker = min(
+        candidates,
+        key=lambda b: (b.id in cluster.fenced, b.rack not in slot_racks or b.rack is None,
+                       load[b.id], b.id),
+    )
+    slot = next((i for i in slots if offline_rack[reps[i]] == broker.rack), slots[0])
+    reps[slot] = broker.id
+    load[broker.id] += 1
+
+
+__all__ = [
+    "check_placeholders",
+    "observed_view",
+    "place_under_replicated",
+    "refusal_message",
+]

@@ -1,0 +1,85 @@
+"""``replica-assignor observed list|forget``: the brokers the server has seen (KIP-409).
+
+``forget ID`` is the documented step when a broker id will never return (decommissioned):
+placeholders then stop standing for it, and ``replica-assignor repair`` moves its replicas.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+
+from server.observed import DEFAULT_OBSERVED_PATH, ObservedBroker, ObservedBrokerStore, ObservedStoreError
+
+from .common import CommandError, fail, print_json
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``observed`` (with ``list`` and ``forget``) to the CLI; ``args.run`` is :func:`run`."""
+    parser = subparsers.add_parser(
+        "observed", help="list or forget the brokers seen so far",
+        description="The brokers seen so far (observed.brokers.path). Forget a broker id "
+                    "that will never return, so that placeholders stop standing for it.",
+    )
+    commands = parser.add_subparsers(dest="observed_command", metavar="{list,forget}", required=True)
+    listing = commands.add_parser("list", help="list every observed broker")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    forget = commands.add_parser("forget", help="forget a broker id that will never return")
+    forget.add_argument("broker_id", metavar="ID", help="the broker id")
+    for sub in (listing, forget):
+        sub.add_argument("--path", default=DEFAULT_OBSERVED_PATH, metavar="FILE",
+                         help=f"the observed broker store (default: {DEFAULT_OBSERVED_PATH})")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``observed list`` or ``observed forget``; returns the exit status."""
+    try:
+        if args.observed_command == "forget":
+            broker_id = _broker_id(args.broker_id)
+        with ObservedBrokerStore(args.path, create=False) as store:
+            if args.observed_command == "list":
+                _print_list(store.list(), args.json)
+                return 0
+            if not store.forget(broker_id):
+                raise CommandError(f"broker {broker_id} is not in {args.path}")
+            print(f"forgot broker {broker_id}")
+            return 0
+    except (CommandError, ObservedStoreError) as exc:
+        return fail(f"replica-assignor observed {args.observed_command}", exc)
+
+
+def _broker_id(text: str) -> int:
+    try:
+        broker_id = int(text)
+    except ValueError:
+        broker_id = -1
+    if broker_id < 0:
+        raise CommandError(f"broker id must be an integer >= 0, got {text!r}", 2)
+    return broker_id
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _print_list(brokers: list[ObservedBroker], as_json: bool) -> None:
+    if as_json:
+        print_json([{**b.to_dict(), "first_seen": _iso(b.first_seen), "last_seen": _iso(b.last_seen)}
+                    for b in brokers])
+        return
+    table = [("ID", "RACK", "ENDPOINT", "FIRST SEEN", "LAST SEEN")]
+    for b in brokers:
+        endpoint = f"{b.host}:{b.port}" if b.host else "-"
+        table.append((str(b.id), b.rack or "-", endpoint, _iso(b.first_seen), _iso(b.last_seen)))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+
+
+if __name__ == "__main__":
+    from .main import main
+
+    sys.exit(main(["observed", *sys.argv[1:]]))

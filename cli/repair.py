@@ -1,0 +1,98 @@
+"""``replica-assignor repair``: a reassignment that fills KIP-409 placeholders.
+
+Reads the cluster from a snapshot file or a live cluster, replaces placeholders (negative ids)
+and replicas on forgotten or unknown brokers with alive ones (see :mod:`assignors.repair`),
+and prints Kafka's reassignment JSON for ``kafka-reassign-partitions.sh --execute``.
+
+Which brokers are expected back:
+
+- without ``--observed-path``: the brokers a snapshot lists as ``"alive": false`` (their
+  replicas stay); a live cluster lists only alive brokers, so every replica on a broker that
+  is not alive is replaced;
+- with ``--observed-path``: the brokers in the observed store that are not alive. A broker the
+  snapshot marks not alive but the store does not hold was forgotten: its replicas move.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from assignors.repair import RepairPlan, repair
+from assignors.snapshot import ClusterSnapshot, SnapshotError
+
+from .common import CommandError, fail, print_json, read_json
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``repair`` to the CLI; ``args.run`` is :func:`run`."""
+    parser = subparsers.add_parser(
+        "repair", help="print a reassignment that fills placeholders",
+        description="Print Kafka reassignment JSON (version 1) replacing placeholder replicas "
+                    "and replicas on forgotten or unknown brokers with alive brokers.",
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--snapshot", metavar="FILE", help="a cluster snapshot JSON file")
+    source.add_argument("--bootstrap-server", metavar="HOST:PORT", help="a live Kafka cluster")
+    parser.add_argument("--observed-path", metavar="FILE",
+                        help="the observed broker store: its offline brokers are expected back")
+    parser.add_argument("--timeout-ms", type=int, default=10_000, metavar="MS",
+                        help="how long to wait for the live cluster (default: 10000)")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the plan on stdout and a summary on stderr. Exit 0 even when some partitions could
+    not be repaired (not enough alive brokers): they are named on stderr and left out."""
+    try:
+        snapshot, forgotten = load_cluster(args)
+    except Exception as exc:  # bad file, unreachable cluster, unreadable store: one line
+        return fail("replica-assignor repair", exc)
+    plan = repair(snapshot, forgotten)
+    print_json(plan.to_reassignment())
+    print(summary(plan), file=sys.stderr)
+    return 0
+
+
+def load_cluster(args: argparse.Namespace) -> tuple[ClusterSnapshot, frozenset[int]]:
+    """The cluster to repair, with the observed store's offline brokers added, and the brokers
+    that were forgotten (listed as not alive but no longer in the store)."""
+    if args.snapshot is not None:
+        try:
+            snapshot = ClusterSnapshot.from_dict(read_json(args.snapshot, "snapshot"))
+        except SnapshotError as exc:
+            raise CommandError(f"snapshot {args.snapshot}: {exc}", 2) from None
+    else:
+        from server.cluster_source import describe_live_cluster
+
+        snapshot, _fenced = describe_live_cluster(args.bootstrap_server, args.timeout_ms)
+    if args.observed_path is None:
+        return snapshot, frozenset()
+    from server.cluster_source import observed_offline
+    from server.observed import ObservedBrokerStore
+
+    with ObservedBrokerStore(args.observed_path, create=False) as store:
+        observed = store.list()
+    kept = {o.id for o in observed}
+    snapshot = observed_offline(snapshot, observed)
+    return snapshot, frozenset(b.id for b in snapshot.brokers if not b.alive and b.id not in kept)
+
+
+def summary(plan: RepairPlan) -> str:
+    placeholders = sum(1 for r in plan.replacements if r.old < 0)
+    line = (f"replica-assignor repair: {len(plan.assignments)} partition(s) repaired "
+            f"({placeholders} placeholder(s) filled, {len(plan.replacements) - placeholders} "
+            f"replica(s) moved off forgotten or unknown brokers)")
+    if plan.unrepaired:
+        shown = ", ".join(f"{t}-{p}" for t, p in plan.unrepaired[:10])
+        more = f" and {len(plan.unrepaired) - 10} more" if len(plan.unrepaired) > 10 else ""
+        line += (f"; {len(plan.unrepaired)} partition(s) left out, not enough alive brokers: "
+                 f"{shown}{more}")
+    return line
+
+
+if __name__ == "__main__":
+    from .main import main
+
+    sys.exit(main(["repair", *sys.argv[1:]]))

@@ -1,0 +1,178 @@
+"""The live metadata source against a real Kafka-protocol broker (Tansu: node 111, no rack).
+
+The rules shown here (see ``server.cluster_source``):
+
+- a successful DescribeCluster gives the alive brokers; brokers observed before (in the store)
+  but absent from it are offline;
+- while the cluster is unreachable, each refresh fails, is logged as ``metadata_refresh_failed``
+  and the last good view is kept (broker 111 stays alive in the view: an unreachable cluster is
+  not evidence that its brokers are down);
+- when the broker is back on the same port, the next refresh succeeds and the view follows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import threading
+import time
+import warnings
+
+import pytest
+from structlog.testing import capture_logs
+
+from assignors import BrokerMetadata
+from server.cluster_source import LiveClusterSource
+from server.observed import ObservedBrokerStore
+from tests.tansu import TansuBroker, free_port
+
+pytestmark = [
+    pytest.mark.tansu,
+    pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning"),  # see below
+]
+
+
+@pytest.fixture(autouse=True)
+def refused_sockets(caplog):
+    """kafka-python 3.0.12 leaves the socket of a refused connection open (kafka/net/inet.py,
+    ``sock_connect``); the garbage collector closes it with a ResourceWarning, ignored in this
+    module. Its error log records would keep the socket alive (through the exception's
+    traceback) past the end of the test, so kafka-python is quieted, and what is left is
+    collected here rather than in whatever test runs next."""
+    caplog.set_level(logging.CRITICAL, logger="kafka")
+    yield
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "unclosed <socket.socket", ResourceWarning)
+        gc.collect()
+
+
+def kafka_io_threads() -> int:
+    return sum(t.name.startswith("kafka-io") for t in threading.enumerate())
+
+
+@pytest.fixture
+def store(tmp_path):
+    with ObservedBrokerStore(tmp_path / "observed.db") as store:
+        yield store
+
+
+async def wait_until(condition, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
+async def test_view_follows_tansu_stopping_and_starting(tansu, store):
+    store.record([BrokerMetadata(7, None)], now=1.0)  # seen in an earlier life of the cluster
+    threads_before = kafka_io_threads()
+    source = LiveClusterSource(tansu.bootstrap, 3_600_000, store, request_timeout_ms=1000)
+    with capture_logs() as logs:
+        await source.start()
+    view = source.view()
+    assert view.brokers == (BrokerMetadata(111, None),)
+    assert view.offline == (BrokerMetadata(7, None),)  # observed before, not in the describe
+    seen = {b.id: b for b in store.list()}
+    assert (seen[111].host, seen[111].port) == ("127.0.0.1", tansu.port)
+    first_seen = seen[111].last_seen
+    assert [e for e in logs if e["event"] == "cluster_view_changed"] == [
+        {"event": "cluster_view_changed", "log_level": "info", "source": "live",
+         "alive": [111], "offline": [7], "fenced": []},
+    ]
+
+    await asyncio.to_thread(tansu.stop)
+    with capture_logs() as logs:
+        assert await source.refresh() is False  # the client's connection is gone
+        assert await source.refresh() is False  # a fresh client cannot bootstrap
+    failures = [e for e in logs if e["event"] == "metadata_refresh_failed"]
+    assert [(e["log_level"], e["source"], e["consecutive_failures"]) for e in failures] == [
+        ("warning", "live", 1), ("warning", "live", 2)]
+    assert all(e["error"] for e in failures)
+    assert source.view() is view  # the last good view is kept
+    state = source.describe()
+    assert state["consecutive_failures"] == 2 and state["last_error"] == failures[-1]["error"]
+    assert state["alive"] == [111] and state["offline"] == [7]
+
+    await asyncio.to_thread(tansu.start)  # the same port again
+    assert await source.refresh() is True
+    assert source.view().brokers == (BrokerMetadata(111, None),)
+    assert source.describe()["consecutive_failures"] == 0
+    assert {b.id: b for b in store.list()}[111].last_seen > first_seen
+
+    assert store.forget(7)  # decommissioned: placeholders stop standing for it
+    assert await source.refresh() is True
+    assert source.view().offline == ()
+
+    await source.stop()
+    assert kafka_io_threads() == threads_before
+
+
+async def test_periodic_refresh_never_blocks_the_loop(tansu, store):
+    source = LiveClusterSource(tansu.bootstrap, 50, store, request_timeout_ms=1000)
+    await source.start()
+    gaps: list[float] = []
+
+    async def ticker() -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(0.01)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    ticking = asyncio.create_task(ticker())
+    try:
+        await wait_until(lambda: source.describe()["refreshes"] >= 3)
+        await asyncio.to_thread(tansu.stop)
+        await wait_until(lambda: source.describe()["consecutive_failures"] >= 2)  # incl. a bootstrap timeout
+        assert source.view().broker_ids == (111,)
+        await asyncio.to_thread(tansu.start)
+        await wait_until(lambda: source.describe()["consecutive_failures"] == 0)
+        assert source.view().broker_ids == (111,)
+    finally:
+        ticking.cancel()
+        await source.stop()
+    assert max(gaps) < 0.5, f"the event loop stalled for {max(gaps):.3f} s"
+
+
+async def test_cluster_down_at_start_then_up(store):
+    store.record([BrokerMetadata(111, None), BrokerMetadata(5, "r1")], now=1.0)
+    broker = TansuBroker(port=free_port())
+    source = LiveClusterSource(broker.bootstrap, 3_600_000, store, request_timeout_ms=1000)
+    with capture_logs() as logs:
+        await source.start()  # does not raise: the server can start before the cluster
+    assert [e["event"] for e in logs] == ["metadata_refresh_failed"]
+    assert source.view().brokers == ()
+    try:
+        await asyncio.to_thread(broker.start)
+        assert await source.refresh() is True
+        assert source.view().broker_ids == (111,)
+        assert source.view().offline == (BrokerMetadata(5, "r1"),)
+    finally:
+        await source.stop()
+        await asyncio.to_thread(broker.stop)
+
+
+def test_repair_command_reads_the_live_cluster(tansu, capsys):
+    from kafka.admin import KafkaAdminClient
+
+    from cli.main import main as cli_main
+    from server.cluster_source import describe_live_cluster
+
+    with KafkaAdminClient(bootstrap_servers=tansu.bootstrap, request_timeout_ms=5000) as admin:
+        admin.create_topics({"orders": {"num_partitions": 2, "replication_factor": 1}})
+    snapshot, fenced = describe_live_cluster(tansu.bootstrap, 5000)
+    assert fenced == frozenset()
+    assert sorted((p.topic, p.partition, p.replicas, p.leader) for p in snapshot.partitions) == [
+        ("orders", 0, (111,), 111), ("orders", 1, (111,), 111)]
+    assert cli_main(["repair", "--bootstrap-server", tansu.bootstrap]) == 0
+    out, err = capsys.readouterr()
+    assert out == '{"version":1,"partitions":[]}\n'
+    assert err.startswith("replica-assignor repair: 0 partition(s) repaired")
+
+    tansu.stop()
+    assert cli_main(["repair", "--bootstrap-server", tansu.bootstrap, "--timeout-ms", "500"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert err.startswith("replica-assignor repair: error:") and "bootstrap" in err
