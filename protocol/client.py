@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import kafka.errors as kafka_errors
 
 from .errors import error_for_code
+from .frame import skip_tagged_fields
 from .messages import (
     CREATE_REPLICA_ASSIGNMENT_API_KEY,
     ApiVersionsRequest,
@@ -79,8 +80,9 @@ def parse_bootstrap(server: str) -> tuple[str, int]:
 class _Session:
     """Sans-IO: builds request frames and interprets response frames."""
 
-    def __init__(self, client_id: str) -> None:
+    def __init__(self, client_id: str, max_version: int | None = None) -> None:
         self.client_id = client_id
+        self.max_version = max_version
         self._ids = itertools.count(1)
         self.assignment_version: int | None = None
         self.api_versions_version = 3
@@ -117,7 +119,11 @@ class _Session:
         if hi < ours[0] or lo > ours[1]:
             raise NotAReplicaAssignorError(
                 f"{where} supports CreateReplicaAssignment v{lo}-v{hi}; this client speaks v{ours[0]}-v{ours[1]}.")
-        self.assignment_version = min(hi, ours[1])
+        cap = ours[1] if self.max_version is None else self.max_version
+        if cap < lo:
+            raise NotAReplicaAssignorError(
+                f"{where} supports CreateReplicaAssignment v{lo}-v{hi}, not v{cap} or below.")
+        self.assignment_version = min(hi, ours[1], cap)
         return False
 
     def assignment_request(self, num_partitions: int, replication_factor: int, node_ids: Iterable[int] | None,
@@ -128,8 +134,6 @@ class _Session:
         if wants_v1 and version < 1:
             raise NotAReplicaAssignorError(
                 "the server only speaks CreateReplicaAssignment v0, which cannot continue an existing topic")
-        if not wants_v1:
-            version = 0 if version == 0 else version
         R = CreateReplicaAssignmentRequest
         kwargs = dict(num_partitions=num_partitions, replication_factor=replication_factor,
                       force_simple_assignment=options.force_simple_assignment,
@@ -155,10 +159,8 @@ def _decode(cls, payload: bytes, version: int, cid: int, where: str, flexible_he
     (got,) = _LEN.unpack_from(payload, 0)
     if got != cid:
         raise ProtocolViolationError(f"{where} answered correlation id {got}, expected {cid}")
-    pos = 4
-    if flexible_header:
-        pos += 1 if payload[4:5] == b"\x00" else 0
     try:
+        pos = skip_tagged_fields(payload, 4) if flexible_header else 4
         return cls.decode(payload[pos:], version=version)
     except Exception as exc:
         raise ProtocolViolationError(f"{where} sent an undecodable {cls.__name__}: {exc}") from None
@@ -168,11 +170,11 @@ class ReplicaAssignorAdminClient:
     """Blocking client over one TCP connection."""
 
     def __init__(self, bootstrap_server: str, client_id: str = "replica-assignor-admin",
-                 request_timeout_ms: int = 30_000) -> None:
+                 request_timeout_ms: int = 30_000, api_version: int | None = None) -> None:
         self.host, self.port = parse_bootstrap(bootstrap_server)
         self.where = f"{self.host}:{self.port}"
         self.timeout = request_timeout_ms / 1000.0
-        self._session = _Session(client_id)
+        self._session = _Session(client_id, api_version)
         self._sock: socket.socket | None = None
 
     def _connect(self) -> None:
@@ -248,11 +250,11 @@ class AsyncReplicaAssignorAdminClient:
     """asyncio client over one TCP connection; requests are sent one at a time."""
 
     def __init__(self, bootstrap_server: str, client_id: str = "replica-assignor-admin",
-                 request_timeout_ms: int = 30_000) -> None:
+                 request_timeout_ms: int = 30_000, api_version: int | None = None) -> None:
         self.host, self.port = parse_bootstrap(bootstrap_server)
         self.where = f"{self.host}:{self.port}"
         self.timeout = request_timeout_ms / 1000.0
-        self._session = _Session(client_id)
+        self._session = _Session(client_id, api_version)
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._lock = asyncio.Lock()

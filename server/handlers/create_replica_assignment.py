@@ -41,7 +41,7 @@ from protocol.frame import RequestHeaderPeek, frame
 from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
 
 API_KEY = 68
-MIN_VERSION, MAX_VERSION = 0, 1
+MIN_VERSION, MAX_VERSION = CreateReplicaAssignmentRequest.valid_versions
 FLEXIBLE_FROM = 0
 
 log = structlog.get_logger("replica_assignor")
