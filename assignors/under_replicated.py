@@ -72,10 +72,11 @@ def refusal_message(replication_factor: int, cluster: ClusterView, *, enabled: b
     """Why an under-replicated creation is refused, with alive, observed, RF and min ISR."""
     alive = len(cluster.brokers)
     observed = alive + len(cluster.offline)
+    # Kafka's own sentence first, then what KIP-409 took into account
     message = (
-        f"Replication factor: {replication_factor} larger than available brokers: {alive} "
-        f"(observed: {observed}, min.insync.replicas: {min_insync_replicas}, "
-        f"enable.under.replicated.topic.creation: {'true' if enabled else 'false'})."
+        f"Replication factor: {replication_factor} larger than available brokers: {alive}. "
+        f"Under-replicated creation: observed: {observed}, min.insync.replicas: {min_insync_replicas}, "
+        f"enable.under.replicated.topic.creation: {'true' if enabled else 'false'}."
     )
     if enabled:
         needed = _alive_needed(replication_factor, min_insync_replicas)

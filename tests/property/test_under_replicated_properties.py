@@ -107,7 +107,8 @@ def test_placeholders_only_when_enabled_and_allowed(s: Scenario):
         try:
             s.place()
         except InvalidReplicationFactorError as exc:
-            assert f"available brokers: {n_alive} (observed: {n_alive + len(s.offline)}" in exc.message
+            assert (f"available brokers: {n_alive}. Under-replicated creation: "
+                    f"observed: {n_alive + len(s.offline)}") in exc.message
             assert f"min.insync.replicas: {s.min_isr}" in exc.message
         else:
             raise AssertionError("placeholders used although not allowed")

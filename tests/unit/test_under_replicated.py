@@ -60,15 +60,15 @@ def test_disabled_refuses_with_alive_observed_rf_and_min_isr():
     with pytest.raises(InvalidReplicationFactorError) as err:
         under(DefaultReplicaAssignor(), range(3), 3, three_zones(offline=2), enabled=False, min_isr=2)
     assert err.value.message == (
-        "Replication factor: 3 larger than available brokers: 1 (observed: 3, "
-        "min.insync.replicas: 2, enable.under.replicated.topic.creation: false)."
+        "Replication factor: 3 larger than available brokers: 1. Under-replicated creation: "
+        "observed: 3, min.insync.replicas: 2, enable.under.replicated.topic.creation: false."
     )
 
 
 def test_below_min_isr_refuses_even_when_enabled():
     with pytest.raises(InvalidReplicationFactorError) as err:
         under(DefaultReplicaAssignor(), range(3), 3, three_zones(offline=2), min_isr=2)
-    assert "available brokers: 1 (observed: 3, min.insync.replicas: 2" in err.value.message
+    assert "available brokers: 1. Under-replicated creation: observed: 3, min.insync.replicas: 2" in err.value.message
     assert "enable.under.replicated.topic.creation: true" in err.value.message
     assert "needs at least 2 alive broker(s)" in err.value.message
 
@@ -85,7 +85,7 @@ def test_min_isr_above_rf_only_needs_rf_alive_brokers():
 def test_observed_brokers_must_cover_rf():
     with pytest.raises(InvalidReplicationFactorError) as err:
         under(DefaultReplicaAssignor(), range(2), 4, three_zones(offline=1), min_isr=1)
-    assert "available brokers: 2 (observed: 3," in err.value.message
+    assert "available brokers: 2. Under-replicated creation: observed: 3," in err.value.message
     assert "do not cover the replication factor" in err.value.message
 
 
