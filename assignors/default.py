@@ -66,6 +66,7 @@ Example
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -172,15 +173,25 @@ def _assign_unaware(
     return out
 
 
+@functools.lru_cache(maxsize=32)
+def _aware_layout(pairs: tuple[tuple[int, str], ...]) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """The rack-alternated list, each position's rack index, and the rack count.
+
+    A pure function of the brokers, cached: a server answering many small requests over the
+    same cluster computes it once.
+    """
+    rack_of = dict(pairs)
+    alternated = rack_alternated_broker_list(rack_of)
+    rack_index = {r: i for i, r in enumerate(sorted(set(rack_of.values()), key=java_string_key))}
+    return tuple(alternated), tuple(rack_index[rack_of[b]] for b in alternated), len(rack_index)
+
+
 def _assign_aware(
-    alternated: list[int], rack_of: Mapping[int, str], ids: Sequence[int], rf: int,
+    alternated: Sequence[int], racks: Sequence[int], n_racks: int, ids: Sequence[int], rf: int,
     start: int, shift0: int, p0: int,
 ) -> Assignment:
     n = len(alternated)
     nm1 = n - 1
-    rack_index = {r: i for i, r in enumerate(sorted(set(rack_of.values()), key=java_string_key))}
-    n_racks = len(rack_index)
-    racks = [rack_index[rack_of[b]] for b in alternated]
     brokers2 = alternated * 2  # probe positions are first + 1 .. first + n - 1 < 2n
     racks2 = racks * 2
     rack_stamp = [-1] * n_racks  # rack_stamp[r] == p: rack r already holds a replica of p
@@ -246,8 +257,7 @@ def _assign(
 ) -> Assignment:
     """The core, for validated input and sorted distinct ids >= p0 >= 0."""
     if rack_aware:
-        rack_of = {b.id: b.rack for b in brokers}
-        order = rack_alternated_broker_list(rack_of)
+        order, racks, n_racks = _aware_layout(tuple((b.id, b.rack) for b in brokers))
     else:
         order = [b.id for b in brokers]
     n = len(order)
@@ -258,7 +268,7 @@ def _assign(
         start = rng.randrange(n)
         shift = rng.randrange(n)
     if rack_aware:
-        return _assign_aware(order, rack_of, ids, rf, start, shift, p0)
+        return _assign_aware(order, racks, n_racks, ids, rf, start, shift, p0)
     return _assign_unaware(order, ids, rf, start, shift, p0)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
+import threading
 import time
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -128,6 +129,8 @@ def interpret(request, version: int, view: ClusterView, max_partitions: int) -> 
 def _with_topic(view: ClusterView, topic: str | None, current: dict) -> ClusterView:
     """The view with the request's current assignment standing for the topic's."""
     name = topic if topic is not None else ""
+    if not current and name not in view.topics:
+        return view
     topics = dict(view.topics)
     if current:
         topics[name] = MappingProxyType(current)
@@ -136,10 +139,20 @@ def _with_topic(view: ClusterView, topic: str | None, current: dict) -> ClusterV
     return ClusterView(brokers=view.brokers, fenced=view.fenced, offline=view.offline, topics=topics)
 
 
+_THREAD_RNG = threading.local()
+
+
 def request_rng(seed: int | None, body: bytes) -> random.Random:
-    """Deterministic mode: the same request (body bytes) under the same seed draws the same numbers."""
+    """Deterministic mode: the same request (body bytes) under the same seed draws the same numbers.
+
+    Without a seed every request draws fresh numbers (as Kafka does) from a generator seeded
+    once per thread from the OS: seeding one per request would cost more than the placement.
+    """
     if seed is None:
-        return random.Random()
+        rng = getattr(_THREAD_RNG, "rng", None)
+        if rng is None:
+            rng = _THREAD_RNG.rng = random.Random()
+        return rng
     digest = hashlib.sha256(seed.to_bytes(16, "big", signed=True) + body).digest()
     return random.Random(int.from_bytes(digest[:16], "big"))
 
