@@ -37,7 +37,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     REPLICA_ASSIGNOR_HOST=0.0.0.0 \
     REPLICA_ASSIGNOR_PORT=${PORT}
 RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/assignor --shell /usr/sbin/nologin assignor
-# runtime dependencies only (kafka-python, uvloop, structlog): no planner or test extras
+# runtime dependencies only (kafka-python, uvloop, structlog, prometheus-client): no planner or test extras
 COPY --from=build /wheels /tmp/wheels
 RUN pip install --no-cache-dir /tmp/wheels/*.whl && rm -rf /tmp/wheels
 COPY config/server.properties /etc/replica-assignor/server.properties
@@ -45,7 +45,7 @@ USER 10001:10001
 WORKDIR /home/assignor
 EXPOSE ${PORT}
 HEALTHCHECK --interval=30s --timeout=5s --start-period=5s --retries=3 \
-    CMD ["python", "-c", "import os; from protocol.client import ReplicaAssignorAdminClient as C; h = os.environ.get('REPLICA_ASSIGNOR_HOST', '0.0.0.0'); h = '127.0.0.1' if h in ('', '0.0.0.0', '::') else h; c = C(h + ':' + os.environ.get('REPLICA_ASSIGNOR_PORT', '9095'), request_timeout_ms=4000); c.create_replica_assignment(1, 1); c.close()"]
+    CMD ["/bin/sh", "-c", "exec replica-assignor-server --health-check --config \"$REPLICA_ASSIGNOR_CONFIG\" --override \"listeners=PLAINTEXT://$REPLICA_ASSIGNOR_HOST:$REPLICA_ASSIGNOR_PORT\""]
 # `exec`: the server is PID 1 and gets SIGTERM from `docker stop` (graceful shutdown, exit 0)
 ENTRYPOINT ["/bin/sh", "-c", "exec replica-assignor-server --config \"$REPLICA_ASSIGNOR_CONFIG\" --override \"listeners=PLAINTEXT://$REPLICA_ASSIGNOR_HOST:$REPLICA_ASSIGNOR_PORT\" \"$@\"", "replica-assignor-server"]
 CMD []

@@ -7,6 +7,7 @@ from .base import ANONYMOUS, ReplicaAssignor, check_preconditions, place, valida
 from .errors import (
     AssignmentError,
     AssignmentTimeoutError,
+    AuthorizationError,
     BrokerNotAvailableError,
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
@@ -21,6 +22,7 @@ __all__ = [
     "Assignment",
     "AssignmentError",
     "AssignmentTimeoutError",
+    "AuthorizationError",
     "BrokerMetadata",
     "BrokerNotAvailableError",
     "ClusterView",

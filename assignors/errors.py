@@ -39,5 +39,11 @@ class ReplicaAssignorError(AssignmentError):
     """
 
 
+class AuthorizationError(AssignmentError):
+    """Kafka's ClusterAuthorizationException (CLUSTER_AUTHORIZATION_FAILED): the principal
+    may not ask for assignments (the server's ``authorizer.allowed.principals``, or an
+    assignor that refuses the principal it was given)."""
+
+
 class AssignmentTimeoutError(AssignmentError):
     """The assignor did not finish within the request's timeout (REQUEST_TIMED_OUT)."""

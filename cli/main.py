@@ -1,6 +1,6 @@
 """``replica-assignor``: the operator's command line.
 
-Subcommands: assign, state, balance, repair, observed, conformance. Results go to
+Subcommands: assign, state, balance, repair, observed, conformance, users. Results go to
 stdout (Kafka's own JSON formats where Kafka has one); logs and errors to stderr. Bad
 input is one line on stderr and a non-zero exit.
 """
@@ -19,6 +19,7 @@ SUBCOMMANDS = {
     "repair": "cli.repair",
     "observed": "cli.observed",
     "conformance": "cli.conformance",
+    "users": "cli.users",
 }
 
 

@@ -30,6 +30,7 @@ _TABLE: tuple[tuple[type[Exception], type[kafka_errors.BrokerResponseError]], ..
     (domain.InvalidReplicaAssignmentError, kafka_errors.InvalidReplicationAssignmentError),
     (domain.BrokerNotAvailableError, kafka_errors.BrokerNotAvailableError),
     (domain.AssignmentTimeoutError, kafka_errors.RequestTimedOutError),
+    (domain.AuthorizationError, kafka_errors.ClusterAuthorizationFailedError),
     (domain.ReplicaAssignorError, ReplicaAssignorFailedError),
 )
 

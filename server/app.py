@@ -11,13 +11,20 @@ import structlog
 from assignors import create_assignor
 
 from .cluster import create_source
-from .config import Listener, ServerConfig
+from .config import ConfigError, Listener, ServerConfig, metrics_address
 from .connection import KafkaConnection
 from .dispatch import supported_versions
 from .handlers import api_versions, metadata
+from .isolation import AssignorPool
+from .metrics import Metrics, MetricsServer
+from .security import UserStore, UsersFileError, build_ssl_context
 from .state import ServerState
 
 log = structlog.get_logger("replica_assignor")
+
+
+def _builtin(assignor) -> bool:
+    return type(assignor).__module__.startswith("assignors.")
 
 
 class ReplicaAssignorServer:
@@ -32,43 +39,88 @@ class ReplicaAssignorServer:
         self.started = asyncio.Event()
         self._stop = asyncio.Event()
         self._servers: list[asyncio.base_events.Server] = []
+        self._metrics_server: MetricsServer | None = None
         self.host: str | None = None
         self.port: int | None = None
+        self.metrics_port: int | None = None
+
+    def _executor(self, metrics: Metrics):
+        cfg = self.config
+        if cfg.assignor_isolation == "thread":
+            return ThreadPoolExecutor(max_workers=cfg.assignor_max_workers, thread_name_prefix="assignor")
+        return AssignorPool(cfg.replica_assignor_class_name, workers=cfg.assignor_max_workers, config=cfg,
+                            memory_limit=cfg.assignor_worker_max_memory_bytes, on_restart=metrics.worker_restarted)
 
     async def start(self) -> None:
         cfg = self.config
         assignor = create_assignor(cfg.replica_assignor_class_name)
+        listener = cfg.listeners[0]
+        ssl_context = build_ssl_context(cfg) if listener.uses_tls else None
+        users = None
+        if listener.uses_sasl:
+            try:
+                users = UserStore(cfg.sasl_users_file)
+            except UsersFileError as exc:
+                raise ConfigError(f"sasl.users.file: {exc}") from None
+        metrics_at = metrics_address(cfg)
+        metrics = Metrics(enabled=metrics_at is not None)
         source = create_source(cfg)
         await source.start()
-        listener = cfg.listeners[0]
-        executor = ThreadPoolExecutor(max_workers=cfg.assignor_max_workers, thread_name_prefix="assignor")
+        executor = self._executor(metrics)
         self.state = state = ServerState(
             config=cfg, assignor=assignor, assignor_name=cfg.replica_assignor_class_name,
-            source=source, executor=executor, advertised=listener,
+            source=source, executor=executor, advertised=listener, listener=listener, users=users,
+            metrics=metrics,
         )
+        if metrics.enabled:
+            metrics.connections.set_function(lambda: len(state.connections))
         placer = getattr(source, "placer", None)
         if placer is not None:
             state.placer = placer  # type: ignore[attr-defined]
         loop = asyncio.get_running_loop()
+        if isinstance(executor, AssignorPool) and not _builtin(assignor):
+            # a plug-in always runs in a worker: have them ready before the first request
+            try:
+                await loop.run_in_executor(None, executor.start)
+            except RuntimeError as exc:
+                executor.shutdown(wait=False)
+                raise ConfigError(f"replica.assignor.class.name: {exc}") from None
+        tls = ({"ssl": ssl_context, "ssl_handshake_timeout": cfg.ssl_handshake_timeout_ms / 1000.0}
+               if ssl_context else {})
         server = await loop.create_server(lambda: KafkaConnection(state), listener.host, listener.port,
-                                          reuse_address=True, backlog=1024)
+                                          reuse_address=True, backlog=1024, **tls)
         self._servers.append(server)
         sock = server.sockets[0].getsockname()
         self.host, self.port = sock[0], sock[1]
+        state.listener = Listener(listener.security_protocol, self.host, self.port)
         if cfg.advertised_listeners:
             adv = cfg.advertised_listeners[0]
             state.advertised = Listener(adv.security_protocol, adv.host, adv.port or self.port)
         else:
-            state.advertised = Listener(listener.security_protocol, self.host, self.port)
+            state.advertised = state.listener
         for v, data in api_versions.build_templates(supported_versions()).items():
             state.templates[(api_versions.API_KEY, v)] = data
         for v, data in metadata.build_templates(state).items():
             state.templates[(metadata.API_KEY, v)] = data
+        if metrics_at is not None:
+            self._metrics_server = MetricsServer(metrics, self._health)
+            await self._metrics_server.start(*metrics_at)
+            self.metrics_port = self._metrics_server.port
+            log.info("metrics_started", host=self._metrics_server.host, port=self.metrics_port,
+                     paths=["/metrics", "/health"])
         view = source.view()
         log.info("server_started", host=self.host, port=self.port, advertised=str(state.advertised),
-                 assignor=state.assignor_name, brokers=len(view.brokers), racks=len(view.racks),
+                 security_protocol=listener.security_protocol, assignor=state.assignor_name,
+                 isolation=cfg.assignor_isolation, brokers=len(view.brokers), racks=len(view.racks),
                  loop=type(loop).__module__.split(".")[0])
         self.started.set()
+
+    def _health(self) -> tuple[bool, dict]:
+        state = self.state
+        healthy = self.started.is_set() and state is not None and not state.stopping
+        details = {"listener": str(state.listener) if state else None,
+                   "connections": len(state.connections) if state else 0}
+        return healthy, details
 
     def install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()
@@ -76,9 +128,9 @@ class ReplicaAssignorServer:
             loop.add_signal_handler(sig, self.request_stop, sig)
 
     def request_stop(self, sig: int | None = None) -> None:
+        self._stop.set()  # first: stopping must not depend on the log being writable
         if sig is not None:
             log.info("signal_received", signal=signal.Signals(sig).name)
-        self._stop.set()
 
     async def serve(self) -> None:
         if not self.started.is_set():
@@ -107,6 +159,8 @@ class ReplicaAssignorServer:
                 await asyncio.wait_for(server.wait_closed(), timeout)
             except asyncio.TimeoutError:
                 pass
+        if self._metrics_server is not None:
+            await self._metrics_server.stop()
         await state.source.stop()
         state.executor.shutdown(wait=False, cancel_futures=True)
         log.info("server_stopped", port=self.port, unfinished=len([t for t in state.tasks if not t.done()]))

@@ -1,13 +1,16 @@
 """Server configuration: a Kafka-style properties file plus ``--override key=value``.
 
 Names follow Kafka's where Kafka has one (``listeners``, ``advertised.listeners``,
-``socket.request.max.bytes``, ``min.insync.replicas``, ...). Unknown keys are refused,
-so a typo fails at start-up with its name instead of being silently ignored.
+``socket.request.max.bytes``, ``min.insync.replicas``, ``ssl.*``, ``sasl.*``, ...). Unknown
+keys are refused, so a typo fails at start-up with its name instead of being silently
+ignored; so are combinations that cannot work (an ``SSL`` listener without a keystore, a
+``SASL_*`` listener without a users file). docs/security.md describes the security keys.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -17,6 +20,11 @@ from urllib.parse import urlsplit
 
 class ConfigError(ValueError):
     """The configuration is unusable; the message names the key."""
+
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,8 +40,9 @@ class Listener:
             raise ConfigError(f"{key}: expected PROTOCOL://host:port, got {text!r}")
         proto, _, rest = text.partition("://")
         proto = proto.upper()
-        if proto not in {"PLAINTEXT"}:
-            raise ConfigError(f"{key}: security protocol {proto} is not supported (use PLAINTEXT)")
+        if proto not in SECURITY_PROTOCOLS:
+            raise ConfigError(f"{key}: security protocol {proto} is not supported "
+                              f"(use one of {', '.join(SECURITY_PROTOCOLS)})")
         try:
             parts = urlsplit("//" + rest)
             host, port = parts.hostname, parts.port
@@ -46,6 +55,14 @@ class Listener:
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.security_protocol}://{host}:{self.port}"
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
 
 def _bool(key: str, value: str) -> bool:
@@ -96,6 +113,26 @@ class ServerConfig:
     log_level: str = "info"
     event_loop: str = "uvloop"
     node_id: int = 0
+    # TLS (listeners SSL:// and SASL_SSL://); PEM files only
+    ssl_keystore_location: str | None = None
+    ssl_key_password: str | None = field(default=None, repr=False)  # never in a log line
+    ssl_truststore_location: str | None = None
+    ssl_client_auth: str = "none"
+    ssl_enabled_protocols: tuple[str, ...] = TLS_VERSIONS
+    ssl_cipher_suites: str | None = None
+    ssl_handshake_timeout_ms: int = 10_000
+    # SASL (listeners SASL_PLAINTEXT:// and SASL_SSL://)
+    sasl_enabled_mechanisms: tuple[str, ...] = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+    sasl_users_file: str | None = None
+    sasl_server_max_receive_size: int = 524_288
+    connection_failed_authentication_delay_ms: int = 100
+    # who may call CreateReplicaAssignment (empty: everyone)
+    authorizer_allowed_principals: tuple[str, ...] = ()
+    # plug-in isolation: non-inline assignments run in killable worker processes
+    assignor_isolation: str = "process"
+    assignor_worker_max_memory_bytes: int = 2 * 1024 ** 3
+    # Prometheus /metrics and /health over HTTP (off when unset)
+    metrics_listener: str | None = None
 
     @property
     def advertised(self) -> tuple[Listener, ...]:
@@ -127,7 +164,27 @@ _KEYS = {
     "log.level": "log_level",
     "event.loop": "event_loop",
     "node.id": "node_id",
+    "ssl.keystore.location": "ssl_keystore_location",
+    "ssl.keystore.type": "ssl_keystore_type",
+    "ssl.key.password": "ssl_key_password",
+    "ssl.truststore.location": "ssl_truststore_location",
+    "ssl.truststore.type": "ssl_truststore_type",
+    "ssl.client.auth": "ssl_client_auth",
+    "ssl.enabled.protocols": "ssl_enabled_protocols",
+    "ssl.cipher.suites": "ssl_cipher_suites",
+    "ssl.handshake.timeout.ms": "ssl_handshake_timeout_ms",
+    "sasl.enabled.mechanisms": "sasl_enabled_mechanisms",
+    "sasl.users.file": "sasl_users_file",
+    "sasl.server.max.receive.size": "sasl_server_max_receive_size",
+    "connection.failed.authentication.delay.ms": "connection_failed_authentication_delay_ms",
+    "authorizer.allowed.principals": "authorizer_allowed_principals",
+    "replica.assignor.isolation": "assignor_isolation",
+    "replica.assignor.worker.max.memory.bytes": "assignor_worker_max_memory_bytes",
+    "metrics.listener": "metrics_listener",
 }
+
+# accepted for Kafka compatibility, checked, not stored: only PEM files are read
+_PEM_ONLY = {"ssl_keystore_type", "ssl_truststore_type"}
 
 
 def _convert(key: str, value: str, base_dir: Path | None):
@@ -146,11 +203,44 @@ def _convert(key: str, value: str, base_dir: Path | None):
     if attr in {"metadata_refresh_interval_ms", "socket_request_max_bytes", "max_connections",
                 "max_connections_per_ip", "max_inflight_requests_per_connection",
                 "max_partitions_per_request", "assignor_max_workers", "connections_max_idle_ms",
-                "shutdown_timeout_ms"}:
+                "shutdown_timeout_ms", "ssl_handshake_timeout_ms", "sasl_server_max_receive_size"}:
         return _int(key, value, 1)
-    if attr in {"inline_assignment_max_replicas", "node_id"}:
+    if attr in {"inline_assignment_max_replicas", "node_id", "connection_failed_authentication_delay_ms",
+                "assignor_worker_max_memory_bytes"}:
         return _int(key, value, 0)
-    if attr in {"cluster_metadata_file", "observed_brokers_path"}:
+    if attr in _PEM_ONLY:
+        if value.strip().upper() != "PEM":
+            raise ConfigError(f"{key}: only PEM is supported, got {value!r} "
+                              f"(convert a JKS or PKCS12 store with keytool and openssl)")
+        return "PEM"
+    if attr == "ssl_client_auth":
+        v = value.strip().lower()
+        if v not in {"required", "requested", "none"}:
+            raise ConfigError(f"{key}: expected required, requested or none, got {value!r}")
+        return v
+    if attr == "ssl_enabled_protocols":
+        items = tuple(v.strip() for v in value.split(",") if v.strip())
+        bad = [v for v in items if v not in TLS_VERSIONS]
+        if bad or not items:
+            raise ConfigError(f"{key}: expected a list of {', '.join(TLS_VERSIONS)}, got {value!r}")
+        return items
+    if attr == "sasl_enabled_mechanisms":
+        items = tuple(v.strip().upper() for v in value.split(",") if v.strip())
+        bad = [v for v in items if v not in SASL_MECHANISMS]
+        if bad or not items:
+            raise ConfigError(f"{key}: supported mechanisms are {', '.join(SASL_MECHANISMS)}, got {value!r}")
+        return tuple(dict.fromkeys(items))
+    if attr == "authorizer_allowed_principals":
+        return parse_principals(key, value)
+    if attr == "assignor_isolation":
+        v = value.strip().lower()
+        if v not in {"process", "thread"}:
+            raise ConfigError(f"{key}: expected process or thread, got {value!r}")
+        return v
+    if attr == "metrics_listener":
+        return _metrics_listener(key, value)
+    if attr in {"cluster_metadata_file", "observed_brokers_path", "ssl_keystore_location",
+                "ssl_truststore_location", "sasl_users_file"}:
         v = value.strip()
         if not v:
             raise ConfigError(f"{key}: a path is required")
@@ -177,6 +267,53 @@ def _convert(key: str, value: str, base_dir: Path | None):
     if attr == "replica_assignor_class_name" and not v:
         raise ConfigError(f"{key}: a class name is required")
     return v or None
+
+
+def parse_principals(key: str, value: str) -> tuple[str, ...]:
+    """``User:alice,User:CN=client,O=Example``: a comma starts a new entry only before
+    ``User:``, so certificate subjects (which contain commas) can be listed as they are."""
+    items = tuple(v.strip() for v in re.split(r",(?=\s*User:)", value) if v.strip())
+    bad = [v for v in items if not v.startswith("User:") or len(v) == len("User:")]
+    if bad:
+        raise ConfigError(f"{key}: principals look like User:name, got {bad[0]!r}")
+    return items
+
+
+def _metrics_listener(key: str, value: str) -> str | None:
+    v = value.strip()
+    if not v:
+        return None
+    parts = urlsplit(v)
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigError(f"{key}: {exc} in {v!r}") from None
+    if parts.scheme != "http" or port is None or parts.path not in ("", "/"):
+        raise ConfigError(f"{key}: expected http://host:port, got {v!r}")
+    return f"http://{parts.netloc}"
+
+
+def metrics_address(config: ServerConfig) -> tuple[str, int] | None:
+    """(host, port) of ``metrics.listener``, or None when metrics are off."""
+    if not config.metrics_listener:
+        return None
+    parts = urlsplit(config.metrics_listener)
+    return parts.hostname or "127.0.0.1", parts.port or 0
+
+
+def _check(config: ServerConfig) -> ServerConfig:
+    """Combinations that cannot work fail at start-up, naming the keys involved."""
+    protocols = {listener.security_protocol for listener in config.listeners}
+    if protocols & {"SSL", "SASL_SSL"} and not config.ssl_keystore_location:
+        raise ConfigError("ssl.keystore.location: an SSL or SASL_SSL listener needs a PEM file with the "
+                          "server's private key and certificate chain")
+    if config.ssl_client_auth != "none" and not config.ssl_truststore_location:
+        raise ConfigError(f"ssl.client.auth={config.ssl_client_auth} needs ssl.truststore.location "
+                          f"(the CA certificates that sign client certificates)")
+    if protocols & {"SASL_PLAINTEXT", "SASL_SSL"} and not config.sasl_users_file:
+        raise ConfigError("sasl.users.file: a SASL_PLAINTEXT or SASL_SSL listener needs a users file "
+                          "(create one with: replica-assignor users add --file FILE --user NAME)")
+    return config
 
 
 def parse_properties(text: str, source: str = "<config>") -> dict[str, str]:
@@ -219,8 +356,10 @@ def load_config(path: str | os.PathLike | None = None,
     for key, (value, base) in entries.items():
         if key not in _KEYS:
             raise ConfigError(f"unknown configuration key {key!r}")
-        values[_KEYS[key]] = _convert(key, value, base)
-    return ServerConfig(**values)
+        converted = _convert(key, value, base)
+        if _KEYS[key] not in _PEM_ONLY:
+            values[_KEYS[key]] = converted
+    return _check(ServerConfig(**values))
 
 
 def _split_override(item: str) -> tuple[str, str]:

@@ -2,12 +2,32 @@
 
 Requests are read as they arrive (pipelining); each gets a slot in a queue, and
 responses are written from the head of the queue as soon as the head is ready, so a
-slow assignment never lets a later response overtake it. When too many requests are
-in flight the connection stops reading until the queue drains.
+slow assignment never lets a later response overtake it.
 
 Anything that is not a well-formed Kafka request we speak (unknown api key, an
 unsupported version outside ApiVersions, a frame that does not decode, a frame over
 ``socket.request.max.bytes``) closes this connection only, with a log line saying why.
+
+Limits, each with a log line (``connection_refused`` / ``connection_closed`` with a
+``reason``), enforced the way a Kafka broker enforces them:
+
+- ``max.connections`` and ``max.connections.per.ip``: a connection over either is
+  closed as soon as it is accepted;
+- ``socket.request.max.bytes`` (``sasl.server.max.receive.size`` before SASL
+  authentication): a frame whose size prefix is larger closes the connection before its
+  body is read (Kafka's InvalidReceiveException);
+- ``connections.max.idle.ms``: a connection with nothing in flight and nothing received
+  for that long is closed;
+- ``max.inflight.requests.per.connection``: the connection stops reading while that
+  many responses are pending, and also while the peer does not read what it is sent
+  (the transport's write buffer is over its high-water mark), so a client can never make
+  the server buffer without bound.
+
+Security: on SSL listeners the principal is the client certificate's subject (if one was
+verified); on SASL listeners the connection follows Kafka's authentication state machine
+(``server.security.sasl``) and accepts nothing but ApiVersions and the SASL APIs until it
+completes. The principal is published to handlers through
+``server.security.current_principal``.
 """
 
 from __future__ import annotations
@@ -16,33 +36,61 @@ import asyncio
 import struct
 from collections import deque
 
+import kafka.errors as kafka_errors
 import structlog
 
 from protocol.frame import MalformedFrameError, peek_header, skip_tagged_fields
 
 from .dispatch import APIS
+from .handlers import sasl_authenticate
+from .security import ANONYMOUS, SaslSession, current_principal, principal_from_certificate
 
 log = structlog.get_logger("replica_assignor")
 _LEN = struct.Struct(">i")
+_API_VERSIONS = 18
+_UNSUPPORTED_VERSION = kafka_errors.UnsupportedVersionError.errno
+
+
+class _Slot:
+    """A response to come: ``response`` is None until ``task`` finishes."""
+
+    __slots__ = ("response", "task", "outcome", "close_reason")
+
+    def __init__(self, response, task, outcome, close_reason) -> None:
+        self.response = response
+        self.task = task
+        self.outcome = outcome
+        self.close_reason = close_reason
 
 
 class KafkaConnection(asyncio.Protocol):
-    __slots__ = ("state", "transport", "conn_id", "peer", "_buf", "_queue", "_paused", "_closing",
-                 "_idle_handle", "_ip", "_loop")
+    __slots__ = ("state", "transport", "conn_id", "peer", "principal", "sasl", "_buf", "_queue", "_closing",
+                 "_idle_handle", "_ip", "_loop", "_last_active", "_max_frame", "_read_paused", "_write_paused",
+                 "_blocked", "_failing", "_metrics", "_counted")
 
     def __init__(self, state) -> None:
         self.state = state
         self.transport: asyncio.Transport | None = None
         self.conn_id = 0
         self.peer = ""
+        self.principal = ANONYMOUS
+        self.sasl: SaslSession | None = None
         self._ip = ""
         self._buf = bytearray()
-        # each slot: [response bytes or None, task or None]
-        self._queue: deque[list] = deque()
-        self._paused = False
+        self._queue: deque[_Slot] = deque()
         self._closing = False
         self._idle_handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._last_active = 0.0
+        self._max_frame = state.config.socket_request_max_bytes
+        self._read_paused = False
+        self._write_paused = False
+        # an authentication step is running: read nothing more until it is done
+        self._blocked = False
+        # authentication failed: the pending answer is the last one, then the connection closes
+        self._failing: str | None = None
+        self._metrics = state.metrics
+        self._counted = False
 
     # -- lifecycle -------------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -55,24 +103,38 @@ class KafkaConnection(asyncio.Protocol):
         self.peer = f"{peername[0]}:{peername[1]}"
         cfg = state.config
         if state.stopping:
+            self._closing = True
             transport.abort()
             return
         per_ip = state.connections_by_ip.get(self._ip, 0)
         if len(state.connections) >= cfg.max_connections or per_ip >= cfg.max_connections_per_ip:
-            log.warning("connection_refused", conn_id=self.conn_id, peer=self.peer,
-                        reason="too many connections", connections=len(state.connections),
-                        connections_from_ip=per_ip)
-            self._ip = ""
+            reason = ("max.connections reached" if len(state.connections) >= cfg.max_connections
+                      else "max.connections.per.ip reached")
+            log.warning("connection_refused", conn_id=self.conn_id, peer=self.peer, reason=reason,
+                        connections=len(state.connections), connections_from_ip=per_ip,
+                        max_connections=cfg.max_connections, max_connections_per_ip=cfg.max_connections_per_ip)
+            self._metrics.connection_refused(reason)
+            self._closing = True
             transport.abort()
             return
         state.connections.add(self)
         state.connections_by_ip[self._ip] = per_ip + 1
-        self._touch()
-        log.debug("connection_opened", conn_id=self.conn_id, peer=self.peer)
+        self._counted = True
+        listener = state.listener
+        if listener.uses_tls:
+            self.principal = principal_from_certificate(transport.get_extra_info("peercert"))
+        if listener.uses_sasl:
+            self.sasl = SaslSession(cfg.sasl_enabled_mechanisms, state.users, state.auth_secret)
+            self._max_frame = min(cfg.socket_request_max_bytes, cfg.sasl_server_max_receive_size)
+        self._last_active = self._loop.time()
+        self._idle_handle = self._loop.call_later(cfg.connections_max_idle_ms / 1000.0, self._idle_check)
+        log.debug("connection_opened", conn_id=self.conn_id, peer=self.peer, principal=self.principal)
 
     def connection_lost(self, exc) -> None:
+        self._closing = True
         state = self.state
-        if self in state.connections:
+        if self._counted:
+            self._counted = False
             state.connections.discard(self)
             n = state.connections_by_ip.get(self._ip, 1) - 1
             if n > 0:
@@ -81,24 +143,30 @@ class KafkaConnection(asyncio.Protocol):
                 state.connections_by_ip.pop(self._ip, None)
         if self._idle_handle is not None:
             self._idle_handle.cancel()
+            self._idle_handle = None
         for slot in self._queue:
-            if slot[1] is not None and not slot[1].done():
-                slot[1].cancel()
+            if slot.task is not None and not slot.task.done():
+                slot.task.cancel()
         self._queue.clear()
         log.debug("connection_closed", conn_id=self.conn_id, peer=self.peer)
 
-    def _touch(self) -> None:
-        if self._idle_handle is not None:
-            self._idle_handle.cancel()
-        self._idle_handle = self._loop.call_later(
-            self.state.config.connections_max_idle_ms / 1000.0, self._idle_timeout)
-
-    def _idle_timeout(self) -> None:
-        if self._queue:
-            self._touch()
+    def _idle_check(self) -> None:
+        """``connections.max.idle.ms``: one timer per connection, re-armed for what is left."""
+        self._idle_handle = None
+        if self._closing:
             return
-        log.info("connection_closed", conn_id=self.conn_id, peer=self.peer, reason="idle timeout")
-        self.close()
+        cfg = self.state.config
+        idle_s = cfg.connections_max_idle_ms / 1000.0
+        # waiting for our own answers is not idleness
+        remaining = idle_s if self._queue else idle_s - (self._loop.time() - self._last_active)
+        if remaining > 0:
+            self._idle_handle = self._loop.call_later(remaining, self._idle_check)
+            return
+        log.info("connection_closed", conn_id=self.conn_id, peer=self.peer, reason="idle timeout",
+                 connections_max_idle_ms=cfg.connections_max_idle_ms)
+        self._metrics.connection_closed("idle timeout")
+        self._closing = True
+        self.transport.close()
 
     def close(self, reason: str | None = None, **fields) -> None:
         if self._closing:
@@ -106,6 +174,7 @@ class KafkaConnection(asyncio.Protocol):
         self._closing = True
         if reason is not None:
             log.warning("connection_closed", conn_id=self.conn_id, peer=self.peer, reason=reason, **fields)
+            self._metrics.connection_closed(reason)
         if self.transport is not None:
             self.transport.close()
 
@@ -113,20 +182,64 @@ class KafkaConnection(asyncio.Protocol):
     def idle(self) -> bool:
         return not self._queue
 
+    # -- authentication (called by the SASL handlers) ----------------------------------
+    def authenticated(self, principal: str, mechanism: str) -> None:
+        self.principal = principal
+        self._max_frame = self.state.config.socket_request_max_bytes
+        self._metrics.authentication(mechanism, True)
+        log.info("authentication_succeeded", conn_id=self.conn_id, peer=self.peer, principal=principal,
+                 mechanism=mechanism)
+
+    def authentication_failed(self, reason: str, **fields) -> None:
+        """The answer being built is the last: the connection closes once it is written."""
+        self._failing = reason
+        self._metrics.authentication(fields.get("mechanism"), False)
+        log.warning("authentication_failed", conn_id=self.conn_id, peer=self.peer, reason=reason,
+                    **{k: v for k, v in fields.items() if v is not None})
+
+    # -- flow control ------------------------------------------------------------------
+    def pause_writing(self) -> None:
+        # the peer does not read its responses: stop reading its requests
+        self._write_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        if self._closing or self.transport is None:
+            return
+        pause = (self._write_paused or self._blocked or self._failing is not None
+                 or len(self._queue) >= self.state.config.max_inflight_requests_per_connection)
+        if pause and not self._read_paused:
+            self._read_paused = True
+            self.transport.pause_reading()
+        elif not pause and self._read_paused:
+            self._read_paused = False
+            self.transport.resume_reading()
+
     # -- reading ---------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
         if self._closing:
             return
+        self._buf += data
+        self._last_active = self._loop.time()
+        if not self._blocked and self._failing is None:
+            self._process()
+
+    def _process(self) -> None:
         buf = self._buf
-        buf += data
-        max_bytes = self.state.config.socket_request_max_bytes
         pos = 0
         n = len(buf)
-        while n - pos >= 4:
+        max_inflight = self.state.config.max_inflight_requests_per_connection
+        while n - pos >= 4 and len(self._queue) < max_inflight:
             (size,) = _LEN.unpack_from(buf, pos)
-            if size < 0 or size > max_bytes:
+            if size < 0 or size > self._max_frame:
                 # Kafka's InvalidReceiveException: the size is refused before reading the frame
-                self.close("invalid frame size", size=size, socket_request_max_bytes=max_bytes)
+                limit = ("sasl.server.max.receive.size" if self.sasl is not None and not self.sasl.complete
+                         else "socket.request.max.bytes")
+                self.close("invalid frame size", size=size, limit=limit, limit_bytes=self._max_frame)
                 return
             end = pos + 4 + size
             if end > n:
@@ -135,12 +248,18 @@ class KafkaConnection(asyncio.Protocol):
             pos = end
             if not self._request(payload):
                 return
+            if self._blocked or self._failing is not None:
+                break
         if pos:
             del buf[:pos]
-        self._touch()
 
     def _request(self, payload: bytes) -> bool:
         """Handle one request; False when the connection was closed because of it."""
+        sasl = self.sasl
+        if sasl is not None and sasl.raw:  # after SaslHandshake v0: a bare token, no Kafka header
+            outcome = self._metrics.begin(sasl_authenticate.API_KEY)
+            self._dispatch(sasl_authenticate.handle_raw(self.state, payload, self), outcome, exclusive=True)
+            return not self._closing
         try:
             header = peek_header(payload)
         except MalformedFrameError as exc:
@@ -157,34 +276,58 @@ class KafkaConnection(asyncio.Protocol):
             self.close("unsupported api version", api_key=header.api_key, api_version=version,
                        correlation_id=header.correlation_id)
             return False
+        if sasl is not None and not sasl.complete and header.api_key not in sasl.expected_api_keys():
+            # Kafka: "Unexpected Kafka request of type ... during SASL handshake/authentication"
+            self.close("unexpected request during SASL authentication", api_key=header.api_key,
+                       api_version=version, correlation_id=header.correlation_id, sasl_state=sasl.state)
+            return False
         view = memoryview(payload)
+        outcome = self._metrics.begin(header.api_key)
+        if outcome is not None and not supported:
+            outcome.error_code = _UNSUPPORTED_VERSION  # ApiVersions' fallback answer
+        current_principal.set(self.principal)
         try:
             offset = header.body_offset
             if supported and api.flexible(version):
                 offset = skip_tagged_fields(view, offset)
-            result = api.handle(self.state, header, view[offset:])
+            if api.connection_bound:
+                result = api.handle(self.state, header, view[offset:], self)
+            else:
+                result = api.handle(self.state, header, view[offset:])
         except Exception as exc:  # a body that does not decode, or anything else wrong with it
             self.close("malformed request", api_key=header.api_key, api_version=version,
                        correlation_id=header.correlation_id, error=f"{type(exc).__name__}: {exc}")
             return False
+        if sasl is not None and header.api_key == _API_VERSIONS and supported:
+            sasl.api_versions_answered()
+        self._dispatch(result, outcome, exclusive=api.connection_bound)
+        return True
+
+    def _dispatch(self, result, outcome, exclusive: bool) -> None:
+        """Queue a handler's result: bytes now, or an awaitable whose answer comes later."""
+        failing = self._failing
         if isinstance(result, (bytes, bytearray)):
-            if not self._queue:
+            if outcome is not None:
+                self._metrics.finish(outcome)
+            if failing is not None:
+                self._queue.append(_Slot(result, None, None, failing))
+                self._flush()
+            elif not self._queue:
                 self.transport.write(result)
             else:
-                self._queue.append([result, None])
-            return True
+                self._queue.append(_Slot(result, None, None, None))
+            return
         task = self._loop.create_task(result)
-        slot = [None, task]
+        slot = _Slot(None, task, outcome, failing)
         self._queue.append(slot)
         self.state.tasks.add(task)
         task.add_done_callback(lambda t, s=slot: self._completed(t, s))
-        if len(self._queue) >= self.state.config.max_inflight_requests_per_connection and not self._paused:
-            self._paused = True
-            self.transport.pause_reading()
-        return True
+        if exclusive:
+            self._blocked = True
+        self._update_reading()
 
     # -- writing ---------------------------------------------------------------------
-    def _completed(self, task: asyncio.Task, slot: list) -> None:
+    def _completed(self, task: asyncio.Task, slot: _Slot) -> None:
         self.state.tasks.discard(task)
         if task.cancelled() or self._closing:
             return
@@ -192,15 +335,34 @@ class KafkaConnection(asyncio.Protocol):
         if exc is not None:
             self.close("request failed", error=f"{type(exc).__name__}: {exc}")
             return
-        slot[0] = task.result()
-        slot[1] = None
+        slot.response = task.result()
+        slot.task = None
+        if slot.outcome is not None:
+            self._metrics.finish(slot.outcome)
+        if self._failing is not None and slot.close_reason is None and not any(s.task for s in self._queue):
+            slot.close_reason = self._failing  # the step that failed was this one
         self._flush()
+        if self._closing:
+            return
+        if self._blocked and not any(s.task is not None for s in self._queue):
+            self._blocked = False
+            self._update_reading()
+        if not self._blocked and self._failing is None and len(self._buf) >= 4:
+            self._process()  # requests that arrived while the queue was full
 
     def _flush(self) -> None:
         queue = self._queue
         write = self.transport.write
-        while queue and queue[0][0] is not None:
-            write(queue.popleft()[0])
-        if self._paused and len(queue) < self.state.config.max_inflight_requests_per_connection:
-            self._paused = False
-            self.transport.resume_reading()
+        while queue and queue[0].response is not None:
+            slot = queue.popleft()
+            if slot.response:
+                write(slot.response)
+            if slot.close_reason is not None:
+                queue.clear()
+                self._fail_after_write(slot.close_reason)
+                return
+        self._update_reading()
+
+    def _fail_after_write(self, reason: str) -> None:
+        # transport.close() sends what is buffered first
+        self.close(reason)

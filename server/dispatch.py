@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .handlers import api_versions, create_replica_assignment, metadata
+from .handlers import api_versions, create_replica_assignment, metadata, sasl_authenticate, sasl_handshake
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,20 +17,26 @@ class Api:
     handle: Callable
     # below min / above max: answer anyway (ApiVersions' fallback) instead of closing
     answers_unsupported: bool = False
+    # the handler takes the connection as a fourth argument (authentication state), and an
+    # awaitable it returns must complete before the connection reads its next request
+    connection_bound: bool = False
+    name: str = ""
 
     def flexible(self, version: int) -> bool:
         return version >= self.flexible_from
 
 
+def _api(module, name: str, **kwargs) -> Api:
+    return Api(module.API_KEY, module.MIN_VERSION, module.MAX_VERSION, module.FLEXIBLE_FROM, module.handle,
+               name=name, **kwargs)
+
+
 APIS: dict[int, Api] = {
-    api_versions.API_KEY: Api(api_versions.API_KEY, api_versions.MIN_VERSION, api_versions.MAX_VERSION,
-                              api_versions.FLEXIBLE_FROM, api_versions.handle, answers_unsupported=True),
-    metadata.API_KEY: Api(metadata.API_KEY, metadata.MIN_VERSION, metadata.MAX_VERSION,
-                          metadata.FLEXIBLE_FROM, metadata.handle),
-    create_replica_assignment.API_KEY: Api(
-        create_replica_assignment.API_KEY, create_replica_assignment.MIN_VERSION,
-        create_replica_assignment.MAX_VERSION, create_replica_assignment.FLEXIBLE_FROM,
-        create_replica_assignment.handle),
+    api_versions.API_KEY: _api(api_versions, "ApiVersions", answers_unsupported=True),
+    metadata.API_KEY: _api(metadata, "Metadata"),
+    create_replica_assignment.API_KEY: _api(create_replica_assignment, "CreateReplicaAssignment"),
+    sasl_handshake.API_KEY: _api(sasl_handshake, "SaslHandshake", connection_bound=True),
+    sasl_authenticate.API_KEY: _api(sasl_authenticate, "SaslAuthenticate", connection_bound=True),
 }
 
 

@@ -17,9 +17,35 @@ import structlog
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
 
+class _LossyStream:
+    """The log stream, minus its failures: if whatever reads the logs goes away (a closed
+    pipe), lines are dropped and the server keeps serving and can still be stopped."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        self.dropped = 0
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except (BrokenPipeError, ValueError, OSError):
+            self.dropped += 1
+            return 0
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+
 def configure_logging(log_format: str = "auto", level: str = "info", stream=None) -> None:
     stream = stream or sys.stdout
     use_console = log_format == "console" or (log_format == "auto" and stream.isatty())
+    stream = _LossyStream(stream)
     shared = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,

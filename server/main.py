@@ -20,6 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--override", metavar="KEY=VALUE", action="append", default=[],
                    help="set one property, over the file (repeatable)")
     p.add_argument("--loop", choices=("uvloop", "asyncio"), help="event loop (overrides event.loop)")
+    p.add_argument("--health-check", action="store_true",
+                   help="do not serve: check that the server so configured answers (exit 0) or not (exit 1)")
     return p
 
 
@@ -40,6 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, UnknownAssignorError) as exc:
         print(f"replica-assignor-server: {exc}", file=sys.stderr)
         return 2
+    if args.health_check:
+        from .health import check
+
+        healthy, line = check(config)
+        print(line, file=sys.stdout if healthy else sys.stderr)
+        return 0 if healthy else 1
     configure_logging(config.log_format, config.log_level)
     server = ReplicaAssignorServer(config)
     try:

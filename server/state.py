@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import ThreadPoolExecutor
+import secrets
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from assignors import ClusterView, ReplicaAssignor
 
 from .config import Listener, ServerConfig
+from .metrics import Metrics
 
 
 class ClusterSource(Protocol):
@@ -26,7 +28,9 @@ class ServerState:
     assignor: ReplicaAssignor
     assignor_name: str
     source: ClusterSource
-    executor: ThreadPoolExecutor
+    # runs assignments that are not done inline: server.isolation.AssignorPool (worker
+    # processes, replica.assignor.isolation=process) or a ThreadPoolExecutor (=thread)
+    executor: Executor
     advertised: Listener
     cluster_id: str = "replica-assignor"
     # pre-encoded responses (ApiVersions per version, Metadata per version), built at start-up
@@ -36,6 +40,17 @@ class ServerState:
     next_conn_id: int = 0
     tasks: set[asyncio.Task] = field(default_factory=set)
     stopping: bool = False
+    # the listener connections arrive on (its security protocol decides TLS and SASL)
+    listener: Listener | None = None
+    # SASL users (server.security.UserStore), on SASL listeners only
+    users: Any = None
+    # per-process secret: decoy SCRAM salts for unknown users
+    auth_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    metrics: Metrics = field(default_factory=lambda: Metrics(enabled=False))
+
+    def __post_init__(self) -> None:
+        if self.listener is None:
+            self.listener = self.advertised
 
     def new_conn_id(self) -> int:
         self.next_conn_id += 1

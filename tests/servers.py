@@ -38,6 +38,11 @@ class ServerThread:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def metrics_port(self) -> int | None:
+        """The bound port of ``metrics.listener`` (None when metrics are off)."""
+        return self.server.metrics_port
+
     def _run(self) -> None:
         if self.loop_kind == "uvloop":
             import uvloop
@@ -95,6 +100,7 @@ class ServerProcess:
         self.proc: subprocess.Popen | None = None
         self.lines: list[dict] = []
         self.port: int | None = None
+        self.metrics_port: int | None = None
 
     def start(self, timeout: float = 30.0) -> ServerProcess:
         self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -109,6 +115,8 @@ class ServerProcess:
             except json.JSONDecodeError:
                 continue
             self.lines.append(record)
+            if record.get("event") == "metrics_started":
+                self.metrics_port = record["port"]
             if record.get("event") == "server_started":
                 self.port = record["port"]
                 threading.Thread(target=self._drain, daemon=True).start()
@@ -125,6 +133,28 @@ class ServerProcess:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    def wait_for_line(self, predicate, timeout: float = 10.0) -> dict:
+        """The first log line (a dict) for which ``predicate`` holds, waiting for it if need be."""
+        deadline = time.monotonic() + timeout
+        seen = 0
+        while True:
+            lines = list(self.lines)
+            for record in lines[seen:]:
+                if predicate(record):
+                    return record
+            seen = len(lines)
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no matching log line within {timeout}s; last lines: {lines[-5:]}")
+            time.sleep(0.02)
+
+    def rss_kib(self) -> int:
+        """Resident memory of the server process (VmRSS from /proc), in KiB."""
+        with open(f"/proc/{self.proc.pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        raise RuntimeError("no VmRSS")
 
     def stop(self, sig: int | None = None, timeout: float = 20.0) -> int:
         import signal as _signal
@@ -143,3 +173,25 @@ class ServerProcess:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class ClosingServerProcess(ServerProcess):
+    """A :class:`ServerProcess` that also closes its output pipe on :meth:`stop`, once the
+    reader thread has seen the end of it (no ResourceWarning under ``-W error``)."""
+
+    _drainer: threading.Thread | None = None
+
+    def _drain(self) -> None:
+        self._drainer = threading.current_thread()
+        super()._drain()
+
+    def stop(self, sig: int | None = None, timeout: float = 20.0) -> int:
+        code = super().stop(sig, timeout)
+        if self._drainer is not None:
+            self._drainer.join(5.0)
+        if self.proc is not None and self.proc.stdout is not None and not self._drainer_alive():
+            self.proc.stdout.close()
+        return code
+
+    def _drainer_alive(self) -> bool:
+        return self._drainer is not None and self._drainer.is_alive()

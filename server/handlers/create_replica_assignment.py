@@ -27,6 +27,7 @@ from assignors import (
     ANONYMOUS,
     AssignmentError,
     AssignmentTimeoutError,
+    AuthorizationError,
     BrokerNotAvailableError,
     ClusterView,
     InvalidPartitionsError,
@@ -40,6 +41,8 @@ from protocol.errors import error_for_exception
 from protocol.fast import encode_assignment_frame
 from protocol.frame import RequestHeaderPeek, frame
 from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
+
+from ..security import authorize, current_principal
 
 API_KEY = 68
 MIN_VERSION, MAX_VERSION = CreateReplicaAssignmentRequest.valid_versions
@@ -190,6 +193,10 @@ def handle(state, header: RequestHeaderPeek, body: memoryview):
     version = header.api_version
     request = CreateReplicaAssignmentRequest.decode(body, version=version)
     started = time.perf_counter()
+    principal = current_principal.get()
+    if not authorize(state, principal):
+        return _finish(state, header, None, AuthorizationError(
+            f"Principal {principal} is not allowed to call CreateReplicaAssignment."), started)
     try:
         placement = interpret(request, version, state.source.view(), state.config.max_partitions_per_request)
     except AssignmentError as exc:
@@ -200,19 +207,19 @@ def handle(state, header: RequestHeaderPeek, body: memoryview):
               and type(state.assignor).__module__.startswith("assignors."))
     if inline:
         try:
-            result = compute(state, placement, rng)
+            result = compute(state, placement, rng, principal)
         except AssignmentError as exc:
             return _finish(state, header, None, exc, started)
         except Exception as exc:  # framework bug: never crash the connection
             return _finish(state, header, None, ReplicaAssignorError(f"internal error: {exc!r}"), started)
         return _finish(state, header, result, None, started)
-    return _run_in_executor(state, header, placement, rng, started)
+    return _run_in_executor(state, header, placement, rng, started, principal)
 
 
-async def _run_in_executor(state, header, placement: Placement, rng, started: float) -> bytes:
+async def _run_in_executor(state, header, placement: Placement, rng, started: float, principal: str) -> bytes:
     loop = asyncio.get_running_loop()
     timeout = max(placement.timeout_ms, 1) / 1000.0
-    future = loop.run_in_executor(state.executor, compute, state, placement, rng)
+    future = loop.run_in_executor(state.executor, compute, state, placement, rng, principal)
     try:
         result = await asyncio.wait_for(future, timeout)
     except asyncio.TimeoutError:
@@ -229,6 +236,7 @@ async def _run_in_executor(state, header, placement: Placement, rng, started: fl
 def _finish(state, header: RequestHeaderPeek, result, exc, started: float) -> bytes:
     out = _encode(header.api_version, header.correlation_id, result, exc)
     code = 0 if exc is None else error_for_exception(exc).errno
+    state.metrics.assignment_handled(state.assignor_name, code, time.perf_counter() - started)
     fields = dict(api_key=API_KEY, api_version=header.api_version, correlation_id=header.correlation_id,
                   assignor=state.assignor_name, error_code=code,
                   duration_ms=round((time.perf_counter() - started) * 1000, 3),

@@ -95,7 +95,7 @@ def test_dockerfile_is_slim_non_root_and_exposes_the_port() -> None:
     assert (IMAGE.env["REPLICA_ASSIGNOR_HOST"], IMAGE.env["REPLICA_ASSIGNOR_PORT"]) == ("0.0.0.0", "9095")
     assert IMAGE.config_source == "config/server.properties"
     assert "replica-assignor-server --config" in " ".join(IMAGE.entrypoint)
-    assert IMAGE.healthcheck and IMAGE.healthcheck[0] == "python"
+    assert IMAGE.healthcheck and "replica-assignor-server --health-check" in " ".join(IMAGE.healthcheck)
 
 
 def _run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:

@@ -1,0 +1,98 @@
+"""``replica-assignor users add|list|delete --file FILE``: the SASL users file
+(``sasl.users.file``). Only salted SCRAM credentials are written (RFC 5802: salt,
+iterations, StoredKey, ServerKey); the password itself is never stored. PLAIN logins are
+checked against the same credentials. A running server picks up changes without a restart.
+
+The password comes from ``--password-stdin`` (first line of standard input), or a prompt
+when standard input is a terminal. ``--password`` exists for scripts that have no better
+choice; it is visible to other users in the process list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from pathlib import Path
+
+from .common import CommandError, fail
+
+MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("users", help="manage the SASL users file (salted SCRAM credentials)", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add = actions.add_parser("add", help="add a user, or replace its credentials")
+    add.add_argument("--file", required=True, metavar="FILE", help="the users file (created if missing)")
+    add.add_argument("--user", required=True)
+    add.add_argument("--mechanism", action="append", choices=MECHANISMS,
+                     help="credential to store (repeatable; default: both SCRAM mechanisms)")
+    add.add_argument("--iterations", type=int, default=None, help="PBKDF2 iterations (default 8192, min 4096)")
+    source = add.add_mutually_exclusive_group()
+    source.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    source.add_argument("--password", help="the password on the command line (visible to other users)")
+    listing = actions.add_parser("list", help="list users and their mechanisms (JSON)")
+    listing.add_argument("--file", required=True, metavar="FILE")
+    delete = actions.add_parser("delete", help="remove a user")
+    delete.add_argument("--file", required=True, metavar="FILE")
+    delete.add_argument("--user", required=True)
+    p.set_defaults(run=run)
+
+
+def _read(path: str, must_exist: bool):
+    from server.security.users import UsersFileError, read_users_file
+
+    if not Path(path).exists() and not must_exist:
+        return {}
+    try:
+        return read_users_file(path)
+    except UsersFileError as exc:
+        raise CommandError(str(exc), 2) from None
+
+
+def _password(args) -> str:
+    if args.password is not None:
+        password = args.password
+    elif args.password_stdin or not sys.stdin.isatty():
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = getpass.getpass(f"Password for {args.user}: ")
+        if getpass.getpass("Again: ") != password:
+            raise CommandError("the passwords differ", 2)
+    if not password:
+        raise CommandError("empty password", 2)
+    return password
+
+
+def run(args: argparse.Namespace) -> int:
+    from server.security.users import DEFAULT_ITERATIONS, scram_credential, write_users_file
+
+    try:
+        if args.action == "list":
+            users = _read(args.file, must_exist=True)
+            print(json.dumps({name: sorted(creds) for name, creds in sorted(users.items())}))
+            return 0
+        if args.action == "delete":
+            users = _read(args.file, must_exist=True)
+            if args.user not in users:
+                raise CommandError(f"no user {args.user!r} in {args.file}", 1)
+            del users[args.user]
+            write_users_file(args.file, users)
+            return 0
+        if not args.user or any(c in args.user for c in "\x00\r\n"):
+            raise CommandError("the user name must be non-empty and on one line", 2)
+        users = _read(args.file, must_exist=False)
+        password = _password(args)
+        iterations = args.iterations or DEFAULT_ITERATIONS
+        try:
+            creds = {m: scram_credential(m, password, iterations=iterations) for m in (args.mechanism or MECHANISMS)}
+        except ValueError as exc:
+            raise CommandError(str(exc), 2) from None
+        users[args.user] = creds
+        write_users_file(args.file, users)
+        return 0
+    except (CommandError, OSError) as exc:
+        return fail(f"replica-assignor users {args.action}", exc)

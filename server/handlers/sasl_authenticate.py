@@ -1,0 +1,102 @@
+"""SaslAuthenticate (apiKey 36), versions 0-2, and the bare tokens of SaslHandshake v0.
+
+Each request carries one client token of the mechanism chosen by SaslHandshake; the
+response carries the server's token. When the mechanism completes, the connection is
+authenticated as ``User:<name>`` and every API opens up. A failure is answered with
+SASL_AUTHENTICATION_FAILED and Kafka's message, after
+``connection.failed.authentication.delay.ms``, and the connection is closed. After
+SaslHandshake v0 the same tokens travel without a Kafka header (:func:`handle_raw`); a
+failure there closes the connection without an answer, as Kafka does.
+
+PLAIN checks a password against a salted credential (PBKDF2), which takes milliseconds:
+it runs in a thread, and the connection reads nothing more until it is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+import kafka.errors as kafka_errors
+from kafka.protocol.sasl import SaslAuthenticateRequest, SaslAuthenticateResponse
+
+from protocol.frame import RequestHeaderPeek, frame
+
+from ..security import AuthenticationFailed
+
+API_KEY = 36
+MIN_VERSION, MAX_VERSION = 0, 2
+FLEXIBLE_FROM = 2
+AFTER_AUTHENTICATION = "SaslAuthenticate request received after successful authentication"
+_LEN = struct.Struct(">i")
+
+
+def _response(state, header: RequestHeaderPeek, error, message: str | None, token: bytes) -> bytes:
+    version = header.api_version
+    state.metrics.note_error_code(error.errno)
+    kwargs = {"session_lifetime_ms": 0} if version >= 1 else {}
+    body = SaslAuthenticateResponse(version=version, error_code=error.errno, error_message=message,
+                                    auth_bytes=token, **kwargs).encode(version=version)
+    return frame(header.correlation_id, body, flexible_header=version >= FLEXIBLE_FROM)
+
+
+def _record(conn, mechanism: str, failure: AuthenticationFailed | None) -> None:
+    if failure is not None:
+        conn.authentication_failed("authentication failed", mechanism=mechanism, user=failure.user,
+                                   detail=failure.detail)
+    elif conn.sasl.complete:
+        conn.authenticated(conn.sasl.principal, mechanism)
+
+
+def _evaluate(session, token: bytes) -> tuple[bytes | None, AuthenticationFailed | None]:
+    try:
+        return session.evaluate(token), None
+    except AuthenticationFailed as exc:
+        return None, exc
+
+
+def _exchange(state, conn, token: bytes, answer):
+    """Evaluate one token; ``answer(server_token, failure)`` builds what is sent back.
+    Returns bytes, or a coroutine when the answer must wait (PLAIN's key derivation runs
+    in a thread; a failure is answered after the configured delay)."""
+    session = conn.sasl
+    mechanism = session.mechanism.name
+    delay_s = state.config.connection_failed_authentication_delay_ms / 1000.0
+
+    async def later(pending: bool, response, failure):
+        if pending:
+            response, failure = await asyncio.to_thread(_evaluate, session, token)
+            _record(conn, mechanism, failure)
+        if failure is not None:
+            await asyncio.sleep(delay_s)
+        return answer(response, failure)
+
+    if session.mechanism.blocking:
+        return later(True, None, None)
+    response, failure = _evaluate(session, token)
+    _record(conn, mechanism, failure)
+    if failure is None:
+        return answer(response, None)
+    return later(False, response, failure)
+
+
+def handle(state, header: RequestHeaderPeek, body: memoryview, conn):
+    request = SaslAuthenticateRequest.decode(body, version=header.api_version)
+    session = conn.sasl
+    if session is None or session.complete:
+        return _response(state, header, kafka_errors.IllegalSaslStateError, AFTER_AUTHENTICATION, b"")
+
+    def answer(response, failure):
+        if failure is None:
+            return _response(state, header, kafka_errors.NoError, None, response)
+        return _response(state, header, kafka_errors.SaslAuthenticationFailedError, str(failure), b"")
+
+    return _exchange(state, conn, bytes(request.auth_bytes or b""), answer)
+
+
+def handle_raw(state, token: bytes, conn):
+    """A bare SASL token (after SaslHandshake v0): a bare token back, or nothing and a close."""
+    def answer(response, failure):
+        return b"" if failure is not None else _LEN.pack(len(response)) + response
+
+    return _exchange(state, conn, bytes(token), answer)

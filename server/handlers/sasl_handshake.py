@@ -1,0 +1,51 @@
+"""SaslHandshake (apiKey 17), versions 0-1: the client names its SASL mechanism.
+
+On a SASL listener, before authentication: an enabled mechanism is accepted and the
+connection moves on to the exchange, with SaslAuthenticate requests (version 1) or bare
+length-prefixed tokens (version 0, Kafka's pre-KIP-152 framing). A mechanism that is not
+enabled gets UNSUPPORTED_SASL_MECHANISM with the enabled list, and the connection is
+closed after ``connection.failed.authentication.delay.ms``, as Kafka does.
+
+Anywhere else (a PLAINTEXT or SSL listener, or after authentication) the answer is
+ILLEGAL_SASL_STATE, which is what a Kafka broker answers there (re-authentication,
+KIP-368, is not offered: SaslAuthenticate's session lifetime is always 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import kafka.errors as kafka_errors
+from kafka.protocol.sasl import SaslHandshakeRequest, SaslHandshakeResponse
+
+from protocol.frame import RequestHeaderPeek, frame
+
+API_KEY = 17
+MIN_VERSION, MAX_VERSION = 0, 1
+FLEXIBLE_FROM = 1_000  # never flexible
+
+
+def _response(state, header: RequestHeaderPeek, error: type[kafka_errors.BrokerResponseError],
+              mechanisms: list[str]) -> bytes:
+    state.metrics.note_error_code(error.errno)
+    body = SaslHandshakeResponse(version=header.api_version, error_code=error.errno,
+                                 mechanisms=mechanisms).encode(version=header.api_version)
+    return frame(header.correlation_id, body, flexible_header=False)
+
+
+async def _after(delay_s: float, response: bytes) -> bytes:
+    await asyncio.sleep(delay_s)
+    return response
+
+
+def handle(state, header: RequestHeaderPeek, body: memoryview, conn):
+    request = SaslHandshakeRequest.decode(body, version=header.api_version)
+    session = conn.sasl
+    if session is None or session.complete:
+        return _response(state, header, kafka_errors.IllegalSaslStateError, [])
+    enabled = list(state.config.sasl_enabled_mechanisms)
+    if not session.start(request.mechanism, raw=header.api_version == 0):
+        conn.authentication_failed("unsupported SASL mechanism", mechanism=request.mechanism)
+        return _after(state.config.connection_failed_authentication_delay_ms / 1000.0,
+                      _response(state, header, kafka_errors.UnsupportedSaslMechanismError, enabled))
+    return _response(state, header, kafka_errors.NoError, enabled)

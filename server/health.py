@@ -1,0 +1,92 @@
+"""``replica-assignor-server --health-check``: exit 0 when the configured server answers.
+
+The container's HEALTHCHECK runs it with the same ``--config``/``--override`` arguments
+as the server. With ``metrics.listener`` set it asks ``GET /health`` there (200 while the
+server serves, 503 while it shuts down); otherwise it sends ApiVersions to the Kafka
+listener (over TLS on SSL listeners; ApiVersions needs no SASL authentication) and
+expects an answer that offers CreateReplicaAssignment. A listener bound to a wildcard
+address is checked on loopback. On an SSL listener with ``ssl.client.auth=required`` the
+check presents the server's own keystore, which works only if the truststore accepts it
+as a client certificate (its CA, and a key usage that allows client authentication);
+otherwise set ``metrics.listener`` and the HTTP check is used.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import struct
+import urllib.error
+import urllib.request
+
+from .config import ServerConfig, metrics_address
+
+_LEN = struct.Struct(">i")
+_WILDCARDS = {"0.0.0.0", "::", ""}
+
+
+def _local(host: str) -> str:
+    return "127.0.0.1" if host in _WILDCARDS else host
+
+
+def check(config: ServerConfig, timeout_s: float = 5.0) -> tuple[bool, str]:
+    """(healthy, one line saying why)."""
+    at = metrics_address(config)
+    if at is not None:
+        host, port = _local(at[0]), at[1]
+        url = f"http://{host if ':' not in host else f'[{host}]'}:{port}/health"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310 - our own URL
+                return True, f"healthy: {url} answered {response.status} {json.loads(response.read())}"
+        except urllib.error.HTTPError as exc:
+            return False, f"unhealthy: {url} answered {exc.code}"
+        except (OSError, ValueError) as exc:
+            return False, f"unhealthy: {url}: {exc}"
+    return _check_kafka(config, timeout_s)
+
+
+def _check_kafka(config: ServerConfig, timeout_s: float) -> tuple[bool, str]:
+    from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
+
+    listener = config.listeners[0]
+    if listener.port == 0:
+        return False, "cannot check a listener on port 0: set a fixed port or metrics.listener"
+    host = _local(listener.host)
+    where = f"{listener.security_protocol}://{host}:{listener.port}"
+    request = ApiVersionsRequest(version=0)
+    request.with_header(correlation_id=1, client_id="health-check")
+    try:
+        with socket.create_connection((host, listener.port), timeout=timeout_s) as raw:
+            sock = raw
+            if listener.uses_tls:
+                ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE  # liveness, not identity
+                if config.ssl_client_auth != "none" and config.ssl_keystore_location:
+                    ctx.load_cert_chain(config.ssl_keystore_location, password=config.ssl_key_password)
+                sock = ctx.wrap_socket(raw, server_hostname=host)
+            sock.sendall(request.encode(header=True, framed=True))
+            size = _LEN.unpack(_read(sock, 4))[0]
+            payload = _read(sock, size)
+    except (OSError, ssl.SSLError) as exc:
+        return False, f"unhealthy: {where}: {exc}"
+    try:
+        response = ApiVersionsResponse.decode(payload[4:], version=0)
+    except Exception as exc:  # noqa: BLE001
+        return False, f"unhealthy: {where} sent an undecodable ApiVersions response: {exc}"
+    keys = {k.api_key for k in response.api_keys}
+    if response.error_code or 68 not in keys:
+        return False, f"unhealthy: {where} answered error {response.error_code} without CreateReplicaAssignment"
+    return True, f"healthy: {where} answered ApiVersions"
+
+
+def _read(sock, n: int) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(n - got)
+        if not chunk:
+            raise ConnectionError("connection closed")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
