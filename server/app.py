@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 from concurrent.futures import ThreadPoolExecutor
 
 import structlog
@@ -74,9 +75,6 @@ class ReplicaAssignorServer:
         )
         if metrics.enabled:
             metrics.connections.set_function(lambda: len(state.connections))
-        placer = getattr(source, "placer", None)
-        if placer is not None:
-            state.placer = placer  # type: ignore[attr-defined]
         loop = asyncio.get_running_loop()
         if isinstance(executor, AssignorPool) and not _builtin(assignor):
             # a plug-in always runs in a worker: have them ready before the first request
@@ -96,6 +94,9 @@ class ReplicaAssignorServer:
         if cfg.advertised_listeners:
             adv = cfg.advertised_listeners[0]
             state.advertised = Listener(adv.security_protocol, adv.host, adv.port or self.port)
+        elif self.host in ("0.0.0.0", "::", ""):
+            # as Kafka: a wildcard listener advertises the host's canonical name
+            state.advertised = Listener(listener.security_protocol, socket.getfqdn(), self.port)
         else:
             state.advertised = state.listener
         for v, data in api_versions.build_templates(supported_versions()).items():

@@ -46,6 +46,7 @@ from .handlers import sasl_authenticate
 from .security import ANONYMOUS, SaslSession, current_principal, principal_from_certificate
 
 log = structlog.get_logger("replica_assignor")
+bind_contextvars = structlog.contextvars.bind_contextvars
 _LEN = struct.Struct(">i")
 _API_VERSIONS = 18
 _UNSUPPORTED_VERSION = kafka_errors.UnsupportedVersionError.errno
@@ -229,6 +230,8 @@ class KafkaConnection(asyncio.Protocol):
             self._process()
 
     def _process(self) -> None:
+        # every log line of the requests in this read names the connection (tasks copy it)
+        bind_contextvars(conn_id=self.conn_id, peer=self.peer)
         buf = self._buf
         pos = 0
         n = len(buf)
@@ -300,6 +303,11 @@ class KafkaConnection(asyncio.Protocol):
             return False
         if sasl is not None and header.api_key == _API_VERSIONS and supported:
             sasl.api_versions_answered()
+        if type(result) is bytes and not api.logs_requests:
+            # answered at once (ApiVersions, Metadata, SASL): logged at debug, as Kafka's request
+            # logger does; assignments log their own request_handled at info
+            log.debug("request_handled", api_key=header.api_key, api_version=version,
+                      correlation_id=header.correlation_id, error_code=_response_error_code(header, result))
         self._dispatch(result, outcome, exclusive=api.connection_bound)
         return True
 
@@ -366,3 +374,10 @@ class KafkaConnection(asyncio.Protocol):
     def _fail_after_write(self, reason: str) -> None:
         # transport.close() sends what is buffered first
         self.close(reason)
+
+
+def _response_error_code(header, frame_bytes: bytes) -> int | None:
+    """The top-level error code of an immediate answer, where the API has one first in its body."""
+    if header.api_key == _API_VERSIONS and len(frame_bytes) >= 10:
+        return struct.unpack_from(">h", frame_bytes, 8)[0]
+    return None

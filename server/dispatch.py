@@ -20,6 +20,8 @@ class Api:
     # the handler takes the connection as a fourth argument (authentication state), and an
     # awaitable it returns must complete before the connection reads its next request
     connection_bound: bool = False
+    # the handler logs its own request_handled line (with assignor and duration)
+    logs_requests: bool = False
     name: str = ""
 
     def flexible(self, version: int) -> bool:
@@ -34,7 +36,8 @@ def _api(module, name: str, **kwargs) -> Api:
 APIS: dict[int, Api] = {
     api_versions.API_KEY: _api(api_versions, "ApiVersions", answers_unsupported=True),
     metadata.API_KEY: _api(metadata, "Metadata"),
-    create_replica_assignment.API_KEY: _api(create_replica_assignment, "CreateReplicaAssignment"),
+    create_replica_assignment.API_KEY: _api(create_replica_assignment, "CreateReplicaAssignment",
+                                                      logs_requests=True),
     sasl_handshake.API_KEY: _api(sasl_handshake, "SaslHandshake", connection_bound=True),
     sasl_authenticate.API_KEY: _api(sasl_authenticate, "SaslAuthenticate", connection_bound=True),
 }

@@ -100,6 +100,7 @@ class ServerProcess:
         self.proc: subprocess.Popen | None = None
         self.lines: list[dict] = []
         self.port: int | None = None
+        self.drained = threading.Event()
         self.metrics_port: int | None = None
 
     def start(self, timeout: float = 30.0) -> ServerProcess:
@@ -124,11 +125,14 @@ class ServerProcess:
         raise RuntimeError("server did not log server_started in time")
 
     def _drain(self) -> None:
-        for line in self.proc.stdout:
-            try:
-                self.lines.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass
+        try:
+            for line in self.proc.stdout:
+                try:
+                    self.lines.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass
+        finally:
+            self.drained.set()
 
     @property
     def bootstrap(self) -> str:
@@ -157,41 +161,26 @@ class ServerProcess:
         raise RuntimeError("no VmRSS")
 
     def stop(self, sig: int | None = None, timeout: float = 20.0) -> int:
+        """Signal (SIGTERM by default), wait, and close the output pipe once it is read to the end."""
         import signal as _signal
         if self.proc is None:
             return 0
         if self.proc.poll() is None:
             self.proc.send_signal(sig or _signal.SIGTERM)
         try:
-            return self.proc.wait(timeout)
+            code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            return self.proc.wait()
+            code = self.proc.wait()
+        if self.proc.stdout is not None and not self.proc.stdout.closed:
+            if self.port is not None:  # a reader thread runs only once the server started
+                self.drained.wait(5)
+            if self.drained.is_set() or self.port is None:
+                self.proc.stdout.close()
+        return code
 
     def __enter__(self) -> ServerProcess:
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-class ClosingServerProcess(ServerProcess):
-    """A :class:`ServerProcess` that also closes its output pipe on :meth:`stop`, once the
-    reader thread has seen the end of it (no ResourceWarning under ``-W error``)."""
-
-    _drainer: threading.Thread | None = None
-
-    def _drain(self) -> None:
-        self._drainer = threading.current_thread()
-        super()._drain()
-
-    def stop(self, sig: int | None = None, timeout: float = 20.0) -> int:
-        code = super().stop(sig, timeout)
-        if self._drainer is not None:
-            self._drainer.join(5.0)
-        if self.proc is not None and self.proc.stdout is not None and not self._drainer_alive():
-            self.proc.stdout.close()
-        return code
-
-    def _drainer_alive(self) -> bool:
-        return self._drainer is not None and self._drainer.is_alive()

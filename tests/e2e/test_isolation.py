@@ -20,7 +20,7 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
 from protocol.errors import ReplicaAssignorFailedError
 from tests.e2e.security_plugins import CRASH, HUGE_OUTPUT, MEMORY_HOG, RAISE, SLEEP, SPIN
-from tests.servers import ClosingServerProcess, ServerThread
+from tests.servers import ServerProcess, ServerThread
 
 _LEN = struct.Struct(">i")
 MEMORY_LIMIT = 256 * 1024 * 1024
@@ -29,7 +29,7 @@ MISBEHAVING = "tests.e2e.security_plugins.MisbehavingAssignor"
 
 @pytest.fixture(scope="module")
 def server():
-    with ClosingServerProcess("--override", f"replica.assignor.class.name={MISBEHAVING}",
+    with ServerProcess("--override", f"replica.assignor.class.name={MISBEHAVING}",
                               "--override", "replica.assignor.max.workers=2",
                               "--override", f"replica.assignor.worker.max.memory.bytes={MEMORY_LIMIT}",
                               "--override", "replica.assignor.random.seed=42",

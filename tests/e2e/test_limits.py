@@ -16,7 +16,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from protocol.client import ReplicaAssignorAdminClient
 from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
-from tests.servers import ClosingServerProcess, ServerThread
+from tests.servers import ServerProcess, ServerThread
 
 _LEN = struct.Struct(">i")
 
@@ -62,7 +62,7 @@ def _closed_lines(server, reason: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def limited():
-    with ClosingServerProcess("--override", "socket.request.max.bytes=4096",
+    with ServerProcess("--override", "socket.request.max.bytes=4096",
                               "--override", "max.partitions.per.request=100",
                               "--override", "connections.max.idle.ms=700") as server:
         yield server
@@ -124,7 +124,7 @@ def test_idle_connections_are_closed_and_busy_ones_are_not(limited):
 
 
 def test_connection_limits_total_and_per_ip():
-    with ClosingServerProcess("--override", "max.connections=3", "--override", "max.connections.per.ip=2") as server:
+    with ServerProcess("--override", "max.connections=3", "--override", "max.connections.per.ip=2") as server:
         def connect(source: str) -> socket.socket:
             return socket.create_connection(("127.0.0.1", server.port), source_address=(source, 0), timeout=5)
 
@@ -183,7 +183,7 @@ def test_max_inflight_requests_per_connection_bounds_the_work_in_progress(inflig
 def test_a_peer_that_does_not_read_cannot_make_the_server_buffer_without_bound():
     """Pipeline ApiVersions without ever reading the answers: once the socket buffers are
     full the server stops reading, so sending stalls and the server's memory stays flat."""
-    with ClosingServerProcess() as server, socket.create_connection(("127.0.0.1", server.port)) as sock:
+    with ServerProcess() as server, socket.create_connection(("127.0.0.1", server.port)) as sock:
         before = server.rss_kib()
         frames = b"".join(_api_versions(cid) for cid in range(1, 5001))  # ~ 85 KB per batch
         sock.setblocking(False)

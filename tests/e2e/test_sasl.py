@@ -31,7 +31,7 @@ from protocol.secure_client import SecureReplicaAssignorAdminClient, SecurityOpt
 from server.security.users import read_users_file, scram_credential, write_users_file
 from tests.e2e.pki import Pki
 from tests.e2e.security_plugins import TRIGGER_PARTITIONS
-from tests.servers import ClosingServerProcess, ServerThread
+from tests.servers import ServerProcess, ServerThread
 
 ECHO = "tests.e2e.security_plugins.PrincipalEchoAssignor"
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -227,7 +227,7 @@ def test_only_api_versions_and_sasl_handshake_are_accepted_before_authentication
             timeout_ms=1000),
         "SaslAuthenticate": SaslAuthenticateRequest(version=1, auth_bytes=b"\0alice\0alice-secret"),
     }
-    with ClosingServerProcess("--override", "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+    with ServerProcess("--override", "listeners=SASL_PLAINTEXT://127.0.0.1:0",
                        "--override", f"sasl.users.file={users_file}") as server:
         wire = Wire(server.port)
         try:

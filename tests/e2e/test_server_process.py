@@ -23,26 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVER = [sys.executable, "-m", "server.main"]
 
 
-class Server(ServerProcess):
-    """``ServerProcess`` that also closes its stdout pipe once the reader thread saw EOF
-    (otherwise the pipe leaks a ResourceWarning, an error under ``-W error``)."""
-
-    def __init__(self, *args: str, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.drained = threading.Event()
-
-    def _drain(self) -> None:
-        try:
-            super()._drain()
-        finally:
-            self.drained.set()
-
-    def stop(self, sig: int | None = None, timeout: float = 20.0) -> int:
-        code = super().stop(sig, timeout)
-        if self.proc is not None and self.proc.stdout is not None:
-            self.drained.wait(5)
-            self.proc.stdout.close()
-        return code
+Server = ServerProcess
 
 
 def _events(proc: Server, name: str, wait: float = 3.0) -> list[dict]:
