@@ -14,6 +14,7 @@ decodes our responses and nothing else in the process changes.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import schemas
@@ -66,8 +67,23 @@ class _AssignmentRequestHeader(RequestHeader, init=False):
 # the header class is looked up on the class by with_header(); make it a plain attribute
 CreateReplicaAssignmentRequest.header_class = _AssignmentRequestHeader  # type: ignore[misc]
 
+@functools.cache
+def _body_decoder(cls, version: int):
+    flexible = cls.flexible_version_q(version)
+    return cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible, data_class=cls[None])
+
+
+def decode_body(cls, body: memoryview, version: int):
+    """Decode a request body (after the header) with the codec's compiled decoder for
+    ``version``, looked up once: what ``cls.decode`` does, without its per-call set-up.
+    Raises on bytes that do not decode; ``version`` must be one the caller checked."""
+    message, _ = _body_decoder(cls, version)(body, 0)
+    return message
+
+
 __all__ = [
     "CREATE_REPLICA_ASSIGNMENT_API_KEY",
+    "decode_body",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
     "CreateReplicaAssignmentRequest",

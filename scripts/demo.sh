@@ -10,14 +10,14 @@ log=$(mktemp)
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -f "$log"' EXIT
 for _ in $(seq 100); do
-  port=$(grep -o '"port": [0-9]*' "$log" | head -1 | grep -o '[0-9]*$' || true)
+  port=$(grep -o '"port": *[0-9]*' "$log" | head -1 | grep -o '[0-9]*$' || true)
   [ -n "$port" ] && break
   kill -0 $pid 2>/dev/null || { cat "$log" >&2; exit 1; }
   sleep 0.1
 done
 [ -n "$port" ] || { echo "demo: server did not start" >&2; cat "$log" >&2; exit 1; }
-grep '"server_started"' "$log"
+grep 'server_started' "$log"
 .venv/bin/replica-assignor assign --bootstrap-server "127.0.0.1:$port" --partitions 12 --replication-factor 3 --topic demo
 kill -TERM $pid
 wait $pid
-grep '"request_handled"' "$log"
+grep 'request_handled' "$log"

@@ -67,7 +67,7 @@ class _Slot:
 class KafkaConnection(asyncio.Protocol):
     __slots__ = ("state", "transport", "conn_id", "peer", "principal", "sasl", "_buf", "_queue", "_closing",
                  "_idle_handle", "_ip", "_loop", "_last_active", "_max_frame", "_read_paused", "_write_paused",
-                 "_blocked", "_failing", "_metrics", "_counted")
+                 "_blocked", "_failing", "_metrics", "_counted", "_out", "_log_requests")
 
     def __init__(self, state) -> None:
         self.state = state
@@ -92,6 +92,9 @@ class KafkaConnection(asyncio.Protocol):
         self._failing: str | None = None
         self._metrics = state.metrics
         self._counted = False
+        # answers gathered during one read (None outside one), written with a single send
+        self._out: list[bytes] | None = None
+        self._log_requests = state.config.log_level == "debug"
 
     # -- lifecycle -------------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -172,6 +175,7 @@ class KafkaConnection(asyncio.Protocol):
     def close(self, reason: str | None = None, **fields) -> None:
         if self._closing:
             return
+        self._drain_out()  # answers to the requests before the one that closes the connection
         self._closing = True
         if reason is not None:
             log.warning("connection_closed", conn_id=self.conn_id, peer=self.peer, reason=reason, **fields)
@@ -232,6 +236,23 @@ class KafkaConnection(asyncio.Protocol):
     def _process(self) -> None:
         # every log line of the requests in this read names the connection (tasks copy it)
         bind_contextvars(conn_id=self.conn_id, peer=self.peer)
+        # immediate answers of this read are written together: one send for a pipelined batch
+        self._out = []
+        try:
+            self._process_frames()
+        finally:
+            out, self._out = self._out, None
+            if out and not self._closing:
+                self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+
+    def _drain_out(self) -> None:
+        """Write the answers gathered so far in this read (before anything that must follow them)."""
+        out = self._out
+        if out:
+            self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+            out.clear()
+
+    def _process_frames(self) -> None:
         buf = self._buf
         pos = 0
         n = len(buf)
@@ -303,7 +324,7 @@ class KafkaConnection(asyncio.Protocol):
             return False
         if sasl is not None and header.api_key == _API_VERSIONS and supported:
             sasl.api_versions_answered()
-        if type(result) is bytes and not api.logs_requests:
+        if self._log_requests and type(result) is bytes and not api.logs_requests:
             # answered at once (ApiVersions, Metadata, SASL): logged at debug, as Kafka's request
             # logger does; assignments log their own request_handled at info
             log.debug("request_handled", api_key=header.api_key, api_version=version,
@@ -321,7 +342,10 @@ class KafkaConnection(asyncio.Protocol):
                 self._queue.append(_Slot(result, None, None, failing))
                 self._flush()
             elif not self._queue:
-                self.transport.write(result)
+                if self._out is not None:
+                    self._out.append(result)
+                else:
+                    self.transport.write(result)
             else:
                 self._queue.append(_Slot(result, None, None, None))
             return
@@ -359,6 +383,7 @@ class KafkaConnection(asyncio.Protocol):
             self._process()  # requests that arrived while the queue was full
 
     def _flush(self) -> None:
+        self._drain_out()
         queue = self._queue
         write = self.transport.write
         while queue and queue[0].response is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import kafka.errors as kafka_errors
 
 from protocol.frame import RequestHeaderPeek, frame, patch_correlation_id
-from protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages import ApiVersionsRequest, ApiVersionsResponse, decode_body
 
 API_KEY = 18
 MIN_VERSION, MAX_VERSION = 0, 3
@@ -49,5 +49,5 @@ def handle(state, header: RequestHeaderPeek, body: memoryview) -> bytes:
     if version > MAX_VERSION or version < MIN_VERSION:
         return patch_correlation_id(state.templates[(API_KEY, -1)], header.correlation_id)
     # decode the body so that a malformed request is refused like any other
-    ApiVersionsRequest.decode(body, version=version)
+    decode_body(ApiVersionsRequest, body, version)
     return patch_correlation_id(state.templates[(API_KEY, version)], header.correlation_id)

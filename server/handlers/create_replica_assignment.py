@@ -40,7 +40,7 @@ from assignors.under_replicated import place_under_replicated
 from protocol.errors import error_for_exception
 from protocol.fast import encode_assignment_frame
 from protocol.frame import RequestHeaderPeek, frame
-from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
+from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse, decode_body
 
 from ..security import authorize, current_principal
 
@@ -191,7 +191,7 @@ def _encode(version: int, correlation_id: int, assignment: dict[int, list[int]] 
 def handle(state, header: RequestHeaderPeek, body: memoryview):
     """Decode and validate on the loop; place inline when small, else in the executor."""
     version = header.api_version
-    request = CreateReplicaAssignmentRequest.decode(body, version=version)
+    request = decode_body(CreateReplicaAssignmentRequest, body, version)
     started = time.perf_counter()
     principal = current_principal.get()
     if not authorize(state, principal):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import kafka.errors as kafka_errors
 
 from protocol.frame import RequestHeaderPeek, frame, patch_correlation_id
-from protocol.messages import MetadataRequest, MetadataResponse
+from protocol.messages import MetadataRequest, MetadataResponse, decode_body
 
 API_KEY = 3
 MIN_VERSION, MAX_VERSION = 0, 12
@@ -38,7 +38,7 @@ def build_templates(state) -> dict[int, bytes]:
 
 def handle(state, header: RequestHeaderPeek, body: memoryview) -> bytes:
     version = header.api_version
-    request = MetadataRequest.decode(body, version=version)
+    request = decode_body(MetadataRequest, body, version)
     names = [t.name for t in (request.topics or []) if t.name]
     if not names:
         return patch_correlation_id(state.templates[(API_KEY, version)], header.correlation_id)

@@ -6,6 +6,8 @@ read) stop the server reading, so its memory stays bounded."""
 
 from __future__ import annotations
 
+import json
+
 import socket
 import struct
 import time
@@ -217,7 +219,7 @@ def test_the_server_keeps_serving_and_stops_cleanly_when_its_log_reader_goes_awa
     proc = subprocess.Popen([sys.executable, "-m", "server.main", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
                              "--override", "log.format=json"], stdout=subprocess.PIPE, text=True)
     try:
-        port = int(proc.stdout.readline().split('"port": ')[1].split(",")[0])
+        port = json.loads(proc.stdout.readline())["port"]
         proc.stdout.close()
         for cid in range(3):
             with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:

@@ -17,7 +17,7 @@ ALLOWED = {
     "assignors": {"assignors"},
     "protocol": {"protocol", "kafka", "schemas", "assignors"},
     "server": {"server", "protocol", "assignors", "schemas", "kafka", "uvloop", "structlog",
-               "prometheus_client"},
+               "prometheus_client", "orjson"},
     "planner": {"planner", "assignors", "pyspark", "pandas", "numpy", "pyarrow", "matplotlib", "kafka"},
 }
 FORBIDDEN_STDLIB = {"assignors": {"asyncio", "logging", "socket", "threading", "subprocess", "time"}}
