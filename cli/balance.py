@@ -1,0 +1,122 @@
+"""``replica-assignor balance``: plan leader-, replica- or cluster-balance (KIP-166).
+
+    replica-assignor balance --snapshot cluster.json --mode cluster --out plan/
+    replica-assignor balance --fleet snapshots/ --mode replica --threshold 5 --out plans/
+    replica-assignor balance --bootstrap-server HOST:PORT --mode leader --out plan/
+
+One snapshot is planned by the pure planner in this process (``--spark`` sends it through the
+Spark pipeline instead); ``--fleet`` always uses the pipeline. The files written are described
+in :mod:`planner.outputs`. Bad input: one line on stderr, exit code 2, nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from planner.outputs import MODES, PlanSettings, make_plan, render_outputs, write_outputs
+from planner.sources import SourceError
+
+from .state import add_input_arguments, input_name, load_input
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _count(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be >= 1")
+    return value
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value < 100:
+        raise argparse.ArgumentTypeError(f"must be in [0, 100), got {text}")
+    return value
+
+
+def _ids(text: str) -> tuple[int, ...]:
+    try:
+        ids = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of broker ids: {text!r}") from None
+    return ids
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "balance", help="plan leader-, replica- or cluster-balance for Kafka's tools",
+        description="Compute a reassignment plan with the fewest replica moves and leader changes. "
+                    "Writes reassignment.json (kafka-reassign-partitions.sh), leader-election.json "
+                    "(kafka-leader-election.sh), rollback.json, moves.csv, report.md and charts.",
+    )
+    add_input_arguments(parser, fleet=True)
+    parser.add_argument("--mode", required=True, choices=MODES,
+                        help="leader: reorder replicas only; replica: move replicas; cluster: both; "
+                             "repair: only replace dead/unknown/forgotten replicas and placeholders")
+    parser.add_argument("--threshold", type=_percent, default=10.0, metavar="PERCENT",
+                        help="brokers within avg*(1 +- PERCENT/100) are balanced (default 10; "
+                             "0 = the tightest balance reachable)")
+    parser.add_argument("--max-moves", type=_count, metavar="N", help="at most N replica moves")
+    parser.add_argument("--max-leader-changes", type=_count, metavar="N",
+                        help="at most N preferred-leader changes")
+    parser.add_argument("--batch-size", type=_positive, metavar="N",
+                        help="also split the reassignment into files of N partitions")
+    parser.add_argument("--forget", type=_ids, default=(), metavar="IDS",
+                        help="brokers being decommissioned (comma-separated): move everything off")
+    parser.add_argument("--out", required=True, metavar="DIR", help="where to write the plan")
+    parser.add_argument("--spark", action="store_true",
+                        help="plan through the Spark pipeline even for one snapshot")
+    parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def settings_of(args: argparse.Namespace) -> PlanSettings:
+    threshold = args.threshold
+    if float(threshold).is_integer():
+        threshold = int(threshold)
+    return PlanSettings(
+        mode=args.mode, threshold=threshold, max_moves=args.max_moves,
+        max_leader_changes=args.max_leader_changes, batch_size=args.batch_size,
+        forgotten=tuple(args.forget), source=input_name(args),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = settings_of(args)
+        if getattr(args, "fleet", None) or args.spark:
+            from planner.pipeline import run_pipeline
+
+            if args.spark and args.snapshot is None and not args.fleet:
+                raise SourceError("--spark plans a --snapshot FILE or a --fleet DIR")
+            summary = run_pipeline(args.fleet or args.snapshot, args.out, settings,
+                                   charts=not args.no_charts, progress=True)
+            print(summary)
+            return 0 if "failed" not in summary else 1
+        snapshot = load_input(args)
+        plan = make_plan(snapshot, settings)
+        files = render_outputs(plan, settings, charts=not args.no_charts)
+        write_outputs(files, args.out)
+    except (SourceError, ValueError, OSError) as exc:
+        print(f"replica-assignor balance: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{plan.replica_moves} replica move(s) ({plan.repairs} repairs), "
+          f"{plan.leader_changes} leader change(s), {len(plan.changed())} partition(s) reassigned; "
+          f"wrote {len(files)} files to {args.out}")
+    for note in plan.notes:
+        print(f"note: {note}")
+    return 0

@@ -1,0 +1,473 @@
+"""The Spark pipeline around the pure planner: plan one cluster or a whole fleet in one job.
+
+Extract, transform and load are kept apart:
+
+- *extract* (:func:`read_snapshots`): one snapshot JSON file, a directory of them (the cluster id
+  is the file name), JSON lines or Parquet with a ``cluster_id`` column and the snapshot's
+  ``brokers`` and ``partitions`` as nested columns.
+- *transform* (pure ``DataFrame -> DataFrame`` functions): :func:`normalise`,
+  :func:`broker_rows`, :func:`partition_rows`, :func:`validation_errors`, :func:`broker_state`,
+  :func:`rack_state`, :func:`topic_state`, :func:`plan_clusters` (each cluster is planned inside
+  an executor: ``cogroup(...).applyInPandas`` calls the same :func:`planner.outputs.make_plan`
+  and :func:`planner.outputs.render_outputs` as the command line, so the files are
+  byte-identical), :func:`plan_rows`, :func:`metrics`.
+- *load* (:func:`run_pipeline`): ``<out>/<cluster id>/`` gets the plan files of each cluster,
+  ``<out>/_tables/`` the Parquet tables (metrics, plans, broker/rack/topic state, errors) and
+  ``<out>/fleet-report.md`` one line per cluster.
+
+Nothing here calls ``.master()``: ``python -m planner.pipeline`` runs on ``local[*]`` and
+``spark-submit --master ...`` runs the same job on a cluster. The job is not iterative, so it
+has no join + checkpoint chain; invalid clusters are dropped with an anti join.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+from planner.outputs import MODES, PlanSettings, make_plan, render_outputs, write_outputs
+
+APP_NAME = "replica-assignor-planner"
+
+BROKER_TYPE = "struct<id:long,rack:string,alive:boolean,host:string,port:long>"
+PARTITION_TYPE = ("struct<topic:string,partition:long,replicas:array<long>,leader:long,"
+                  "isr:array<long>,size_bytes:long>")
+SNAPSHOT_SCHEMA = (f"cluster_id string, brokers array<{BROKER_TYPE}>, "
+                   f"partitions array<{PARTITION_TYPE}>, _corrupt_record string")
+
+PLANNED_FIELDS = (
+    ("cluster_id", "string"), ("status", "string"), ("error", "string"), ("brokers", "int"),
+    ("alive_brokers", "int"), ("partitions", "long"), ("replicas", "long"),
+    ("replica_moves", "long"), ("repairs", "long"), ("leader_changes", "long"),
+    ("partitions_reassigned", "long"), ("replicas_min_before", "long"),
+    ("replicas_max_before", "long"), ("replicas_min_after", "long"), ("replicas_max_after", "long"),
+    ("leaders_min_after", "long"), ("leaders_max_after", "long"), ("bounds", "map<string,long>"),
+    ("notes", "array<string>"), ("seconds", "double"),
+    ("files", "array<struct<name:string,content:binary>>"),
+    ("changes", "array<struct<topic:string,partition:long,before:array<long>,after:array<long>>>"),
+)
+PLANNED_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in PLANNED_FIELDS)
+PLANNED_COLUMNS = tuple(name for name, _ in PLANNED_FIELDS)
+
+
+def session():
+    """The Spark session: local[*] under plain python, whatever spark-submit says otherwise."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.appName(APP_NAME)
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "4")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+# -- extract -------------------------------------------------------------------------------
+def read_snapshots(spark, path: str):
+    """Raw snapshots, one row per cluster: ``cluster_id``, ``brokers``, ``partitions``."""
+    from pyspark.sql import functions as F
+
+    if not os.path.exists(path):
+        raise ValueError(f"no such file or directory: {path}")
+    names = sorted(os.listdir(path)) if os.path.isdir(path) else [os.path.basename(path)]
+    if any(n.endswith(".parquet") for n in names) or (os.path.isdir(path) and any(
+            n.startswith("part-") and n.endswith(".parquet") for n in names)):
+        raw = spark.read.parquet(path)
+        missing = {"cluster_id", "brokers", "partitions"} - set(raw.columns)
+        if missing:
+            raise ValueError(f"{path}: Parquet fleet needs columns {sorted(missing)}")
+        return raw.select("cluster_id", "brokers", "partitions", F.lit(None).cast("string").alias("_corrupt_record"))
+    lines = [n for n in names if n.endswith((".jsonl", ".ndjson"))]
+    files = [n for n in names if n.endswith(".json")]
+    if lines:
+        target = path if not os.path.isdir(path) else [os.path.join(path, n) for n in lines]
+        return (spark.read.schema(SNAPSHOT_SCHEMA)
+                .option("columnNameOfCorruptRecord", "_corrupt_record").json(target))
+    if not files:
+        raise ValueError(f"{path}: no .json, .jsonl, .ndjson or .parquet snapshot found")
+    target = path if not os.path.isdir(path) else [os.path.join(path, n) for n in files]
+    raw = (spark.read.schema(SNAPSHOT_SCHEMA).option("multiLine", True)
+           .option("columnNameOfCorruptRecord", "_corrupt_record").json(target))
+    from_name = F.regexp_extract(F.input_file_name(), r"([^/]+)\.json$", 1)
+    return raw.withColumn("cluster_id", F.coalesce(F.col("cluster_id"), from_name))
+
+
+# -- transform -----------------------------------------------------------------------------
+def normalise(raw):
+    """Trimmed cluster ids, empty racks as null, brokers alive unless said otherwise."""
+    from pyspark.sql import functions as F
+
+    brokers = F.transform("brokers", lambda b: F.struct(
+        b["id"].alias("id"),
+        F.when(F.trim(b["rack"]) == "", None).otherwise(b["rack"]).alias("rack"),
+        F.coalesce(b["alive"], F.lit(True)).alias("alive"),
+        b["host"].alias("host"), b["port"].alias("port")))
+    return (raw.withColumn("cluster_id", F.trim("cluster_id"))
+            .withColumn("brokers", brokers))
+
+
+def broker_rows(clusters):
+    from pyspark.sql import functions as F
+
+    return (clusters.select("cluster_id", F.explode_outer("brokers").alias("b"))
+            .where(F.col("b").isNotNull())
+            .select("cluster_id", "b.id", "b.rack", "b.alive", "b.host", "b.port"))
+
+
+def partition_rows(clusters):
+    from pyspark.sql import functions as F
+
+    return (clusters.select("cluster_id", F.explode("partitions").alias("p"))
+            .select("cluster_id", "p.topic", "p.partition", "p.replicas", "p.leader", "p.isr",
+                    "p.size_bytes"))
+
+
+def validation_errors(clusters, brokers, partitions):
+    """One row per problem: ``cluster_id``, ``error``. Empty for a valid fleet."""
+    from pyspark.sql import functions as F
+
+    problems = [
+        clusters.where(F.col("_corrupt_record").isNotNull())
+        .select("cluster_id", F.lit("not a valid snapshot JSON document").alias("error")),
+        clusters.where(F.col("cluster_id").isNull() | (F.col("cluster_id") == ""))
+        .select(F.lit("").alias("cluster_id"), F.lit("a snapshot without cluster_id").alias("error")),
+        clusters.where(F.col("brokers").isNull() & F.col("_corrupt_record").isNull())
+        .select("cluster_id", F.lit("snapshot needs a 'brokers' list").alias("error")),
+        brokers.where(F.col("id").isNull() | (F.col("id") < 0))
+        .select("cluster_id", F.lit("a broker id is missing, negative or not an integer").alias("error")),
+        brokers.groupBy("cluster_id", "id").count().where("count > 1")
+        .select("cluster_id", F.concat(F.lit("duplicate broker id "), F.col("id").cast("string")).alias("error")),
+        partitions.where(F.col("topic").isNull() | (F.col("topic") == "") | F.col("partition").isNull()
+                         | (F.col("partition") < 0) | F.col("replicas").isNull() | (F.size("replicas") == 0)
+                         | F.exists("replicas", lambda r: r.isNull()))
+        .select("cluster_id", F.lit("a partition lacks a topic, a partition number or replicas").alias("error")),
+        partitions.where(F.size(F.array_distinct("replicas")) != F.size("replicas"))
+        .select("cluster_id", F.concat(F.col("topic"), F.lit("-"), F.col("partition").cast("string"),
+                                       F.lit(" lists a broker twice")).alias("error")),
+        partitions.groupBy("cluster_id", "topic", "partition").count().where("count > 1")
+        .select("cluster_id", F.concat(F.lit("duplicate partition "), F.col("topic"), F.lit("-"),
+                                       F.col("partition").cast("string")).alias("error")),
+    ]
+    out = problems[0]
+    for df in problems[1:]:
+        out = out.unionByName(df)
+    return out
+
+
+def broker_state(brokers, partitions):
+    """Per cluster and broker: rack, alive, replicas, preferred leaders (unknown ids too)."""
+    from pyspark.sql import functions as F
+
+    slots = partitions.select("cluster_id", F.posexplode("replicas").alias("slot", "id"))
+    counts = slots.groupBy("cluster_id", "id").agg(
+        F.count("*").alias("replicas"),
+        F.sum(F.when(F.col("slot") == 0, 1).otherwise(0)).alias("leaders"))
+    return (brokers.select("cluster_id", "id", "rack", "alive")
+            .join(counts, ["cluster_id", "id"], "full_outer")
+            .select("cluster_id", "id", "rack",
+                    F.when(F.col("alive").isNull(), F.lit("unknown"))
+                    .when(F.col("alive"), F.lit("alive")).otherwise(F.lit("dead")).alias("status"),
+                    F.coalesce("replicas", F.lit(0)).alias("replicas"),
+                    F.coalesce("leaders", F.lit(0)).alias("leaders")))
+
+
+def rack_state(brokers_state):
+    """Per cluster and rack: alive brokers, replicas and leaders on them, replicas per broker."""
+    from pyspark.sql import functions as F
+
+    alive = brokers_state.where(F.col("status") == "alive")
+    return (alive.groupBy("cluster_id", F.coalesce("rack", F.lit("(no rack)")).alias("rack"))
+            .agg(F.count("*").alias("brokers"), F.sum("replicas").alias("replicas"),
+                 F.sum("leaders").alias("leaders"))
+            .withColumn("replicas_per_broker", F.round(F.col("replicas") / F.col("brokers"), 3)))
+
+
+def topic_state(brokers, partitions):
+    """Per cluster and topic: partitions, replicas, least and most replicas on an alive broker."""
+    from pyspark.sql import functions as F
+
+    per_broker = (partitions.select("cluster_id", "topic", F.explode("replicas").alias("id"))
+                  .groupBy("cluster_id", "topic", "id").count())
+    alive = brokers.where("alive").select("cluster_id", "id")
+    topics = partitions.select("cluster_id", "topic").distinct()
+    grid = (topics.join(alive, "cluster_id")
+            .join(per_broker, ["cluster_id", "topic", "id"], "left")
+            .groupBy("cluster_id", "topic")
+            .agg(F.min(F.coalesce("count", F.lit(0))).alias("broker_min"),
+                 F.max(F.coalesce("count", F.lit(0))).alias("broker_max")))
+    sizes = partitions.groupBy("cluster_id", "topic").agg(
+        F.count("*").alias("partitions"), F.sum(F.size("replicas")).alias("replicas"))
+    return sizes.join(grid, ["cluster_id", "topic"], "left")
+
+
+def _plan_group(settings: PlanSettings, charts: bool):
+    """The function each executor runs for one cluster: rows in, one planned row out."""
+
+    def plan(parts, brokers):
+        import pandas as pd
+
+        from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+
+        def opt(v):
+            return None if v is None or (isinstance(v, float) and v != v) else int(v)
+
+        cluster_id = (parts["cluster_id"].iloc[0] if len(parts) else brokers["cluster_id"].iloc[0])
+        started = time.perf_counter()
+        row: dict[str, Any] = dict.fromkeys(PLANNED_COLUMNS)
+        row.update(cluster_id=cluster_id, status="planned")
+        try:
+            snap = ClusterSnapshot(
+                tuple(BrokerEntry(int(b.id), b.rack if isinstance(b.rack, str) else None,
+                                  bool(b.alive), b.host if isinstance(b.host, str) else None, opt(b.port))
+                      for b in brokers.itertuples(index=False)),
+                tuple(PartitionEntry(p.topic, int(p.partition), tuple(int(x) for x in p.replicas),
+                                     opt(p.leader),
+                                     None if p.isr is None else tuple(int(x) for x in p.isr),
+                                     opt(p.size_bytes))
+                      for p in parts.itertuples(index=False)),
+            )
+            result = make_plan(snap, settings)
+            files = render_outputs(result, settings, charts=charts)
+        except Exception as exc:  # one broken cluster must not fail the fleet
+            row.update(status="failed", error=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - started)
+            return pd.DataFrame([row])
+        alive = [b.id for b in snap.brokers if b.alive]
+
+        def spread(snapshot, leaders=False):
+            from collections import Counter
+            c = Counter(p.replicas[0] for p in snapshot.partitions) if leaders else \
+                Counter(b for p in snapshot.partitions for b in p.replicas)
+            values = [c[b] for b in alive] or [0]
+            return min(values), max(values)
+
+        before_of = {(p.topic, p.partition): p.replicas for p in snap.partitions}
+        changed = result.changed()
+        row.update(
+            brokers=len(snap.brokers), alive_brokers=len(alive), partitions=len(snap.partitions),
+            replicas=sum(len(p.replicas) for p in snap.partitions),
+            replica_moves=result.replica_moves, repairs=result.repairs,
+            leader_changes=result.leader_changes, partitions_reassigned=len(changed),
+            bounds=dict(result.bounds), notes=list(result.notes),
+            seconds=time.perf_counter() - started,
+            files=[{"name": k, "content": v} for k, v in files.items()],
+            changes=[{"topic": p.topic, "partition": p.partition,
+                      "before": list(before_of[(p.topic, p.partition)]), "after": list(p.replicas)}
+                     for p in changed],
+        )
+        row["replicas_min_before"], row["replicas_max_before"] = spread(snap)
+        row["replicas_min_after"], row["replicas_max_after"] = spread(result.after)
+        row["leaders_min_after"], row["leaders_max_after"] = spread(result.after, leaders=True)
+        return pd.DataFrame([row])
+
+    return plan
+
+
+def plan_clusters(brokers, partitions, settings: PlanSettings, *, charts: bool = True):
+    """One planned row per cluster (see ``PLANNED_SCHEMA``), each planned in an executor."""
+    from pyspark.sql import functions as F
+
+    def fresh(df):  # both sides come from one DataFrame: new column ids keep the cogroup unambiguous
+        return df.select(*(F.col(c).alias(c) for c in df.columns))
+
+    return (fresh(partitions).groupBy("cluster_id")
+            .cogroup(fresh(brokers).groupBy("cluster_id"))
+            .applyInPandas(_plan_group(settings, charts), PLANNED_SCHEMA))
+
+
+def plan_rows(planned):
+    """The reassignment of the whole fleet as a table: one row per changed partition."""
+    from pyspark.sql import functions as F
+
+    return (planned.select("cluster_id", F.explode("changes").alias("c"))
+            .select("cluster_id", "c.topic", "c.partition", "c.before", "c.after"))
+
+
+def metrics(planned):
+    return planned.drop("files", "changes")
+
+
+# -- load ----------------------------------------------------------------------------------
+class Progress:
+    """A progress bar on stderr for the Spark jobs of one job group (polls the status tracker)."""
+
+    def __init__(self, spark, group: str, label: str, enabled: bool) -> None:
+        self.tracker = spark.sparkContext.statusTracker()
+        self.group, self.label, self.enabled = group, label, enabled
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Progress:
+        if self.enabled:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.enabled:
+            self.stop.set()
+            self.thread.join()
+            self._draw(final=True)
+
+    def _counts(self) -> tuple[int, int]:
+        done = total = 0
+        for job in self.tracker.getJobIdsForGroup(self.group):
+            info = self.tracker.getJobInfo(job)
+            for stage in (info.stageIds if info else ()):
+                s = self.tracker.getStageInfo(stage)
+                if s is not None:
+                    done += s.numCompletedTasks
+                    total += s.numTasks
+        return done, total
+
+    def _draw(self, final: bool = False) -> None:
+        done, total = self._counts()
+        if final:
+            done = total
+        width = 30
+        filled = int(width * done / total) if total else 0
+        sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} tasks")
+        if final:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    def _run(self) -> None:
+        shown = None
+        while not self.stop.wait(0.5):
+            counts = self._counts()
+            if counts != shown and counts[1]:
+                shown = counts
+                self._draw()
+
+
+def run_pipeline(source: str, out: str, settings: PlanSettings, *, charts: bool = True,
+                 progress: bool = False, spark=None) -> str:
+    """Plan every cluster of ``source`` into ``out``; returns a one-line summary.
+
+    ``out`` is a local (or shared, mounted) directory: the per-cluster files are written by the
+    driver, the tables by Spark; planned rows are staged as Parquet beside ``out``."""
+    spark = spark or session()
+    raw = read_snapshots(spark, source)
+    single = not os.path.isdir(source) and source.endswith(".json")
+    clusters = normalise(raw).cache()
+    n_clusters = clusters.count()
+    if n_clusters == 0:
+        raise ValueError(f"{source}: no snapshot found")
+    parallel = spark.sparkContext.defaultParallelism
+    spark.conf.set("spark.sql.shuffle.partitions", str(max(1, min(n_clusters, 4 * parallel))))
+    brokers = broker_rows(clusters)
+    partitions = partition_rows(clusters)
+    errors = validation_errors(clusters, brokers, partitions).cache()
+    bad = errors.select("cluster_id").distinct()
+    if single and errors.limit(1).count():
+        raise ValueError(f"{source}: {errors.first()['error']}")
+    good_brokers = brokers.join(bad, "cluster_id", "left_anti")
+    good_partitions = partitions.join(bad, "cluster_id", "left_anti")
+    tables = os.path.join(out, "_tables")
+    parent = os.path.dirname(os.path.abspath(out))
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".planned-", dir=parent)   # beside out, never inside
+    try:
+        group = f"plan-{os.getpid()}-{time.monotonic_ns()}"
+        spark.sparkContext.setJobGroup(group, f"plan {n_clusters} cluster(s)")
+        with Progress(spark, group, f"planning {n_clusters} cluster(s)", progress):
+            plan_clusters(good_brokers, good_partitions, settings, charts=charts) \
+                .write.mode("overwrite").parquet(staging)
+        spark.sparkContext.setJobGroup("load", "write tables")
+        planned = spark.read.parquet(staging)
+        if single:
+            row = planned.first()
+            if row["status"] != "planned":
+                raise ValueError(f"{source}: {row['error']}")
+            write_outputs({f["name"]: bytes(f["content"]) for f in row["files"]}, out)
+            return (f"{row['replica_moves']} replica move(s) ({row['repairs']} repairs), "
+                    f"{row['leader_changes']} leader change(s), {row['partitions_reassigned']} "
+                    f"partition(s) reassigned; wrote {len(row['files'])} files to {out} (Spark)")
+        return _load_fleet(spark, planned, clusters_count=n_clusters, brokers=brokers,
+                           partitions=partitions, errors=errors, out=out, tables=tables,
+                           settings=settings)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        errors.unpersist()
+        clusters.unpersist()
+
+
+def _load_fleet(spark, planned, *, clusters_count, brokers, partitions, errors, out, tables,
+                settings) -> str:
+    from pyspark.sql import functions as F
+
+    n_clusters = clusters_count
+    metrics(planned).write.mode("overwrite").parquet(os.path.join(tables, "metrics"))
+    plan_rows(planned).write.mode("overwrite").parquet(os.path.join(tables, "plans"))
+    state = broker_state(brokers, partitions)
+    state.write.mode("overwrite").parquet(os.path.join(tables, "broker_state"))
+    rack_state(state).write.mode("overwrite").parquet(os.path.join(tables, "rack_state"))
+    topic_state(brokers, partitions).write.mode("overwrite").parquet(os.path.join(tables, "topic_state"))
+    errors.write.mode("overwrite").parquet(os.path.join(tables, "errors"))
+    for row in planned.select("cluster_id", "status", "files").toLocalIterator():
+        if row["status"] == "planned":
+            write_outputs({f["name"]: bytes(f["content"]) for f in row["files"]},
+                          os.path.join(out, _safe(row["cluster_id"])))
+    rows = planned.select("cluster_id", "status", "error", "replica_moves", "repairs",
+                          "leader_changes", "seconds").orderBy("cluster_id").collect()
+    invalid = errors.groupBy("cluster_id").agg(F.first("error").alias("error")).orderBy("cluster_id").collect()
+    _fleet_report(out, settings, rows, invalid)
+    failed = sum(1 for r in rows if r["status"] != "planned") + len(invalid)
+    moves = sum(r["replica_moves"] or 0 for r in rows)
+    changes = sum(r["leader_changes"] or 0 for r in rows)
+    return (f"{len(rows) - failed + len(invalid)} of {n_clusters} cluster(s) planned: {moves} replica "
+            f"move(s), {changes} leader change(s); wrote {out}"
+            + (f"; {failed} failed (see fleet-report.md)" if failed else ""))
+
+
+def _safe(cluster_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in cluster_id) or "_"
+
+
+def _fleet_report(out: str, settings: PlanSettings, rows, invalid) -> None:
+    lines = [f"# Fleet plan: {settings.mode}", "",
+             "| cluster | status | replica moves | repairs | leader changes | seconds |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        if r["status"] == "planned":
+            lines.append(f"| [{r['cluster_id']}]({_safe(r['cluster_id'])}/report.md) | planned | "
+                         f"{r['replica_moves']} | {r['repairs']} | {r['leader_changes']} | {r['seconds']:.2f} |")
+        else:
+            lines.append(f"| {r['cluster_id']} | failed: {r['error']} | - | - | - | - |")
+    for r in invalid:
+        lines.append(f"| {r['cluster_id']} | invalid: {r['error']} | - | - | - | - |")
+    with open(os.path.join(out, "fleet-report.md"), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``spark-submit planner/pipeline.py --fleet DIR --mode cluster --out DIR``"""
+    ap = argparse.ArgumentParser(prog="planner.pipeline", description=__doc__.splitlines()[0])
+    ap.add_argument("--fleet", required=True, help="snapshot file or directory (JSON, JSON lines, Parquet)")
+    ap.add_argument("--mode", required=True, choices=MODES)
+    ap.add_argument("--threshold", type=float, default=10.0)
+    ap.add_argument("--max-moves", type=int)
+    ap.add_argument("--max-leader-changes", type=int)
+    ap.add_argument("--batch-size", type=int)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--no-charts", action="store_true")
+    a = ap.parse_args(argv)
+    threshold = int(a.threshold) if a.threshold.is_integer() else a.threshold
+    try:
+        settings = PlanSettings(a.mode, threshold, a.max_moves, a.max_leader_changes, a.batch_size,
+                                source=a.fleet)
+        print(run_pipeline(a.fleet, a.out, settings, charts=not a.no_charts, progress=True))
+    except (ValueError, OSError) as exc:
+        print(f"planner.pipeline: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""Rack trees as the planner sees them: every broker gets one key per level.
+
+Racks may be plain names (``r1``) or paths (``/dc1/zone-a/r1``, KIP-879). The rule is the one
+``assignors.multi_level`` uses, read leniently because the planner must describe any cluster:
+
+- a leading ``/`` is optional and empty components are ignored (``dc1//r1`` is ``/dc1/r1``);
+- shorter paths are padded to the deepest one by repeating their last component, so ``/dc3``
+  next to ``/dc1/r1`` sits in a single-rack subtree of its own;
+- when some brokers have a rack and others do not, the rackless ones share the pseudo rack
+  ``NO_RACK`` (Kafka refuses such clusters at creation time; a drifted cluster may still be one);
+- when no broker has a rack there are no levels and no rack constraint at all.
+
+Level ``k`` (1-based) of a broker is the prefix of its path with ``k`` components, written as a
+path (``/dc1`` then ``/dc1/r1``). The *diversity* of a partition at level ``k`` is the number of
+distinct level-``k`` keys among its replicas; it is *full* when it equals
+``min(replicas, groups at level k)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+NO_RACK = "(no rack)"
+
+
+def rack_components(rack: str | None) -> tuple[str, ...]:
+    """``"/dc1/r1"`` -> ``("dc1", "r1")``; ``None`` or an empty rack -> ``()``."""
+    if rack is None:
+        return ()
+    return tuple(part for part in rack.split("/") if part)
+
+
+@dataclass(frozen=True, slots=True)
+class RackTree:
+    """Level keys of a set of brokers.
+
+    ``keys[b]`` is a tuple of ``depth`` small integers, one per level, such that two brokers
+    share key ``k`` exactly when they share the level-``k`` prefix; ``names[i]`` is the path of
+    key ``i``. Brokers outside the tree have no keys (see :meth:`keys_of`).
+    """
+
+    depth: int
+    keys: Mapping[int, tuple[int, ...]]
+    names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, racks: Mapping[int, str | None]) -> RackTree:
+        """Build the tree from ``{broker id: rack}`` (every broker that has a known rack)."""
+        paths = {b: rack_components(r) for b, r in racks.items()}
+        depth = max((len(p) for p in paths.values()), default=0)
+        if depth == 0:
+            return cls(0, {b: () for b in racks}, ())
+        slash = depth > 1 or any(r is not None and r.startswith("/") for r in racks.values())
+        ids: dict[str, int] = {}
+        keys: dict[int, tuple[int, ...]] = {}
+        for b in sorted(paths):
+            path = paths[b]
+            key = []
+            for level in range(1, depth + 1):
+                if path:
+                    prefix = path[:level] + (path[-1],) * max(0, level - len(path))
+                    name = ("/" if slash else "") + "/".join(prefix)
+                else:
+                    name = NO_RACK
+                key.append(ids.setdefault(name, len(ids)))
+            keys[b] = tuple(key)
+        names = [""] * len(ids)
+        for name, i in ids.items():
+            names[i] = name
+        return cls(depth, keys, tuple(names))
+
+    def keys_of(self, broker: int) -> tuple[int, ...] | None:
+        return self.keys.get(broker)
+
+    def leaf(self, broker: int) -> int | None:
+        """The key of the broker's rack (its deepest level), ``None`` outside the tree."""
+        k = self.keys.get(broker)
+        return k[-1] if k else None
+
+    def leaf_name(self, broker: int) -> str | None:
+        leaf = self.leaf(broker)
+        return None if leaf is None else self.names[leaf]
+
+    def groups(self, brokers: Iterable[int]) -> tuple[int, ...]:
+        """Number of distinct keys per level among ``brokers`` (those in the tree)."""
+        seen: list[set[int]] = [set() for _ in range(self.depth)]
+        for b in brokers:
+            k = self.keys.get(b)
+            if k:
+                for level, key in enumerate(k):
+                    seen[level].add(key)
+        return tuple(len(s) for s in seen)
+
+    def diversity(self, replicas: Iterable[int]) -> tuple[int, ...]:
+        """Distinct keys per level among the replicas that are in the tree."""
+        return self.groups(replicas)
+
+    def move_keeps_diversity(self, others: Iterable[int], source: int, destination: int) -> bool:
+        """Does replacing ``source`` by ``destination`` keep the distinct count at every level?
+
+        ``others`` are the partition's other replicas. At a level where the source's key is
+        shared with another replica, anything goes; where it is the only one, the destination
+        must bring a key no other replica has.
+        """
+        if self.depth == 0:
+            return True
+        ks = self.keys.get(source)
+        if ks is None:  # the source counted for nothing
+            return True
+        kd = self.keys.get(destination)
+        if kd is None:
+            return False
+        if ks == kd:
+            return True
+        other_keys = [self.keys[o] for o in others if o in self.keys]
+        for level in range(self.depth):
+            used = {k[level] for k in other_keys}
+            if ks[level] not in used and kd[level] in used:
+                return False
+        return True

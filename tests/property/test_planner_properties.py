@@ -1,0 +1,149 @@
+"""Property tests of the pure balance planner: every rule keeps the shared invariants
+(``plan_invariants``), reaches its targets where they are reachable, and is deterministic and
+idempotent. Small random clusters: dead and unknown brokers, placeholders, flat racks and rack
+trees."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from fractions import Fraction
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from planner.cluster_balance import cluster_balance
+from planner.leader_balance import leader_balance
+from planner.outputs import reassignment_json
+from planner.repair import repair
+from planner.replica_balance import band, replica_balance
+from tests.property.plan_invariants import check_plan
+
+FAST = settings(derandomize=True, deadline=None, max_examples=120)
+
+RACKS = {
+    "none": lambda i: None,
+    "flat": lambda i: f"r{i % 3}",
+    "uneven": lambda i: "r0" if i % 4 == 0 else f"r{1 + i % 2}",
+    "tree": lambda i: f"/dc{i % 2}/rack{i % 3}",
+}
+
+
+@st.composite
+def clusters(draw, *, dead: bool = True, racks: tuple[str, ...] = tuple(RACKS)) -> ClusterSnapshot:
+    n = draw(st.integers(1, 8))
+    layout = RACKS[draw(st.sampled_from(racks))]
+    alive = [True] * n
+    if dead and n > 1:
+        for i in draw(st.sets(st.integers(0, n - 1), max_size=2)):
+            alive[i] = False
+    brokers = tuple(BrokerEntry(i + 1, layout(i), alive[i]) for i in range(n))
+    pool = [b.id for b in brokers] + ([n + 5, -1, -2] if dead else [])
+    topics = draw(st.integers(1, 3))
+    parts = []
+    for t in range(topics):
+        for p in range(draw(st.integers(0, 8))):
+            rf = draw(st.integers(1, min(4, n)))
+            reps = draw(st.lists(st.sampled_from(pool), min_size=rf, max_size=rf, unique=True))
+            parts.append(PartitionEntry(f"t{t}", p, tuple(reps)))
+    return ClusterSnapshot(brokers, tuple(parts))
+
+
+def usable(snap: ClusterSnapshot) -> list[int]:
+    return [b.id for b in snap.brokers if b.alive]
+
+
+def fully_repairable(snap: ClusterSnapshot) -> bool:
+    n = len(usable(snap))
+    return all(len(p.replicas) <= n for p in snap.partitions)
+
+
+@FAST
+@given(clusters())
+def test_repair_keeps_invariants_and_is_idempotent(snap):
+    plan = repair(snap)
+    check_plan(plan)
+    again = repair(plan.after)
+    assert again.moves == ()
+    assert all(m.kind == "repair" for m in plan.moves)
+
+
+@FAST
+@given(clusters())
+def test_leader_balance_only_reorders_and_is_idempotent(snap):
+    plan = leader_balance(snap)
+    check_plan(plan, data_moves=False)
+    assert leader_balance(plan.after).moves == ()
+    # never less even than before: sum of squares of leader counts does not grow
+    ok = set(usable(snap))
+
+    def squares(s):
+        c = Counter(p.replicas[0] for p in s.partitions if p.replicas[0] in ok)
+        return sum(v * v for v in c.values())
+
+    if all(p.replicas[0] in ok for p in snap.partitions):
+        assert squares(plan.after) <= squares(snap)
+
+
+@FAST
+@given(clusters(), st.sampled_from([0, 10, 25]))
+def test_replica_balance_keeps_invariants(snap, threshold):
+    plan = replica_balance(snap, threshold=threshold)
+    check_plan(plan)
+
+
+def replica_band(snap: ClusterSnapshot, threshold: int) -> tuple[int, int]:
+    total = sum(len(p.replicas) for p in snap.partitions)
+    return band(total, len(usable(snap)), Fraction(threshold, 100))
+
+
+@FAST
+@given(clusters(racks=("none",)), st.sampled_from([0, 10, 30]))
+def test_replica_balance_without_racks_reaches_the_band(snap, threshold):
+    plan = replica_balance(snap, threshold=threshold)
+    if not usable(snap) or not fully_repairable(snap):
+        check_plan(plan)
+        return
+    check_plan(plan, replica_band=replica_band(snap, threshold))
+
+
+@FAST
+@given(clusters(dead=False, racks=("none",)), st.sampled_from([0, 10, 30]))
+def test_replica_balance_without_racks_makes_the_fewest_moves(snap, threshold):
+    plan = replica_balance(snap, threshold=threshold)
+    lo, hi = replica_band(snap, threshold)
+    check_plan(plan, replica_band=(lo, hi))
+    counts = Counter(b for p in snap.partitions for b in p.replicas)
+    over = sum(max(0, counts[b] - hi) for b in usable(snap))
+    under = sum(max(0, lo - counts[b]) for b in usable(snap))
+    assert plan.replica_moves == max(over, under)   # the lower bound, reached
+    assert plan.bound("replica_moves_tight_bound") == max(over, under)
+
+
+@FAST
+@given(clusters(dead=False, racks=("flat", "tree", "uneven")))
+def test_replica_balance_with_racks_is_idempotent(snap):
+    plan = replica_balance(snap, threshold=0)
+    check_plan(plan)
+    assert replica_balance(plan.after, threshold=0).moves == ()
+
+
+@FAST
+@given(clusters(), st.integers(0, 6), st.integers(0, 6))
+def test_cluster_balance_respects_budgets(snap, max_moves, max_leader_changes):
+    plan = cluster_balance(snap, threshold=0, max_moves=max_moves,
+                           max_leader_changes=max_leader_changes)
+    check_plan(plan, max_moves=max_moves, max_leader_changes=max_leader_changes)
+
+
+@FAST
+@given(clusters())
+def test_cluster_balance_is_idempotent_and_deterministic(snap):
+    plan = cluster_balance(snap, threshold=0)
+    check_plan(plan)
+    assert cluster_balance(plan.after, threshold=0).moves == ()
+    shuffled = list(snap.partitions)
+    random.Random(7).shuffle(shuffled)
+    other = cluster_balance(ClusterSnapshot(snap.brokers, tuple(shuffled)), threshold=0)
+    assert reassignment_json(other.changed()) == reassignment_json(plan.changed())

@@ -1,0 +1,23 @@
+"""One local Spark session for every Spark test (no ``.master()``: the default local[*])."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.appName("replica-assignor-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

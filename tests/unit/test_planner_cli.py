@@ -1,0 +1,119 @@
+"""The ``state`` and ``balance`` subcommands, driven through argparse as ``cli.main`` will."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import pytest
+
+from cli import balance, state
+
+SNAPSHOT = {
+    "brokers": [{"id": i, "rack": f"r{i % 2}"} for i in range(1, 7)] + [{"id": 7, "rack": "r0", "alive": False}],
+    "partitions": [
+        {"topic": "orders", "partition": p, "replicas": [1 + p % 4, 1 + (p + 1) % 4 if p % 3 else 7]}
+        for p in range(24)
+    ],
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="replica-assignor")
+    sub = p.add_subparsers(dest="command", required=True)
+    state.add_parser(sub)
+    balance.add_parser(sub)
+    return p
+
+
+def run(*argv: str) -> int:
+    args = parser().parse_args(list(argv))
+    return args.run(args)
+
+
+@pytest.fixture
+def snapshot_file(tmp_path):
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(SNAPSHOT))
+    return str(path)
+
+
+def test_state_table_and_json(snapshot_file, capsys):
+    assert run("state", "--snapshot", snapshot_file) == 0
+    out = capsys.readouterr().out
+    assert "replicas on dead brokers: 8" in out and "rack" in out
+    assert run("state", "--snapshot", snapshot_file, "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["replicas_on_dead_brokers"]) == 8
+    assert {b["id"]: b["replicas"] for b in data["brokers"]}[5] == 0
+
+
+def test_balance_writes_the_plan_and_rerunning_it_is_empty(snapshot_file, tmp_path, capsys):
+    out = tmp_path / "plan"
+    assert run("balance", "--snapshot", snapshot_file, "--mode", "cluster", "--threshold", "0",
+               "--batch-size", "5", "--out", str(out)) == 0
+    files = sorted(os.listdir(out))
+    assert {"reassignment.json", "reassignment-0001.json", "leader-election.json", "rollback.json",
+            "moves.csv", "report.md", "replicas.png", "leaders.png"} <= set(files)
+    assert "8 repairs" in capsys.readouterr().out
+    plan = json.loads((out / "reassignment.json").read_text())
+    new = {(p["topic"], p["partition"]): p["replicas"] for p in plan["partitions"]}
+    after = dict(SNAPSHOT, partitions=[
+        dict(p, replicas=new.get((p["topic"], p["partition"]), p["replicas"])) for p in SNAPSHOT["partitions"]])
+    again = tmp_path / "after.json"
+    again.write_text(json.dumps(after))
+    out2 = tmp_path / "plan2"
+    assert run("balance", "--snapshot", str(again), "--mode", "cluster", "--threshold", "0",
+               "--out", str(out2), "--no-charts") == 0
+    assert json.loads((out2 / "reassignment.json").read_text()) == {"version": 1, "partitions": []}
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "not valid JSON"),
+    ('{"brokers": [{"id": 1}], "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 1]}]}',
+     "lists a broker twice"),
+])
+def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, content, message):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    out = tmp_path / "plan"
+    assert run("balance", "--snapshot", str(bad), "--mode", "replica", "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_missing_file_and_missing_racks(tmp_path, capsys):
+    assert run("state", "--snapshot", str(tmp_path / "nope.json")) == 2
+    assert "cannot read snapshot" in capsys.readouterr().err
+    (tmp_path / "d.txt").write_text("\tTopic: t\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\n")
+    assert run("state", "--describe", str(tmp_path / "d.txt")) == 2
+    assert "--racks" in capsys.readouterr().err
+
+
+def test_argument_errors_exit_2():
+    for argv in (["balance", "--snapshot", "x", "--mode", "replica", "--out", "o", "--max-moves", "-1"],
+                 ["balance", "--snapshot", "x", "--mode", "replica", "--out", "o", "--threshold", "abc"],
+                 ["balance", "--snapshot", "x", "--mode", "sideways", "--out", "o"]):
+        with pytest.raises(SystemExit) as exc:
+            parser().parse_args(argv)
+        assert exc.value.code == 2
+
+
+@pytest.mark.tansu
+def test_state_and_balance_of_a_live_cluster(tansu, tmp_path, capsys):
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=tansu.bootstrap, client_id="planner-cli-test")
+    try:
+        admin.create_topics([NewTopic("events", 4, 1)])
+    finally:
+        admin.close()
+    assert run("state", "--bootstrap-server", tansu.bootstrap, "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["brokers"] == [{"id": 111, "rack": None, "alive": True, "replicas": 4, "leaders": 4}]
+    out = tmp_path / "plan"
+    assert run("balance", "--bootstrap-server", tansu.bootstrap, "--mode", "cluster", "--out", str(out),
+               "--no-charts") == 0
+    assert json.loads((out / "reassignment.json").read_text()) == {"version": 1, "partitions": []}
