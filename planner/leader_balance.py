@@ -30,21 +30,28 @@ Algorithm
        it holds, and must lead the ``m`` that only it holds) gives each broker a band ``[lo, hi]``:
        the global ``[floor, ceil]`` of the unlimited brokers, or its limit. Any plan inside the
        bands has the minimum ``sum(leaders^2)``.
-    2. *Greedy* (the fast path): brokers above their band hand partitions to replicas below theirs
-       (the most missing first), then what is left to brokers with room (or brokers with spare
-       feed those still below). One pass over the partitions of each giver.
-    3. *Certificate*: when every broker is inside its band, node potentials in ``{0, 1}`` that
-       make every residual edge non-negative prove that no plan with fewer changes exists (LP
-       duality). Only changed partitions can break such potentials, so the check costs
-       ``O(B + changes * RF)``.
+    2. *Greedy* (the fast path): as many leaderships as possible go straight from brokers above
+       their band to replicas below theirs, by a max flow (partitions without a baseline leader
+       first, as they cost nothing more); what is left goes to brokers with room (or brokers
+       with spare feed those still below), then through one intermediate broker.
+    3. *Certificate*: when every broker is inside its band, Bellman-Ford from zero potentials
+       looks for a negative cycle in the residual graph (LP duality: none means no plan with
+       fewer changes exists); one found is cancelled and the search repeated. An edge of an
+       unchanged partition costs +1 and cannot lower a distance of -1 or more, so only changed
+       partitions are scanned until a broker falls to -2.
     4. *Exact fallback* when there is no certificate: primal-dual successive shortest paths from
        the baseline on the ``M * c^2`` costs (SPFA distances, then augmenting along
        zero-reduced-cost paths by depth-first search until none is left, repeated until no
        negative path remains).
 
-    Time: the fast path is ``O(P * RF + B log B)``; the fallback is
+    Time: the fast path is ``O(P * RF + B log B)`` plus a max flow on a graph of a few thousand
+    nodes (givers, groups of partitions, takers) and ``O(cycles * P * RF)`` for the certificate
+    (a million partitions on 1,000 brokers: about 3 s). The fallback is
     ``O(phases * (k * P * RF + F * P * RF))`` for ``F`` augmenting paths and ``k`` SPFA passes
-    (small in practice, ``O(B)`` in the worst case).
+    (``O(B)`` in the worst case). It runs when the band cannot be reached for reasons that are
+    not local to one broker, typically leader-only plans on clusters whose replica counts are
+    far from even (measured: 2.6 s at 3,000 partitions, about 8 minutes at 30,000); balance
+    replicas first (cluster balance), after which the fast path applies.
 
 Example
     Brokers 1, 2, 3; partitions ``a [1,2] b [1,3] c [1,2] d [2,3] e [1,3] f [3,1]``.
@@ -55,9 +62,9 @@ Example
 from __future__ import annotations
 
 from collections import Counter, deque
+from collections.abc import Iterable
 from itertools import chain, compress
 from operator import ne
-from collections.abc import Iterable
 
 from assignors.snapshot import ClusterSnapshot
 
@@ -313,7 +320,7 @@ class LeaderProblem:
             else:
                 return
             pair = next(((u, v) for u in givers for v in takers if (u, v) not in tried), None)
-            if pair is None:
+            if pair is None or len(tried) > 4 * self.n:   # bounded: the exact flow follows
                 return
             u, v = pair
             tried.add(pair)
@@ -696,8 +703,7 @@ def balance_leaders(work: Working, *, max_leader_changes: int | None = None,
             work.notes.append(
                 f"preferred-leader band {band} is not reachable by reordering replicas "
                 f"({'; '.join(why)}): best reachable, the most even counts, leaves {distance} "
-                f"leader(s) outside it (broker:leaders {shown}); others within "
-                f"[{_inner(problem, outside, min)}, {_inner(problem, outside, max)}]"
+                f"leader(s) outside it (broker:leaders {shown}){_inside(problem, outside)}"
             )
     if unleadable:
         work.notes.append(_unleadable(unleadable))
@@ -780,6 +786,7 @@ def _ids(brokers: list[int]) -> str:
     return f"broker{'s' if len(brokers) > 1 else ''} {shown}"
 
 
-def _inner(problem: LeaderProblem, outside: list[int], pick) -> int:
-    inside = [c for u, c in enumerate(problem.count) if u not in set(outside)]
-    return pick(inside) if inside else 0
+def _inside(problem: LeaderProblem, outside: list[int]) -> str:
+    skip = set(outside)
+    inside = [c for u, c in enumerate(problem.count) if u not in skip]
+    return f"; the others within [{min(inside)}, {max(inside)}]" if inside else ""
