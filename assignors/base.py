@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 import random
 from itertools import chain
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 from .errors import (
     AssignmentError,
@@ -55,6 +55,37 @@ class ReplicaAssignor(abc.ABC):
         Raise :class:`ReplicaAssignorError` to refuse with a message.
         """
 
+    # -- optional: memoization (assignors.memo) ------------------------------------------
+    def draw(
+        self,
+        topic_name: str | None,
+        partitions: Sequence[int],
+        replication_factor: int,
+        cluster: ClusterView,
+        *,
+        rng: random.Random,
+    ) -> Hashable | None:
+        """Make this request's random draws and return a key its answer is a pure function of.
+
+        Optional. An assignor whose answer depends only on a few random draws and on a
+        small part of its input can return a hashable key holding all of it; then
+        ``assign_drawn(key, ...)`` must return exactly what ``assign_replicas_to_brokers``
+        would have returned with the same ``rng``. Return None, *without drawing*, where
+        that does not hold (the default): the request is then placed the ordinary way.
+        """
+        return None
+
+    def assign_drawn(
+        self,
+        key: Hashable,
+        topic_name: str | None,
+        partitions: Sequence[int],
+        replication_factor: int,
+        cluster: ClusterView,
+    ) -> Mapping[int, Sequence[int]]:
+        """The answer for a key returned by :meth:`draw` (only called for such keys)."""
+        raise NotImplementedError
+
 
 def check_preconditions(n_partitions: int, replication_factor: int, cluster: ClusterView,
                         placeholders_allowed: int = 0) -> None:
@@ -87,12 +118,14 @@ def validate_assignment(
     """
     if not isinstance(result, Mapping):
         raise ReplicaAssignorError(f"assignor returned {type(result).__name__}, not a partition map")
-    wanted = set(partitions)
-    got = set(result.keys())
-    if set(map(type, got)) - {int}:
-        bad = sorted((repr(p) for p in got if type(p) is not int))[:10]
+    keys = result.keys()
+    if set(map(type, keys)) - {int}:
+        bad = sorted((repr(p) for p in keys if type(p) is not int))[:10]
         raise ReplicaAssignorError(f"assignor returned non-integer partition ids: {bad}")
-    if got != wanted:
+    # the same ids: as many, and every requested one present (a range needs no set)
+    distinct = len(partitions) if isinstance(partitions, range) else len(set(partitions))
+    if len(keys) != distinct or not all(map(keys.__contains__, partitions)):
+        wanted, got = set(partitions), set(keys)
         missing = sorted(wanted - got)[:10]
         extra = sorted(got - wanted)[:10]
         raise ReplicaAssignorError(
@@ -140,7 +173,8 @@ def _validate_batch(result: Mapping, partitions: Sequence[int], replication_fact
                     known: frozenset[int], current: Mapping[int, Sequence[int]]) -> Assignment | None:
     """Whole-batch checks done mostly in C; None when anything needs a closer look."""
     values = [result[p] for p in partitions]
-    if not set(map(type, values)) <= {list, tuple}:
+    types = set(map(type, values))
+    if not types <= {list, tuple}:
         return None
     if set(map(len, values)) - {replication_factor} or set(map(len, map(set, values))) - {replication_factor}:
         return None
@@ -150,7 +184,8 @@ def _validate_batch(result: Mapping, partitions: Sequence[int], replication_fact
     for p, kept in current.items():
         if p in result and not set(result[p]).issuperset(kept):
             return None
-    return dict(zip(partitions, map(list, values)))
+    # lists are taken over as they are (the assignor hands its answer over); tuples become lists
+    return dict(zip(partitions, values if types == {list} else map(list, values)))
 
 
 def _check_unknown(p: int, reps: list, known: frozenset[int], allow_placeholders: bool) -> None:

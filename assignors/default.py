@@ -251,25 +251,32 @@ def _assign_aware(
     return out
 
 
+def _draw(n: int, fixed_start_index: int, rng: random.Random | None) -> tuple[int, int]:
+    """(start index, initial shift): both ``fixed_start_index``, or Kafka's two draws."""
+    if fixed_start_index >= 0:
+        return fixed_start_index, fixed_start_index
+    rng = rng if rng is not None else random.Random()
+    start = rng.randrange(n)
+    return start, rng.randrange(n)
+
+
 def _assign(
     brokers: Sequence[BrokerMetadata], rack_aware: bool, ids: Sequence[int], rf: int,
     fixed_start_index: int, p0: int, rng: random.Random | None,
 ) -> Assignment:
     """The core, for validated input and sorted distinct ids >= p0 >= 0."""
+    start, shift = _draw(len(brokers), fixed_start_index, rng)
+    return _assign_drawn(brokers, rack_aware, ids, rf, start, shift, p0)
+
+
+def _assign_drawn(
+    brokers: Sequence[BrokerMetadata], rack_aware: bool, ids: Sequence[int], rf: int,
+    start: int, shift: int, p0: int,
+) -> Assignment:
     if rack_aware:
         order, racks, n_racks = _aware_layout(tuple((b.id, b.rack) for b in brokers))
-    else:
-        order = [b.id for b in brokers]
-    n = len(order)
-    if fixed_start_index >= 0:
-        start = shift = fixed_start_index
-    else:
-        rng = rng if rng is not None else random.Random()
-        start = rng.randrange(n)
-        shift = rng.randrange(n)
-    if rack_aware:
         return _assign_aware(order, racks, n_racks, ids, rf, start, shift, p0)
-    return _assign_unaware(order, ids, rf, start, shift, p0)
+    return _assign_unaware([b.id for b in brokers], ids, rf, start, shift, p0)
 
 
 def assign_replicas_to_brokers(
@@ -353,6 +360,48 @@ class DefaultReplicaAssignor(ReplicaAssignor):
     """
 
     name = "default"
+
+    def __init__(self) -> None:
+        # memoization (assignors.memo): the layout key of the last view seen, and one small
+        # int per distinct broker layout, so that a key hashes in constant time
+        self._last_view: tuple[ClusterView, tuple] | None = None
+        self._layouts: dict[tuple, int] = {}
+
+    def _layout_key(self, cluster: ClusterView) -> tuple | None:
+        last = self._last_view
+        if last is not None and last[0] is cluster:
+            return last[1]
+        pairs = tuple((b.id, b.rack) for b in cluster.brokers)
+        with_rack = sum(1 for _, rack in pairs if rack is not None)
+        if with_rack and with_rack != len(pairs):
+            key = None  # mixed racks: the ordinary path raises Kafka's error
+        else:
+            token = self._layouts.get(pairs)
+            if token is None:
+                if len(self._layouts) >= 1024:
+                    self._layouts.clear()
+                token = self._layouts[pairs] = object()  # never equal to an older layout's token
+            key = (token, with_rack > 0, len(pairs))
+        self._last_view = (cluster, key)
+        return key
+
+    def draw(self, topic_name, partitions, replication_factor, cluster, *, rng):
+        """A new topic over consecutive ids: the answer depends on the brokers, the ids, the
+        replication factor and the two draws only."""
+        if not (isinstance(partitions, range) and partitions.step == 1 and len(partitions)
+                and partitions.start >= 0):
+            return None
+        if cluster.topic_assignment(topic_name):
+            return None
+        layout = self._layout_key(cluster)
+        if layout is None or not 0 < replication_factor <= layout[2]:
+            return None
+        start, shift = _draw(layout[2], -1, rng)
+        return layout, partitions.start, len(partitions), replication_factor, start, shift
+
+    def assign_drawn(self, key, topic_name, partitions, replication_factor, cluster):
+        (_, rack_aware, _), p0, n, rf, start, shift = key
+        return _assign_drawn(cluster.brokers, rack_aware, range(p0, p0 + n), rf, start, shift, p0)
 
     def assign_replicas_to_brokers(
         self,

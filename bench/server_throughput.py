@@ -13,6 +13,11 @@ of what the server can do; with few cores, CPU µs/request is the fairer compari
 
     python bench/server_throughput.py [--requests 20000] [--connections 1,16] [--depths 1,8]
                                       [--client-processes 2] [--repeat 1] [--log-level info]
+                                      [--memo-off] [--workers N]
+
+``--memo-off`` adds CreateReplicaAssignment cells with the placement memo disabled (the
+cost when every request needs a new placement); ``--workers N`` adds cells for the server
+with N worker processes (CPU then counts the supervisor and all its workers).
 """
 
 from __future__ import annotations
@@ -47,11 +52,35 @@ CLUSTER = {"brokers": [{"id": b, "rack": f"rack-{'abc'[b // 2]}"} for b in range
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process (all its threads), from /proc/PID/stat."""
+def _stat(pid: int) -> list[str]:
     with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # fields 14 and 15 of stat(5)
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads) and of its live descendants (worker
+    processes), from /proc/PID/stat."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parents[int(entry)] = int(_stat(int(entry))[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [c for c, p in parents.items() if p == parent and c not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    total = 0.0
+    for member in tree:
+        try:
+            fields = _stat(member)
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / TICKS  # fields 14 and 15 of stat(5)
+    return total
 
 
 @dataclass
@@ -63,13 +92,16 @@ class Target:
 
 
 @contextmanager
-def our_server(loop: str, cluster_file: str, log_level: str) -> Iterator[Target]:
+def our_server(loop: str, cluster_file: str, log_level: str, overrides: tuple[str, ...] = (),
+               label: str = "") -> Iterator[Target]:
     """The real command, as operators run it; logs go to a file (JSON), not a pipe we drain."""
+    extra = [a for o in overrides for a in ("--override", o)]
     with tempfile.NamedTemporaryFile("w+", suffix=".log") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "server.main", "--loop", loop,
              "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", "log.format=json",
-             "--override", f"log.level={log_level}", "--override", f"cluster.metadata.file={cluster_file}"],
+             "--override", f"log.level={log_level}", "--override", f"cluster.metadata.file={cluster_file}",
+             *extra],
             stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         try:
             deadline = time.monotonic() + 30
@@ -83,7 +115,7 @@ def our_server(loop: str, cluster_file: str, log_level: str) -> Iterator[Target]
                     if '"server_started"' in line:
                         port = json.loads(line)["port"]
                 time.sleep(0.05)
-            yield Target(f"ours ({loop})", "127.0.0.1", port, proc.pid)
+            yield Target(f"ours ({loop}{label})", "127.0.0.1", port, proc.pid)
         finally:
             proc.terminate()
             proc.wait(30)
@@ -141,8 +173,8 @@ def measure(target: Target, api: str, frame: bytes, args, connections: int, dept
         used = cpu_seconds(target.pid) - before[0]
         if row is None or result.rate > row.result.rate:
             row = Row(target.name, api, connections, depth, result, used / args.requests * 1e6)
-    print(f"  {row.server:15} {api:24} {connections:>3} x {depth:<2} {result.rate:>9,.0f} req/s"
-          f"  p50 {result.p50_ms:6.3f} ms  p99 {result.p99_ms:6.3f} ms  {row.cpu_us:6.1f} µs CPU/req",
+    print(f"  {row.server:24} {api:24} {connections:>3} x {depth:<2} {row.result.rate:>9,.0f} req/s"
+          f"  p50 {row.result.p50_ms:6.3f} ms  p99 {row.result.p99_ms:6.3f} ms  {row.cpu_us:6.1f} µs CPU/req",
           file=sys.stderr, flush=True)
     return row
 
@@ -158,6 +190,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per cell; the fastest is reported")
     parser.add_argument("--loops", default="uvloop,asyncio")
     parser.add_argument("--log-level", default="info", help="our server's log.level (info: one line per assignment)")
+    parser.add_argument("--memo-off", action="store_true",
+                        help="also measure CreateReplicaAssignment with the placement memo disabled "
+                             "(replica.assignor.memo.max.entries=0): every request computed, validated, encoded")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="also measure our server with this many worker processes (num.worker.processes)")
     args = parser.parse_args(argv)
     grid = [(c, d) for c in map(int, args.connections.split(",")) for d in map(int, args.depths.split(","))]
 
@@ -165,11 +202,18 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".json") as cluster:
         json.dump(CLUSTER, cluster)
         cluster.flush()
+        both = (("ApiVersions", API_VERSIONS), ("CreateReplicaAssignment", ASSIGNMENT))
+        variants = [("", (), both)]
+        if args.memo_off:
+            variants.append((", memo off", ("replica.assignor.memo.max.entries=0",), both[1:]))
+        if args.workers > 1:
+            variants.append((f", {args.workers} workers", (f"num.worker.processes={args.workers}",), both))
         for loop in args.loops.split(","):
-            with our_server(loop, cluster.name, args.log_level) as target:
-                for api, frame in (("ApiVersions", API_VERSIONS), ("CreateReplicaAssignment", ASSIGNMENT)):
-                    for c, d in grid:
-                        rows.append(measure(target, api, frame, args, c, d))
+            for label, overrides, apis in variants:
+                with our_server(loop, cluster.name, args.log_level, overrides, label) as target:
+                    for api, frame in apis:
+                        for c, d in grid:
+                            rows.append(measure(target, api, frame, args, c, d))
         with tansu() as target:
             for c, d in grid:
                 rows.append(measure(target, "ApiVersions", API_VERSIONS, args, c, d))
@@ -177,21 +221,24 @@ def main(argv: list[str] | None = None) -> None:
     print(f"# server_throughput: {args.requests:,} requests per cell (best of {args.repeat}), loopback, "
           f"{os.cpu_count()} cores ({platform.python_implementation()} {platform.python_version()}), "
           f"client on the same machine ({args.client_processes} client processes for multi-connection cells)")
-    print(f"{'server':15} {'api':24} {'conns x depth':>13} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+    width = max(15, *(len(r.server) for r in rows))
+    print(f"{'server':{width}} {'api':24} {'conns x depth':>13} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
           f"{'CPU µs/req':>10}")
     for r in rows:
-        print(f"{r.server:15} {r.api:24} {f'{r.connections} x {r.depth}':>13} {r.result.rate:>9,.0f} "
+        print(f"{r.server:{width}} {r.api:24} {f'{r.connections} x {r.depth}':>13} {r.result.rate:>9,.0f} "
               f"{r.result.p50_ms:>8.3f} {r.result.p99_ms:>8.3f} {r.cpu_us:>10.1f}")
     tansu_rows = {(r.connections, r.depth): r for r in rows if r.server == "tansu"}
     print()
-    print("ApiVersions vs Tansu (req/s ratio: > 1 is faster; CPU ratio: Tansu CPU / ours, > 1 is cheaper)")
-    print(f"{'server':15} {'conns x depth':>13} {'req/s ratio':>11} {'CPU ratio':>9}")
+    print("Against Tansu's ApiVersions in the same cell (req/s ratio: > 1 is faster; "
+          "CPU ratio: Tansu CPU / ours, > 1 is cheaper; p99 ratio: Tansu p99 / ours, >= 1 is no worse)")
+    print(f"{'server':{width}} {'api':24} {'conns x depth':>13} {'req/s ratio':>11} {'CPU ratio':>9} {'p99 ratio':>9}")
     for r in rows:
         t = tansu_rows.get((r.connections, r.depth))
-        if r.server == "tansu" or r.api != "ApiVersions" or t is None:
+        if r.server == "tansu" or t is None:
             continue
-        print(f"{r.server:15} {f'{r.connections} x {r.depth}':>13} {r.result.rate / t.result.rate:>11.2f} "
-              f"{t.cpu_us / r.cpu_us:>9.2f}")
+        print(f"{r.server:{width}} {r.api:24} {f'{r.connections} x {r.depth}':>13} "
+              f"{r.result.rate / t.result.rate:>11.2f} {t.cpu_us / r.cpu_us:>9.2f} "
+              f"{t.result.p99_ms / r.result.p99_ms:>9.2f}")
 
 
 if __name__ == "__main__":

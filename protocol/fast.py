@@ -63,5 +63,12 @@ def encode_assignment_body(version: int, assignment: Mapping[int, Sequence[int]]
 
 def encode_assignment_frame(version: int, correlation_id: int, assignment: Mapping[int, Sequence[int]]) -> bytes:
     """A whole response frame: length, header v1 (correlation id, empty tags), body."""
-    body = encode_assignment_body(version, assignment)
-    return _INT32.pack(len(body) + 5) + _INT32.pack(correlation_id) + b"\x00" + body
+    return frame_body(correlation_id, encode_assignment_body(version, assignment))
+
+
+_FRAME_HEAD = struct.Struct(">iiB")
+
+
+def frame_body(correlation_id: int, body: bytes) -> bytes:
+    """A response frame around an encoded body: length, header v1 (correlation id, no tags)."""
+    return _FRAME_HEAD.pack(len(body) + 5, correlation_id, 0) + body

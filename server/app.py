@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import socket
 from concurrent.futures import ThreadPoolExecutor
@@ -32,10 +33,17 @@ class ReplicaAssignorServer:
     """``await start()`` binds and logs ``server_started``; ``await serve()`` runs until
     :meth:`request_stop` (or SIGTERM/SIGINT with :meth:`install_signal_handlers`), then
     shuts down: stop accepting, let in-flight requests finish within
-    ``shutdown.timeout.ms``, close connections."""
+    ``shutdown.timeout.ms``, close connections.
 
-    def __init__(self, config: ServerConfig) -> None:
+    ``worker``: this server is worker ``worker`` of ``num.worker.processes`` (server/workers.py):
+    it binds its listener with ``SO_REUSEPORT``, beside the other workers, and logs
+    ``worker_started``/``worker_stopped`` (the supervisor logs ``server_started`` once)."""
+
+    def __init__(self, config: ServerConfig, worker: int | None = None) -> None:
         self.config = config
+        self.worker = worker
+        # the fields of the started line, for the supervisor to announce the server with
+        self.started_fields: dict = {}
         self.state: ServerState | None = None
         self.started = asyncio.Event()
         self._stop = asyncio.Event()
@@ -83,10 +91,12 @@ class ReplicaAssignorServer:
             except RuntimeError as exc:
                 executor.shutdown(wait=False)
                 raise ConfigError(f"replica.assignor.class.name: {exc}") from None
-        tls = ({"ssl": ssl_context, "ssl_handshake_timeout": cfg.ssl_handshake_timeout_ms / 1000.0}
-               if ssl_context else {})
+        options = ({"ssl": ssl_context, "ssl_handshake_timeout": cfg.ssl_handshake_timeout_ms / 1000.0}
+                   if ssl_context else {})
+        if self.worker is not None:
+            options["reuse_port"] = True  # the supervisor holds the port; the kernel spreads connections
         server = await loop.create_server(lambda: KafkaConnection(state), listener.host, listener.port,
-                                          reuse_address=True, backlog=1024, **tls)
+                                          reuse_address=True, backlog=1024, **options)
         self._servers.append(server)
         sock = server.sockets[0].getsockname()
         self.host, self.port = sock[0], sock[1]
@@ -110,10 +120,15 @@ class ReplicaAssignorServer:
             log.info("metrics_started", host=self._metrics_server.host, port=self.metrics_port,
                      paths=["/metrics", "/health"])
         view = source.view()
-        log.info("server_started", host=self.host, port=self.port, advertised=str(state.advertised),
-                 security_protocol=listener.security_protocol, assignor=state.assignor_name,
-                 isolation=cfg.assignor_isolation, brokers=len(view.brokers), racks=len(view.racks),
-                 loop=type(loop).__module__.split(".")[0])
+        self.started_fields = fields = dict(
+            host=self.host, port=self.port, advertised=str(state.advertised),
+            security_protocol=listener.security_protocol, assignor=state.assignor_name,
+            isolation=cfg.assignor_isolation, brokers=len(view.brokers), racks=len(view.racks),
+            loop=type(loop).__module__.split(".")[0])
+        if self.worker is None:
+            log.info("server_started", **fields)
+        else:
+            log.info("worker_started", pid=os.getpid(), **fields)
         self.started.set()
 
     def _health(self) -> tuple[bool, dict]:
@@ -164,4 +179,5 @@ class ReplicaAssignorServer:
             await self._metrics_server.stop()
         await state.source.stop()
         state.executor.shutdown(wait=False, cancel_futures=True)
-        log.info("server_stopped", port=self.port, unfinished=len([t for t in state.tasks if not t.done()]))
+        log.info("server_stopped" if self.worker is None else "worker_stopped", port=self.port,
+                 unfinished=len([t for t in state.tasks if not t.done()]))

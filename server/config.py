@@ -25,6 +25,7 @@ class ConfigError(ValueError):
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
+MAX_WORKER_PROCESSES = 256  # a typo (1000) must not start a thousand interpreters
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +109,8 @@ class ServerConfig:
     max_partitions_per_request: int = 1_000_000
     assignor_max_workers: int = 4
     inline_assignment_max_replicas: int = 3_000
+    # assignors.memo: small placements kept per distinct draw (0 disables the memo)
+    memo_max_entries: int = 4_096
     shutdown_timeout_ms: int = 10_000
     log_format: str = "auto"
     log_level: str = "info"
@@ -133,6 +136,8 @@ class ServerConfig:
     assignor_worker_max_memory_bytes: int = 2 * 1024 ** 3
     # Prometheus /metrics and /health over HTTP (off when unset)
     metrics_listener: str | None = None
+    # > 1: that many server processes share the listener port (SO_REUSEPORT); server/workers.py
+    num_worker_processes: int = 1
 
     @property
     def advertised(self) -> tuple[Listener, ...]:
@@ -159,6 +164,7 @@ _KEYS = {
     "max.partitions.per.request": "max_partitions_per_request",
     "replica.assignor.max.workers": "assignor_max_workers",
     "replica.assignor.inline.max.replicas": "inline_assignment_max_replicas",
+    "replica.assignor.memo.max.entries": "memo_max_entries",
     "shutdown.timeout.ms": "shutdown_timeout_ms",
     "log.format": "log_format",
     "log.level": "log_level",
@@ -181,6 +187,7 @@ _KEYS = {
     "replica.assignor.isolation": "assignor_isolation",
     "replica.assignor.worker.max.memory.bytes": "assignor_worker_max_memory_bytes",
     "metrics.listener": "metrics_listener",
+    "num.worker.processes": "num_worker_processes",
 }
 
 # accepted for Kafka compatibility, checked, not stored: only PEM files are read
@@ -205,8 +212,13 @@ def _convert(key: str, value: str, base_dir: Path | None):
                 "max_partitions_per_request", "assignor_max_workers", "connections_max_idle_ms",
                 "shutdown_timeout_ms", "ssl_handshake_timeout_ms", "sasl_server_max_receive_size"}:
         return _int(key, value, 1)
+    if attr == "num_worker_processes":
+        n = _int(key, value, 1)
+        if n > MAX_WORKER_PROCESSES:
+            raise ConfigError(f"{key}: must be <= {MAX_WORKER_PROCESSES}, got {n}")
+        return n
     if attr in {"inline_assignment_max_replicas", "node_id", "connection_failed_authentication_delay_ms",
-                "assignor_worker_max_memory_bytes"}:
+                "assignor_worker_max_memory_bytes", "memo_max_entries"}:
         return _int(key, value, 0)
     if attr in _PEM_ONLY:
         if value.strip().upper() != "PEM":
@@ -313,6 +325,11 @@ def _check(config: ServerConfig) -> ServerConfig:
     if protocols & {"SASL_PLAINTEXT", "SASL_SSL"} and not config.sasl_users_file:
         raise ConfigError("sasl.users.file: a SASL_PLAINTEXT or SASL_SSL listener needs a users file "
                           "(create one with: replica-assignor users add --file FILE --user NAME)")
+    if config.num_worker_processes > 1 and config.metrics_listener:
+        # each worker would count only its own share of the requests; refused until the
+        # supervisor aggregates them (docs/architecture.md, "Worker processes")
+        raise ConfigError(f"metrics.listener cannot be combined with num.worker.processes="
+                          f"{config.num_worker_processes}: metrics are per process (unset one of them)")
     return config
 
 

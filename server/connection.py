@@ -43,6 +43,7 @@ from protocol.frame import MalformedFrameError, peek_header, skip_tagged_fields
 
 from .dispatch import APIS
 from .handlers import sasl_authenticate
+from .logs import hold_lines, release_lines
 from .security import ANONYMOUS, SaslSession, current_principal, principal_from_certificate
 
 log = structlog.get_logger("replica_assignor")
@@ -236,14 +237,17 @@ class KafkaConnection(asyncio.Protocol):
     def _process(self) -> None:
         # every log line of the requests in this read names the connection (tasks copy it)
         bind_contextvars(conn_id=self.conn_id, peer=self.peer)
-        # immediate answers of this read are written together: one send for a pipelined batch
+        # immediate answers of this read are written together: one send for a pipelined batch;
+        # so are its log lines, after the answers
         self._out = []
+        held = hold_lines()
         try:
             self._process_frames()
         finally:
             out, self._out = self._out, None
             if out and not self._closing:
                 self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+            release_lines(held)
 
     def _drain_out(self) -> None:
         """Write the answers gathered so far in this read (before anything that must follow them)."""

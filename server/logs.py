@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 
 import orjson
@@ -21,27 +22,70 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARN
 
 class _LossyStream:
     """The log stream, minus its failures: if whatever reads the logs goes away (a closed
-    pipe), lines are dropped and the server keeps serving and can still be stopped."""
+    pipe), lines are dropped and the server keeps serving and can still be stopped.
+
+    It also owns the buffering, whatever the stream's own (``PYTHONUNBUFFERED=1``, common in
+    containers, makes every line a system call): lines are kept in order and written on
+    ``flush``, which structlog and the standard library call after every line, except while
+    the calling thread holds the lines (:func:`hold_lines`): a connection answering a
+    pipelined read holds them, and they are written together when it is done.
+    """
 
     def __init__(self, stream) -> None:
         self._stream = stream
         self.dropped = 0
+        self._lock = threading.Lock()
+        self._pending: list[str] = []
+        self._holds = threading.local()
 
     def write(self, text: str) -> int:
-        try:
-            return self._stream.write(text)
-        except (BrokenPipeError, ValueError, OSError):
-            self.dropped += 1
-            return 0
+        with self._lock:
+            self._pending.append(text)
+        return len(text)
 
     def flush(self) -> None:
-        try:
-            self._stream.flush()
-        except (BrokenPipeError, ValueError, OSError):
-            pass
+        if not getattr(self._holds, "depth", 0):
+            self._flush_now()
+
+    def hold(self) -> None:
+        self._holds.depth = getattr(self._holds, "depth", 0) + 1
+
+    def release(self) -> None:
+        self._holds.depth -= 1
+        if not self._holds.depth:
+            self._flush_now()
+
+    def _flush_now(self) -> None:
+        with self._lock:  # held while writing: lines from two threads stay in order
+            pending, self._pending = self._pending, []
+            if not pending:
+                return
+            try:
+                self._stream.write(pending[0] if len(pending) == 1 else "".join(pending))
+                self._stream.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                self.dropped += len(pending)
 
     def isatty(self) -> bool:
         return self._stream.isatty()
+
+
+# the stream configure_logging() set up last (one per process in the server)
+_STREAMS: list[_LossyStream] = []
+
+
+def hold_lines() -> _LossyStream | None:
+    """Hold this thread's log lines until :func:`release_lines` (given what this returned):
+    they are then written together. Holds nest."""
+    stream = _STREAMS[-1] if _STREAMS else None
+    if stream is not None:
+        stream.hold()
+    return stream
+
+
+def release_lines(stream: _LossyStream | None) -> None:
+    if stream is not None:
+        stream.release()
 
 
 def _orjson_dumps(obj, **_kw) -> str:
@@ -71,10 +115,19 @@ class _IsoClock:
 _iso_timestamp = _IsoClock()
 
 
+def _format_exc_info(logger, name, event_dict):
+    """structlog's ``format_exc_info``, called only for the lines that carry ``exc_info``
+    (most lines don't: this saves its lookup on every request's line)."""
+    if "exc_info" in event_dict:
+        return structlog.processors.format_exc_info(logger, name, event_dict)
+    return event_dict
+
+
 def configure_logging(log_format: str = "auto", level: str = "info", stream=None) -> None:
     stream = stream or sys.stdout
     use_console = log_format == "console" or (log_format == "auto" and stream.isatty())
     stream = _LossyStream(stream)
+    _STREAMS[:] = [stream]
     shared = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -83,7 +136,7 @@ def configure_logging(log_format: str = "auto", level: str = "info", stream=None
     renderer = (structlog.dev.ConsoleRenderer() if use_console
                 else structlog.processors.JSONRenderer(serializer=_orjson_dumps))
     structlog.configure(
-        processors=[*shared, structlog.processors.format_exc_info, renderer],
+        processors=[*shared, _format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level]),
         logger_factory=structlog.WriteLoggerFactory(file=stream),
         # the server configures logging once, before its first log line: cache the bound

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Coroutine
+from typing import Any
 
 from assignors import UnknownAssignorError, load_assignor_class
 
@@ -49,13 +51,24 @@ def main(argv: list[str] | None = None) -> int:
         print(line, file=sys.stdout if healthy else sys.stderr)
         return 0 if healthy else 1
     configure_logging(config.log_format, config.log_level)
+    if config.num_worker_processes > 1:
+        from .workers import supervise
+
+        return supervise(config)
     server = ReplicaAssignorServer(config)
+    return run_server(server, _serve(server))
+
+
+def run_server(server: ReplicaAssignorServer, serving: Coroutine[Any, Any, None]) -> int:
+    """Run ``serving`` on the configured event loop; the exit code (start-up failures are
+    one line on stderr: 2 for the configuration, 1 when the listener cannot be bound)."""
+    config = server.config
     try:
         if config.event_loop == "uvloop":
             import uvloop
-            uvloop.run(_serve(server))
+            uvloop.run(serving)
         else:
-            asyncio.run(_serve(server))
+            asyncio.run(serving)
     except ConfigError as exc:
         print(f"replica-assignor-server: {exc}", file=sys.stderr)
         return 2

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from assignors import ClusterView, ReplicaAssignor
+from assignors.memo import PlacementMemo
 
 from .config import Listener, ServerConfig
 from .metrics import Metrics
@@ -47,10 +48,15 @@ class ServerState:
     # per-process secret: decoy SCRAM salts for unknown users
     auth_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     metrics: Metrics = field(default_factory=lambda: Metrics(enabled=False))
+    # small placements, validated once per distinct draw (assignors.memo); None: disabled
+    # (replica.assignor.memo.max.entries=0)
+    memo: PlacementMemo | None = None
 
     def __post_init__(self) -> None:
         if self.listener is None:
             self.listener = self.advertised
+        if self.memo is None and self.config.memo_max_entries > 0:
+            self.memo = PlacementMemo(max_entries=self.config.memo_max_entries)
 
     def new_conn_id(self) -> int:
         self.next_conn_id += 1

@@ -14,6 +14,7 @@ current replicas kept. Only changed partitions are in the response.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import random
 import threading
@@ -36,9 +37,10 @@ from assignors import (
     ReplicaAssignorError,
     create_assignor,
 )
+from assignors.memo import MemoEntry
 from assignors.under_replicated import place_under_replicated
 from protocol.errors import error_for_exception
-from protocol.fast import encode_assignment_frame
+from protocol.fast import encode_assignment_body, encode_assignment_frame, frame_body
 from protocol.frame import RequestHeaderPeek, frame
 from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse, decode_body
 
@@ -57,7 +59,7 @@ class Placement:
     """One request, interpreted: what to place and over which view."""
 
     topic: str | None
-    partitions: tuple[int, ...]
+    partitions: range
     replication_factor: int
     cluster: ClusterView
     force_simple: bool
@@ -95,7 +97,7 @@ def interpret(request, version: int, view: ClusterView, max_partitions: int) -> 
                     f"Current assignment of partition {entry.partition_id} must list distinct brokers, got {reps}.")
             current[entry.partition_id] = tuple(reps)
     if not current:
-        return Placement(topic, tuple(range(max(n, 0))), rf, _with_topic(view, topic, {}),
+        return Placement(topic, range(max(n, 0)), rf, _with_topic(view, topic, {}),
                          request.force_simple_assignment, request.timeout_ms)
     count = len(current)
     if sorted(current) != list(range(count)):
@@ -122,9 +124,9 @@ def interpret(request, version: int, view: ClusterView, max_partitions: int) -> 
                 raise InvalidReplicaAssignmentError(
                     f"Partition {p} of topic '{topic}' has replicas on brokers {gone}, which are not in the "
                     f"cluster view; repair it before raising the replication factor.")
-        partitions = tuple(range(n))
+        partitions = range(n)
     else:
-        partitions = tuple(range(count, n))
+        partitions = range(count, n)
     return Placement(topic, partitions, rf, _with_topic(view, topic, current),
                      request.force_simple_assignment, request.timeout_ms)
 
@@ -160,13 +162,24 @@ def request_rng(seed: int | None, body: bytes) -> random.Random:
     return random.Random(int.from_bytes(digest[:16], "big"))
 
 
-def compute(state, placement: Placement, rng: random.Random, principal: str = ANONYMOUS) -> dict[int, list[int]]:
-    """Run the assignor (or Kafka's rack-unaware default when forced) with all checks."""
+def compute(state, placement: Placement, rng: random.Random,
+            principal: str = ANONYMOUS) -> dict[int, list[int]] | MemoEntry:
+    """Run the assignor (or Kafka's rack-unaware default when forced) with all checks.
+
+    Small placements by an assignor that supports it come from the memo (assignors.memo):
+    the same draws give the same, already validated, entry.
+    """
     topic = placement.topic if placement.topic is not None else ""
     if placement.force_simple:
         assignor, cluster = _SIMPLE, placement.cluster.without_racks()
     else:
         assignor, cluster = state.assignor, placement.cluster
+    memo = getattr(state, "memo", None)  # a plug-in's worker process has none
+    if memo is not None and placement.replication_factor <= len(cluster.brokers):
+        entry = memo.place(assignor, topic, placement.partitions, placement.replication_factor, cluster,
+                           principal, rng=rng)
+        if entry is not None:
+            return entry
     cfg = state.config
     # KIP-409: identical to assignors.place() unless fewer brokers are alive than the RF
     return place_under_replicated(
@@ -175,8 +188,11 @@ def compute(state, placement: Placement, rng: random.Random, principal: str = AN
         min_insync_replicas=cfg.min_insync_replicas)
 
 
-def _encode(version: int, correlation_id: int, assignment: dict[int, list[int]] | None,
+def _encode(version: int, correlation_id: int, assignment: dict[int, list[int]] | MemoEntry | None,
             exc: BaseException | None) -> bytes:
+    if type(assignment) is MemoEntry:
+        body = assignment.derived(version, functools.partial(encode_assignment_body, version))
+        return frame_body(correlation_id, body)
     if exc is None:
         # straight from tuples; byte-identical to the codec (tests/conformance/test_fast_encode.py)
         return encode_assignment_frame(version, correlation_id, assignment)
@@ -240,7 +256,7 @@ def _finish(state, header: RequestHeaderPeek, result, exc, started: float) -> by
     fields = dict(api_key=API_KEY, api_version=header.api_version, correlation_id=header.correlation_id,
                   assignor=state.assignor_name, error_code=code,
                   duration_ms=round((time.perf_counter() - started) * 1000, 3),
-                  partitions=len(result) if result else 0)
+                  partitions=(len(result.assignment) if type(result) is MemoEntry else len(result)) if result else 0)
     if exc is not None:
         fields["error_message"] = getattr(exc, "message", str(exc))
         if isinstance(exc, ReplicaAssignorError):

@@ -61,6 +61,10 @@ def test_defaults_are_kafka_like_and_safe():
     ({"sasl.server.max.receive.size": "0"}, ">= 1"),
     ({"max.connections.per.ip": "0"}, ">= 1"),
     ({"ssl.keystore.location": ""}, "a path is required"),
+    ({"num.worker.processes": "0"}, ">= 1"),
+    ({"num.worker.processes": "many"}, "expected an integer"),
+    ({"num.worker.processes": "257"}, "<= 256"),
+    ({"num.worker.processes": "2", "metrics.listener": "http://127.0.0.1:9404"}, "metrics.listener cannot be"),
 ])
 def test_unusable_settings_fail_naming_the_key(overrides, fragment):
     with pytest.raises(ConfigError) as refused:
@@ -123,3 +127,11 @@ def test_unreadable_tls_files_fail_naming_the_key(pki, tmp_path, key, which, fra
     with pytest.raises(ConfigError) as refused:
         build_ssl_context(load_config(None, props))
     assert str(refused.value).startswith(key) and fragment in str(refused.value)
+
+
+def test_worker_processes_default_to_one_and_are_read():
+    assert load_config(None, {}).num_worker_processes == 1
+    assert load_config(None, {"num.worker.processes": " 4 "}).num_worker_processes == 4
+    # one process keeps its metrics listener; the refusal is for workers only
+    cfg = load_config(None, {"num.worker.processes": "1", "metrics.listener": "http://127.0.0.1:9404"})
+    assert (cfg.num_worker_processes, metrics_address(cfg)) == (1, ("127.0.0.1", 9404))

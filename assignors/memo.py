@@ -1,0 +1,114 @@
+"""Memoized placements: small answers computed and validated once per distinct draw.
+
+Goals
+    A server answering thousands of small requests over one cluster (automation creating
+    topics of the same shape) should not recompute, revalidate and re-encode the same
+    placement every time, while every request still gets its own random draws, exactly as
+    without the memo.
+
+Constraints
+    - Only assignors that implement :meth:`ReplicaAssignor.draw` take part; for the others,
+      and for requests an assignor's ``draw`` declines, nothing changes.
+    - A hit returns exactly what :func:`assignors.base.place` would have returned with the
+      same ``rng`` state (the property tests compare both paths draw for draw).
+    - An entry is validated by :func:`validate_assignment` when it is computed; the key holds
+      the exact broker layout it was validated against, so a hit needs no new check.
+    - Bounded: only placements of at most ``max_replicas`` replicas, at most ``max_entries``
+      entries (oldest evicted first). Entries are read-only; callers must not mutate them.
+
+Algorithm
+    ``key = assignor.draw(...)``; on a miss, the shared preconditions, then
+    ``assignor.assign_drawn(key, ...)``, then validation, then the entry is stored. Other
+    layers may attach derived data (the encoded response) to an entry through
+    :meth:`MemoEntry.derived`.
+
+Example
+    Six brokers, 12 partitions, RF 3 under the default assignor: Kafka's two draws give 36
+    possible answers, so after 36 distinct draws every request is a dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+from .base import ANONYMOUS, ReplicaAssignor, check_preconditions, validate_assignment
+from .errors import AssignmentError, ReplicaAssignorError
+from .model import Assignment, ClusterView
+
+__all__ = ["MemoEntry", "PlacementMemo"]
+
+
+class MemoEntry:
+    """One validated placement, and data derived from it by other layers (read-only)."""
+
+    __slots__ = ("assignment", "_derived")
+
+    def __init__(self, assignment: Assignment) -> None:
+        self.assignment = assignment
+        self._derived: dict[Hashable, Any] = {}
+
+    def derived(self, key: Hashable, make: Callable[[Assignment], Any]) -> Any:
+        """``make(assignment)``, computed once per ``key`` (e.g. the encoded body per version)."""
+        value = self._derived.get(key)
+        if value is None:
+            value = self._derived[key] = make(self.assignment)
+        return value
+
+
+class PlacementMemo:
+    """A bounded memo of validated placements, keyed by the assignor's draws."""
+
+    def __init__(self, max_entries: int = 4096, max_replicas: int = 1024) -> None:
+        self.max_entries = max_entries
+        self.max_replicas = max_replicas
+        self._entries: dict[tuple[ReplicaAssignor, Hashable], MemoEntry] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def place(
+        self,
+        assignor: ReplicaAssignor,
+        topic_name: str | None,
+        partitions: Sequence[int],
+        replication_factor: int,
+        cluster: ClusterView,
+        principal: str = ANONYMOUS,
+        *,
+        rng: random.Random,
+    ) -> MemoEntry | None:
+        """The entry for this request, or None when it must be placed the ordinary way.
+
+        None is returned before any draw is made, so the caller can still call
+        :func:`assignors.base.place` with the same ``rng`` and get the same answer.
+        """
+        if self.max_entries <= 0 or len(partitions) * replication_factor > self.max_replicas:
+            return None
+        draw = assignor.draw(topic_name, partitions, replication_factor, cluster, rng=rng)
+        if draw is None:
+            return None
+        key = (assignor, draw)
+        entry = self._entries.get(key)
+        if entry is not None:
+            self.hits += 1
+            return entry
+        self.misses += 1
+        check_preconditions(len(partitions), replication_factor, cluster)
+        try:
+            result = assignor.assign_drawn(draw, topic_name, partitions, replication_factor, cluster)
+        except AssignmentError:
+            raise
+        except Exception as exc:  # as in place(): a bug becomes an error response
+            raise ReplicaAssignorError(
+                f"assignor {type(assignor).__name__} failed: {type(exc).__name__}: {exc}") from exc
+        entry = MemoEntry(validate_assignment(result, partitions, replication_factor, cluster,
+                                              cluster.topic_assignment(topic_name)))
+        entries = self._entries
+        while len(entries) >= self.max_entries:
+            entries.pop(next(iter(entries)), None)
+        entries[key] = entry
+        return entry
