@@ -11,6 +11,8 @@
 #   REPLICA_ASSIGNOR_HOST    listen address     (default 0.0.0.0)
 #   REPLICA_ASSIGNOR_PORT    listen port        (default 9095; build with --build-arg PORT=... to
 #                            change the default and the EXPOSEd port)
+# With `--override num.worker.processes=N` (one worker per core), run the container with
+# `docker run --init`: the server is PID 1 and does not reap a crashed worker's helper process.
 # Anything after the image name is passed on, e.g. `--override replica.assignor.class.name=striped`
 # or `--override advertised.listeners=PLAINTEXT://assignor.example.internal:9095` (set it when
 # Kafka clients bootstrap through Metadata: they connect to the advertised address).

@@ -13,7 +13,7 @@ of what the server can do; with few cores, CPU µs/request is the fairer compari
 
     python bench/server_throughput.py [--requests 20000] [--connections 1,16] [--depths 1,8]
                                       [--client-processes 2] [--repeat 1] [--log-level info]
-                                      [--memo-off] [--workers N]
+                                      [--memo-off] [--workers N] [--no-assignment-table]
 
 ``--memo-off`` adds CreateReplicaAssignment cells with the placement memo disabled (the
 cost when every request needs a new placement); ``--workers N`` adds cells for the server
@@ -193,6 +193,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memo-off", action="store_true",
                         help="also measure CreateReplicaAssignment with the placement memo disabled "
                              "(replica.assignor.memo.max.entries=0): every request computed, validated, encoded")
+    parser.add_argument("--no-assignment-table", action="store_true",
+                        help="skip the assignment-speed table (bench/assignor_speed.py) printed at the end")
     parser.add_argument("--workers", type=int, default=1,
                         help="also measure our server with this many worker processes (num.worker.processes)")
     args = parser.parse_args(argv)
@@ -239,6 +241,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{r.server:{width}} {r.api:24} {f'{r.connections} x {r.depth}':>13} "
               f"{r.result.rate / t.result.rate:>11.2f} {t.cpu_us / r.cpu_us:>9.2f} "
               f"{t.result.p99_ms / r.result.p99_ms:>9.2f}")
+    if not args.no_assignment_table:
+        import assignor_speed  # bench/assignor_speed.py: 100,000 partitions x RF 3 on 1,000 brokers
+
+        print()
+        sys.stdout.flush()
+        assignor_speed.main([])
 
 
 if __name__ == "__main__":
