@@ -83,6 +83,8 @@ class ReplicaAssignorServer:
         )
         if metrics.enabled:
             metrics.connections.set_function(lambda: len(state.connections))
+            if state.memo is not None:
+                metrics.watch_memo(state.memo)
         loop = asyncio.get_running_loop()
         if isinstance(executor, AssignorPool) and not _builtin(assignor):
             # a plug-in always runs in a worker: have them ready before the first request

@@ -47,6 +47,28 @@ class RequestOutcome:
 request_outcome: ContextVar[RequestOutcome | None] = ContextVar("request_outcome", default=None)
 
 
+class _MemoCollector:
+    """``replica_assignor_memo_lookups_total{result=hit|miss}`` and ``replica_assignor_memo_entries``."""
+
+    def __init__(self, memo) -> None:
+        self._memo = memo
+
+    def describe(self):
+        return []  # collected at scrape time only
+
+    def collect(self):
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        lookups = CounterMetricFamily("replica_assignor_memo_lookups",
+                                      "Small placements looked up in the placement memo, by result.",
+                                      labels=["result"])
+        lookups.add_metric(["hit"], self._memo.hits)
+        lookups.add_metric(["miss"], self._memo.misses)
+        yield lookups
+        yield GaugeMetricFamily("replica_assignor_memo_entries", "Placements held by the placement memo.",
+                                value=len(self._memo))
+
+
 class Metrics:
     """The server's metrics; a disabled instance records nothing."""
 
@@ -81,6 +103,11 @@ class Metrics:
         self.worker_restarts = Counter("replica_assignor_worker_restarts",
                                        "Assignor worker processes replaced, by reason.", ["reason"],
                                        registry=registry)
+
+    def watch_memo(self, memo) -> None:
+        """Expose the placement memo's (assignors.memo) lookups and size, read at scrape time."""
+        if self.enabled:
+            self.registry.register(_MemoCollector(memo))
 
     # -- recording (all no-ops when disabled) -------------------------------------------
     def begin(self, api_key: int) -> RequestOutcome | None:

@@ -87,6 +87,19 @@ def test_requests_are_counted_and_timed_by_api_and_error_code(server):
     assert samples[("process_resident_memory_bytes", ())] > 10 * 1024 * 1024
 
 
+def test_memo_lookups_are_counted():
+    """Seeded, the same request draws the same numbers: the first is a miss, the rest hits."""
+    with ServerThread({"metrics.listener": "http://127.0.0.1:0", "replica.assignor.random.seed": "3"}) as running:
+        with ReplicaAssignorAdminClient(running.bootstrap) as client:
+            answers = [client.create_replica_assignment(num_partitions=12, replication_factor=3).assignments()
+                       for _ in range(5)]
+        assert all(a == answers[0] for a in answers)
+        samples = _scrape(running)
+    assert samples[("replica_assignor_memo_lookups_total", (("result", "miss"),))] == 1
+    assert samples[("replica_assignor_memo_lookups_total", (("result", "hit"),))] == 4
+    assert samples[("replica_assignor_memo_entries", ())] == 1
+
+
 def test_connections_gauge_refusals_and_closes(server):
     def gauge() -> float:
         return _scrape(server)[("replica_assignor_connections", ())]
