@@ -1,10 +1,11 @@
 """``replica-assignor repair``: a reassignment that fills KIP-409 placeholders.
 
 Reads the cluster from a snapshot file or a live cluster, replaces placeholders (negative ids)
-and replicas on forgotten or unknown brokers with alive ones (see :mod:`assignors.repair`),
-and prints Kafka's reassignment JSON for ``kafka-reassign-partitions.sh --execute``.
+and replicas on forgotten or unknown brokers with alive ones (:func:`assignors.repair.repair`,
+the algorithm the balance planner's repair uses too, with the brokers expected back as
+``keep``), and prints Kafka's reassignment JSON for ``kafka-reassign-partitions.sh --execute``.
 
-Which brokers are expected back:
+Which brokers are expected back (their replicas stay):
 
 - without ``--observed-path``: the brokers a snapshot lists as ``"alive": false`` (their
   replicas stay); a live cluster lists only alive brokers, so every replica on a broker that
@@ -18,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from assignors.repair import RepairPlan, repair
+from assignors.repair import RepairPlan, expected_back, repair
 from assignors.snapshot import ClusterSnapshot, SnapshotError
 
 from .common import CommandError, fail, print_json, read_json
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         snapshot, forgotten = load_cluster(args)
     except Exception as exc:  # bad file, unreachable cluster, unreadable store: one line
         return fail("replica-assignor repair", exc)
-    plan = repair(snapshot, forgotten)
+    plan = repair(snapshot, forgotten, keep=expected_back(snapshot, forgotten))
     print_json(plan.to_reassignment())
     print(summary(plan), file=sys.stderr)
     return 0

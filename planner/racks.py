@@ -21,7 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-NO_RACK = "(no rack)"
+from assignors.repair import NO_RACK, rack_levels
+
+__all__ = ["NO_RACK", "RackTree", "rack_components"]
 
 
 def rack_components(rack: str | None) -> tuple[str, ...]:
@@ -46,25 +48,23 @@ class RackTree:
 
     @classmethod
     def of(cls, racks: Mapping[int, str | None]) -> RackTree:
-        """Build the tree from ``{broker id: rack}`` (every broker that has a known rack)."""
-        paths = {b: rack_components(r) for b, r in racks.items()}
-        depth = max((len(p) for p in paths.values()), default=0)
+        """Build the tree from ``{broker id: rack}`` (every broker that has a known rack).
+
+        The level prefixes come from :func:`assignors.repair.rack_levels` (one rule for the
+        planner and the repair); this numbers them and names them as paths.
+        """
+        levels = rack_levels(racks)
+        depth = max(map(len, levels.values()), default=0)
         if depth == 0:
             return cls(0, {b: () for b in racks}, ())
         slash = depth > 1 or any(r is not None and r.startswith("/") for r in racks.values())
         ids: dict[str, int] = {}
         keys: dict[int, tuple[int, ...]] = {}
-        for b in sorted(paths):
-            path = paths[b]
-            key = []
-            for level in range(1, depth + 1):
-                if path:
-                    prefix = path[:level] + (path[-1],) * max(0, level - len(path))
-                    name = ("/" if slash else "") + "/".join(prefix)
-                else:
-                    name = NO_RACK
-                key.append(ids.setdefault(name, len(ids)))
-            keys[b] = tuple(key)
+        for b in sorted(levels):
+            keys[b] = tuple(
+                ids.setdefault(NO_RACK if prefix == NO_RACK else ("/" if slash else "") + "/".join(prefix),
+                               len(ids))
+                for prefix in levels[b])
         names = [""] * len(ids)
         for name, i in ids.items():
             names[i] = name

@@ -12,6 +12,7 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from assignors.repair import repair as assignors_repair
 from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.cluster_balance import cluster_balance
 from planner.leader_balance import leader_balance
@@ -67,6 +68,12 @@ def test_repair_keeps_invariants_and_is_idempotent(snap):
     again = repair(plan.after)
     assert again.moves == ()
     assert all(m.kind == "repair" for m in plan.moves)
+    # one algorithm: the CLI's entry point, keeping nothing, makes the same choices
+    shared = assignors_repair(snap)
+    changed = {(p.topic, p.partition): p.replicas
+               for p, q in zip(plan.after.partitions, snap.partitions, strict=True) if p is not q}
+    assert dict(shared.assignments) == changed
+    assert len(shared.replacements) == plan.repairs
 
 
 @FAST

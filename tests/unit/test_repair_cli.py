@@ -9,7 +9,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from assignors.default import DefaultReplicaAssignor
-from assignors.repair import Replacement, repair
+from assignors.repair import NO_RACK, Replacement, expected_back, rack_levels, repair
 from assignors.snapshot import ClusterSnapshot
 from assignors.under_replicated import place_under_replicated
 from cli.main import main as cli_main
@@ -26,12 +26,16 @@ def snapshot(brokers, partitions) -> ClusterSnapshot:
 
 # -- the pure step -----------------------------------------------------------------------------
 def test_module_example():
-    s = snapshot([(0, "a"), (1, "b"), (2, "c"), (3, "c"), (5, "b", False)],
-                 [("t", 0, [0, 1, -1]), ("t", 1, [5, 0, 2])])
-    plan = repair(s, forgotten={5})
-    assert dict(plan.assignments) == {("t", 0): (0, 1, 3), ("t", 1): (1, 0, 2)}
-    assert plan.replacements == (Replacement("t", 0, 2, -1, 3), Replacement("t", 1, 0, 5, 1))
-    assert plan.unrepaired == ()
+    s = snapshot([(0, "a"), (1, "b"), (2, "c"), (3, "c"), (4, "b", False), (5, "b", False)],
+                 [("t", 0, [0, 1, -1]), ("t", 1, [5, 0, 2]), ("t", 2, [9, 0, 1]), ("t", 3, [4, 0, -1])])
+    plan = repair(s, keep={4})
+    assert dict(plan.assignments) == {("t", 0): (0, 1, 3), ("t", 1): (1, 0, 2), ("t", 2): (2, 0, 1),
+                                      ("t", 3): (4, 0, 3)}
+    assert plan.replacements == (Replacement("t", 0, 2, -1, 3), Replacement("t", 1, 0, 5, 1),
+                                 Replacement("t", 2, 0, 9, 2), Replacement("t", 3, 2, -1, 3))
+    assert plan.unrepaired == () and plan.deferred == ()
+    # 5 forgotten instead of merely offline: the same plan, and 5 is never kept
+    assert repair(s, forgotten={5}, keep={4, 5}) == plan
 
 
 def test_placeholder_goes_to_the_rack_the_partition_lacks():
@@ -47,12 +51,45 @@ def test_forgotten_brokers_rack_wins_then_least_loaded():
     assert dict(repair(s, forgotten={4}).assignments) == {("t", 0): (2, 0, 3)}
 
 
-def test_offline_brokers_not_forgotten_keep_their_replicas():
+def test_a_new_rack_beats_the_old_rack_when_the_partition_already_uses_it():
+    # 4 (rack b) is gone, but 1 already covers b: c is new to the partition, so 3, not 2
+    s = snapshot([(0, "a"), (1, "b"), (2, "b"), (3, "c"), (4, "b", False)], [("t", 0, [4, 0, 1])])
+    assert dict(repair(s).assignments) == {("t", 0): (3, 0, 1)}
+
+
+def test_rack_tree_top_level_first():
+    # both racks are new to the partition, only /dc2/r3 is in a new data centre
+    s = snapshot([(0, "/dc1/r1"), (1, "/dc1/r2"), (2, "/dc2/r3")], [("t", 0, [0, -1]), ("u", 0, [2, 1])])
+    assert dict(repair(s).assignments) == {("t", 0): (0, 2)}
+
+
+def test_rack_levels_rule():
+    levels = rack_levels({0: "/dc1/r1", 1: "dc1//r2", 2: "/dc3", 3: None})
+    assert levels == {0: (("dc1",), ("dc1", "r1")), 1: (("dc1",), ("dc1", "r2")),
+                      2: (("dc3",), ("dc3", "dc3")), 3: (NO_RACK, NO_RACK)}
+    assert rack_levels({0: None, 1: ""}) == {0: (), 1: ()}
+
+
+def test_offline_brokers_are_kept_only_when_asked():
     s = snapshot([(0, "a"), (1, "b"), (2, "c", False), (3, "c")],
                  [("t", 0, [0, 2, -1]), ("t", 1, [0, 1, 2])])
-    plan = repair(s)
-    assert dict(plan.assignments) == {("t", 0): (0, 2, 1)}  # 3 is rack c like 2: b is new
+    assert expected_back(s) == {2} and expected_back(s, forgotten={2}) == frozenset()
+    plan = repair(s, keep=expected_back(s))
+    assert dict(plan.assignments) == {("t", 0): (0, 2, 1)}  # 2 counts for rack c: b is new
     assert {(r.topic, r.partition) for r in plan.replacements} == {("t", 0)}
+    # nothing kept (the planner's view): 2 is replaced in its rack by 3
+    assert dict(repair(s).assignments) == {("t", 0): (0, 3, 1), ("t", 1): (0, 1, 3)}
+
+
+def test_move_budget_defers_whole_partitions():
+    s = snapshot([(0, "a"), (1, "b"), (2, "c")],
+                 [("t", 0, [-1, -2, 0]), ("t", 1, [9, 0, 1]), ("t", 2, [0, 1, -1])])
+    plan = repair(s, max_moves=2)
+    assert [(r.topic, r.partition) for r in plan.replacements] == [("t", 0), ("t", 0)]
+    assert plan.deferred == (("t", 1), ("t", 2)) and plan.unrepaired == ()
+    plan = repair(s, max_moves=1)
+    assert dict(plan.assignments) == {("t", 1): (2, 0, 1)}
+    assert plan.deferred == (("t", 0), ("t", 2))
 
 
 def test_unknown_brokers_are_replaced():
