@@ -8,7 +8,8 @@ Goals
       racks. Kafka's single-level rack awareness promises neither.
     - The topic is even at every level: in a balanced tree the replica counts of the
       subtrees of one level differ by at most one. Preferred leaders differ by at most one
-      per broker.
+      per broker and, in a balanced tree with nothing fenced, per subtree of every level too
+      whenever some choice of leaders allows it.
     - Continuation: adding partitions or raising the replication factor picks up where the
       rings left off, and the *whole topic* keeps the properties above.
 
@@ -48,13 +49,22 @@ Algorithm
     node finds the smallest ``(t, rank)``.
 
     *A partition's* replicas walk one after another. Its leader is the unfenced replica
-    with the fewest leaderships in the topic so far (the first placed on a tie), moved to
-    the front; the others keep their placement order. If the leader counts end more than
-    one apart, leaderships move along cost-reducing paths (a broker leading ``L`` gives a
-    partition to one of its replicas, which gives one of its own on, ..., to a broker
-    leading at most ``L - 2``) until none is left: an optimal semi-matching. If every
-    replica landed on a fenced broker, one of them is swapped for an unfenced broker of the
-    same rack (so the spread is kept), else of the nearest subtree that has one.
+    with the smallest leader key: its leaderships in the topic so far, then its level-1
+    subtree's, then its level-2 subtree's, ... (the first placed on a tie); it moves to the
+    front, the others keep their placement order. Then, each only when needed: (1) if the
+    broker counts end more than one apart, leaderships move along cost-reducing paths (a
+    broker leading ``L`` gives a partition to one of its replicas, which gives one of its
+    own on, ..., to a broker leading at most ``L - 2``) until none is left: an optimal
+    semi-matching. (2) With every broker leading ``H`` or ``H - 1``, level by level from
+    the top, chains move one leadership from a subtree to a sibling leading at least two
+    fewer, brokers swapping ``H`` and ``H - 1`` in pairs and every subtree above keeping
+    its count (:func:`_even_leader_levels`). (3) In a balanced tree with nothing fenced, if
+    a level is still more than one apart, the call's leaders are chosen exactly: a flow
+    with bounds, every subtree of a level (brokers included) at ``floor`` or ``ceil`` of
+    its level's average, skipped beyond a size budget. Brokers come first: a level is
+    evened only as far as the brokers stay as even as they can be. If every replica landed
+    on a fenced broker, one of them is swapped for an unfenced broker of the same rack (so
+    the spread is kept), else of the nearest subtree that has one.
 
     *Continuation* starts ``t`` and the leader counts from the topic's assignment, and
     puts each ring where a ring that produced it would be: at the first of the fuller
@@ -83,20 +93,26 @@ Algorithm
     qualify; a node's children then split its count within one, and if the nodes of a
     level are within one, so are their children: every level is within one. Leaders: on a
     fresh balanced tree the broker sequence has period ``n`` (each broker once) and a
-    partition takes the next ``rf`` of it; with ``g = gcd(rf, n)`` the first ``n / g``
-    partitions find their first replica leaderless, the next ``n / g`` their second, and
-    so on, so each broker leads once per ``n`` partitions. Added partitions continue the
-    rings from where they stood, so the replicas stay even as above; when every ring
-    position could be read back the topic gets the replica sets one call would have given,
-    whose leaders are a choice within one, so the leader repair finds one. A raised
-    replication factor keeps the leaders; the exact round keeps every level within one
-    whenever any choice of added replicas can.
+    partition takes the next ``rf`` of it; with ``g = gcd(rf, n)``, leading the first
+    replica for ``n / g`` partitions, then the second for the next ``n / g``, and so on,
+    has each broker lead once per ``n`` partitions: a choice within one exists, so repair
+    (1) ends within one. Added partitions continue the rings from where they stood, so the
+    replicas stay even as above; when every ring position could be read back the topic gets
+    the replica sets one call would have given, whose leaders are a choice within one, so
+    the repair finds one. Per level, repair (3) is exact: if some choice puts every level
+    and the brokers within one, the call ends with one (the leader key alone almost always
+    gets there; the repairs rarely run). Repair (2) keeps the multiset of broker counts and
+    every level above its own, and lowers the sum of squared counts of its level, so it
+    ends. A raised replication factor keeps the leaders; the exact round keeps every level
+    within one whenever any choice of added replicas can.
 
     *Unbalanced trees* keep the first two and: siblings of equal size within one (brokers
     of one rack in particular); siblings of different sizes each get the same share while
     none runs out of brokers for a partition (a level is a set of failure domains, treated
-    alike, as Kafka treats racks, so brokers of a smaller domain carry more); leaders as
-    even as the replica sets allow. Raising the replication factor there promises the
+    alike, as Kafka treats racks, so brokers of a smaller domain carry more); leaders per
+    broker as even as the replica sets allow, sibling subtrees evened by repair (2) where
+    the brokers allow (brokers win: 100 leaderships per broker on data centres of 336, 332
+    and 332 brokers leave them 400 apart). Raising the replication factor there promises the
     first two only (the exact round is best effort).
 
 Example
@@ -104,7 +120,7 @@ Example
     ``/dc2/r2``, every offset 0, four partitions with replication factor 3. The root ring
     alternates dc1, dc2; each data centre's ring its racks r1, r2; each rack's ring its two
     brokers. The walk gives the sequence 0 4 2 6 1 5 3 7 0 4 2 6, three per partition; the
-    leader is the first replica leading nothing yet::
+    leader leads fewest so far, then is in the data centre, then the rack, leading fewest::
 
         partition  walk       leader  replicas
         0          0, 4, 2    0       [0, 4, 2]
@@ -114,6 +130,9 @@ Example
 
     Every partition has both data centres, and both racks of the data centre holding two
     of its replicas; each data centre holds 6 replicas, each rack 3, each broker 1 or 2.
+    Partition 2's leader is 3, not 7: both lead nothing and their data centres one
+    partition each, but 7's rack leads one (6) and 3's none. Each data centre leads 2,
+    each rack 1.
 """
 
 from __future__ import annotations
@@ -122,6 +141,7 @@ import heapq
 import random
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
+from operator import itemgetter
 
 from .base import ANONYMOUS, ReplicaAssignor
 from .errors import InvalidPartitionsError, InvalidReplicationFactorError, ReplicaAssignorError
@@ -598,34 +618,19 @@ def _even_round(tree: _Tree, rings: _Rings, units: list[tuple[list[int], int]],
                 p[node] = 0
                 node = parent[node]
 
-    source, sink, super_source, super_sink = 0, 1, 2, 3
-    first_kind = 4
+    net = _BoundedFlow(len(kinds) + len(tree.path))
+    source, sink, first_kind = _BoundedFlow.SOURCE, _BoundedFlow.SINK, _BoundedFlow.FIRST
     first_node = first_kind + len(kinds)
-    flow = _Flow(first_node + len(tree.path))
-    excess = [0] * (first_node + len(tree.path))
-
-    def bounded(u: int, v: int, low: int, high: int) -> None:
-        if high > low:
-            flow.add(u, v, high - low)
-        excess[v] += low
-        excess[u] -= low
+    bounded = net.bounded
 
     kind_arcs = []
     for k, members in enumerate(kinds.values()):
         bounded(source, first_kind + k, len(members), len(members))
-        kind_arcs.append([(b, flow.add(first_kind + k, first_node + b, len(members))) for b in targets[k]])
+        kind_arcs.append([(b, net.add(first_kind + k, first_node + b, len(members))) for b in targets[k]])
     for node, low, high in bounds:
         bounded(first_node + node, first_node + parent[node], low, high)
     bounded(first_node, sink, len(units), len(units))
-    flow.add(sink, source, len(units))
-    need = 0
-    for node, value in enumerate(excess):
-        if value > 0:
-            flow.add(super_source, node, value)
-            need += value
-        elif value < 0:
-            flow.add(node, super_sink, -value)
-    if flow.max_flow(super_source, super_sink) != need:
+    if not net.feasible(len(units)):
         return None
     placed = [0] * len(units)
     for k, members in enumerate(kinds.values()):
@@ -633,6 +638,39 @@ def _even_round(tree: _Tree, rings: _Rings, units: list[tuple[list[int], int]],
         for index, broker_node in zip(members, chosen):
             placed[index] = broker_node
     return placed
+
+
+class _BoundedFlow:
+    """A flow network whose arcs may have lower bounds, solved by the standard reduction:
+    every node's excess goes from a super source to a super sink, and the bounds can be met
+    exactly when that flow saturates. Nodes ``FIRST`` and up are the caller's."""
+
+    SOURCE, SINK, _SUPER_SOURCE, _SUPER_SINK, FIRST = 0, 1, 2, 3, 4
+
+    def __init__(self, nodes: int) -> None:
+        self.flow = _Flow(self.FIRST + nodes)
+        self.excess = [0] * (self.FIRST + nodes)
+
+    def add(self, u: int, v: int, capacity: int):
+        return self.flow.add(u, v, capacity)
+
+    def bounded(self, u: int, v: int, low: int, high: int) -> None:
+        if high > low:
+            self.flow.add(u, v, high - low)
+        self.excess[v] += low
+        self.excess[u] -= low
+
+    def feasible(self, through: int) -> bool:
+        """Close the circulation (``through`` units from sink back to source) and solve."""
+        self.flow.add(self.SINK, self.SOURCE, through)
+        need = 0
+        for node, value in enumerate(self.excess):
+            if value > 0:
+                self.flow.add(self._SUPER_SOURCE, node, value)
+                need += value
+            elif value < 0:
+                self.flow.add(node, self._SUPER_SINK, -value)
+        return self.flow.max_flow(self._SUPER_SOURCE, self._SUPER_SINK) == need
 
 
 def _even_leaders(orders: Sequence[list[int]], leader: list[int], counts: dict[int, int],
@@ -683,6 +721,157 @@ def _even_leaders(orders: Sequence[list[int]], leader: list[int], counts: dict[i
         levels = sorted({c for c in counts.values() if c >= low + 2}, reverse=True)
         if not any(search(level) for level in levels):
             return
+
+
+def _even_leader_levels(tree: _Tree, orders: Sequence[list[int]], leader: list[int], led: list[int],
+                        fenced: frozenset[int]) -> None:
+    """Even the leader counts of sibling subtrees, level by level from the top, keeping the
+    broker counts' multiset (so :func:`_even_leaders`' optimum) and every level above.
+
+    ``led[n]`` counts the topic's leaders in subtree (or broker) ``n`` and is kept up to
+    date. Runs when the unfenced brokers lead ``H`` or ``H - 1`` partitions each (with both
+    present; when all are equal the subtree counts are fixed). A move at level ``l`` is a
+    chain from a broker leading ``H`` under a subtree ``X`` to one leading ``H - 1`` under a
+    sibling ``Y`` of ``X`` leading at least two fewer: this call's partitions pass their
+    leadership along replicas (each passer gives one and takes one) and, where a broker
+    leading ``H - 1`` takes one, another broker leading ``H`` of the same level-``l``
+    subtree may give one instead of it passing on (the subtree's count stays). ``X`` loses
+    one, ``Y`` gains one, every other subtree of levels ``<= l`` keeps its count, and the
+    brokers' counts are swapped in pairs: the sum of squared counts of level ``l`` drops, so
+    this ends. One breadth-first search per uneven group of siblings (each broker reached
+    once) looks for a chain; it need not find every one that exists, which is why balanced
+    trees have the exact round (:func:`_even_leader_round`) after it.
+    """
+    node_of = tree.node_of_broker
+    unfenced = [b for b in node_of if b not in fenced]
+    values = {led[node_of[b]] for b in unfenced}
+    if len(values) != 2 or len(tree.levels) < 3:
+        return
+    high = max(values)
+    children, parent = tree.children, tree.parent
+    depth = len(tree.levels) - 2
+    above = {b: tree.path_to(node_of[b]) for b in unfenced}
+    owned: dict[int, list[int]] = {b: [] for b in unfenced}
+    for i, broker_id in enumerate(leader):
+        owned[broker_id].append(i)
+
+    def apply(came_from: dict[int, tuple[int, int]], end: int) -> None:
+        broker_id = end
+        while came_from[broker_id][0] >= 0:
+            previous, i = came_from[broker_id]
+            if i >= 0:  # partition i passes from previous to broker_id (i < 0: a jump)
+                owned[previous].remove(i)
+                owned[broker_id].append(i)
+                leader[i] = broker_id
+                for node in above[previous]:
+                    led[node] -= 1
+                for node in above[broker_id]:
+                    led[node] += 1
+            broker_id = previous
+
+    def search(level: int, group: int) -> bool:
+        kids = children[group]
+        top = max(led[c] for c in kids)
+        targets = {c for c in kids if led[c] <= top - 2}
+        starts = sorted(b for b in unfenced if led[node_of[b]] == high
+                        and parent[above[b][level]] == group and led[above[b][level]] == top)
+        came_from: dict[int, tuple[int, int]] = dict.fromkeys(starts, (-1, -1))
+        jumped: set[int] = set()
+        queue = deque(starts)
+        while queue:
+            broker_id = queue.popleft()
+            for i in sorted(owned[broker_id]):
+                for other in orders[i]:
+                    if other in came_from or other in fenced:
+                        continue
+                    came_from[other] = (broker_id, i)
+                    if led[node_of[other]] == high:
+                        queue.append(other)
+                        continue
+                    subtree = above[other][level]
+                    if subtree in targets:
+                        apply(came_from, other)
+                        return True
+                    queue.append(other)
+                    if subtree not in jumped:
+                        jumped.add(subtree)
+                        for giver in _brokers_under(tree, subtree):
+                            if giver not in came_from and giver not in fenced and led[node_of[giver]] == high:
+                                came_from[giver] = (other, -1)
+                                queue.append(giver)
+        return False
+
+    for level in range(1, depth + 1):
+        groups = [n for n in tree.levels[level - 1] if len(children[n]) > 1]
+        while True:
+            uneven = [g for g in groups
+                      if max(led[c] for c in children[g]) - min(led[c] for c in children[g]) > 1]
+            if not any(search(level, g) for g in uneven):
+                break
+
+
+def _even_leader_round(tree: _Tree, orders: Sequence[list[int]], leader: Sequence[int],
+                       led: Sequence[int]) -> list[int] | None:
+    """Leaders for this call's partitions that put every level, brokers included, within one
+    (for a balanced tree with nothing fenced), or None when no choice does or the call is
+    too large (:data:`_EVEN_ROUND_BUDGET` arcs).
+
+    ``leader[i]`` leads ``orders[i]`` now; ``led`` counts the topic's leaders per subtree
+    with that choice. Each subtree of a level must end at ``floor`` or ``ceil`` of the
+    topic's partitions over the level's nodes: as in :func:`_even_round`, a flow with lower
+    bounds, source -> kind of partition (the same replicas) -> its brokers -> up the tree.
+    """
+    node_of, parent, broker = tree.node_of_broker, tree.parent, tree.broker
+    kinds: dict[tuple[int, ...], list[int]] = {}
+    for i, replicas in enumerate(orders):
+        kinds.setdefault(tuple(node_of[b] for b in replicas), []).append(i)
+    if sum(len(nodes) for nodes in kinds) > _EVEN_ROUND_BUDGET:
+        return None
+    base = list(led)
+    for broker_id in leader:
+        node = node_of[broker_id]
+        while node >= 0:
+            base[node] -= 1
+            node = parent[node]
+    net = _BoundedFlow(len(kinds) + len(tree.path))
+    source, sink, first_kind = _BoundedFlow.SOURCE, _BoundedFlow.SINK, _BoundedFlow.FIRST
+    first_node = first_kind + len(kinds)
+    bounded = net.bounded
+
+    total = sum(led[n] for n in tree.levels[1])
+    for nodes in tree.levels[1:]:
+        low, high = total // len(nodes), -(-total // len(nodes))
+        for node in nodes:
+            if base[node] > high:
+                return None
+            bounded(first_node + node, first_node + parent[node], max(0, low - base[node]), high - base[node])
+    kind_arcs = []
+    for k, (nodes, members) in enumerate(kinds.items()):
+        bounded(source, first_kind + k, len(members), len(members))
+        kind_arcs.append([(node, net.add(first_kind + k, first_node + node, len(members)))
+                          for node in nodes])
+    bounded(first_node, sink, len(orders), len(orders))
+    if not net.feasible(len(orders)):
+        return None
+    out = [0] * len(orders)
+    for k, members in enumerate(kinds.values()):
+        chosen = [broker[node] for node, arc in kind_arcs[k] for _ in range(len(members) - arc[1])]
+        for index, broker_id in zip(members, chosen):
+            out[index] = broker_id
+    return out
+
+
+def _brokers_under(tree: _Tree, node: int) -> list[int]:
+    """The broker ids in the subtree of ``node``, in tree order."""
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        kids = tree.children[n]
+        if kids is None:
+            out.append(tree.broker[n])
+        else:
+            stack.extend(reversed(kids))
+    return out
 
 
 class MultiLevelRackAssignor(ReplicaAssignor):
@@ -770,38 +959,69 @@ def assign(topic_name: str | None, partitions: Sequence[int], replication_factor
 
     # 2. new partitions, in id order
     ring = _rings(tree, draws, counts, {**current, **grown})
-    leaders = dict.fromkeys((b for b in node_of if b not in fenced), 0)
-    for replicas in current.values():
-        if replicas and replicas[0] in leaders:
-            leaders[replicas[0]] += 1
+    led = tree.counts([r[0]] for r in current.values() if r)
+    order_of = _leader_keys(tree)
     pointers = _ring_pointers(tree, ring, counts, replication_factor) if ring_walk and not fenced else None
     rf = replication_factor
     if pointers is not None:
         sequence = _ring_sequence(tree, ring, pointers, len(new_ids) * rf)
         orders = [sequence[i:i + rf] for i in range(0, len(sequence), rf)]
+        # the key of _least_leading, fast: broker counts first, subtrees only on a tie
+        own = {b: led[n] for b, n in node_of.items()}
+        ups = {b: nodes[1:] for b, nodes in order_of.items()}
+        above = {b: itemgetter(*nodes) if len(nodes) > 1 else (lambda c, n=nodes[0]: (c[n],))
+                 for b, nodes in ups.items() if nodes}
         leader_of = []
-        lead, count = leader_of.append, leaders.__getitem__
+        lead = leader_of.append
         for chosen in orders:
-            best = min(chosen, key=count)
-            leaders[best] += 1
+            best = chosen[0]
+            low = own[best]
+            tied = None
+            for broker_id in chosen:
+                value = own[broker_id]
+                if value < low:
+                    best, low, tied = broker_id, value, None
+                elif value == low and broker_id != best and above:
+                    if tied is None:
+                        tied = above[best](led)
+                    key = above[broker_id](led)
+                    if key < tied:
+                        best, tied = broker_id, key
+            own[best] = low + 1
+            for node in ups[best]:
+                led[node] += 1
             lead(best)
+        for broker_id, node in node_of.items():
+            led[node] = own[broker_id]
     else:
         rings = _Rings(tree, ring, counts, fenced)
         orders, leader_of = [], []
         for _ in new_ids:
             placed = [rings.walk() for _ in range(rf)]
             chosen = [broker_of[n] for n in placed]
-            best = _least_leading(chosen, leaders, fenced)
+            best = _least_leading(chosen, led, order_of, fenced)
             if best is None:
                 rings.swap_for_unfenced(placed)
                 chosen = [broker_of[n] for n in placed]
-                best = _least_leading(chosen, leaders, fenced)
+                best = _least_leading(chosen, led, order_of, fenced)
             rings.leave(placed)
-            leaders[best] += 1
+            for node in order_of[best]:
+                led[node] += 1
             orders.append(chosen)
             leader_of.append(best)
+    leaders = {b: led[n] for b, n in node_of.items() if b not in fenced}
     if leaders and max(leaders.values()) - min(leaders.values()) > 1:
         _even_leaders(orders, leader_of, leaders, fenced)
+        led = tree.counts([r[0]] for r in current.values() if r)
+        for best in leader_of:
+            for node in order_of[best]:
+                led[node] += 1
+    _even_leader_levels(tree, orders, leader_of, led, fenced)
+    if not fenced and tree.balanced() and any(
+            max(led[n] for n in nodes) - min(led[n] for n in nodes) > 1 for nodes in tree.levels[1:]):
+        exact = _even_leader_round(tree, orders, leader_of, led)
+        if exact is not None:
+            leader_of = exact
     for p, chosen, best in zip(new_ids, orders, leader_of):
         if chosen[0] != best:
             chosen.remove(best)
@@ -923,10 +1143,32 @@ def _round_bounds(tree: _Tree, counts: Sequence[int]) -> list[tuple[int, int]] |
     return bounds if uneven else None
 
 
-def _least_leading(chosen: Sequence[int], leaders: Mapping[int, int], fenced: frozenset[int]) -> int | None:
-    """The unfenced broker among ``chosen`` that leads least so far (first on a tie)."""
-    best = None
+def _leader_keys(tree: _Tree) -> dict[int, list[int]]:
+    """Per broker, the nodes whose leader counts decide who leads: the broker's own node,
+    then its subtrees from the top level down (the root left out)."""
+    out = {}
+    for broker_id, node in tree.node_of_broker.items():
+        path = tree.path_to(node)
+        out[broker_id] = [node] + path[1:-1]
+    return out
+
+
+def _least_leading(chosen: Sequence[int], led: Sequence[int], order_of: Mapping[int, list[int]],
+                   fenced: frozenset[int]) -> int | None:
+    """The unfenced broker among ``chosen`` with the smallest leader key (first on a tie):
+    the fewest leaderships, then the least-leading subtree from the top level down."""
+    best, low, tied = None, 0, None
     for broker_id in chosen:
-        if broker_id not in fenced and (best is None or leaders[broker_id] < leaders[best]):
-            best = broker_id
+        if broker_id in fenced:
+            continue
+        nodes = order_of[broker_id]
+        value = led[nodes[0]]
+        if best is None or value < low:
+            best, low, tied = broker_id, value, None
+        elif value == low:
+            if tied is None:
+                tied = [led[n] for n in order_of[best]]
+            key = [led[n] for n in nodes]
+            if key < tied:
+                best, tied = broker_id, key
     return best

@@ -4,7 +4,9 @@ Balanced trees (the nodes of a level have as many children each, racks as many b
 every level within one, leaders within one. Every tree: no broker twice, each partition
 spread over the children of every node as evenly as their sizes allow (so ``m`` replicas
 in a node with ``k`` children cover ``min(m, k)`` of them), siblings of equal size within
-one, leaders as even as the replica sets allow. Continuation (add partitions, or raise the
+one, leaders as even as the replica sets allow. Leaders in a balanced tree: whenever some
+choice of leaders puts every level's subtrees and the brokers within one (an independent
+flow with bounds decides), the assignor's choice does. Continuation (add partitions, or raise the
 replication factor from 2 to 3) keeps all of it for the whole topic, except that raising
 the replication factor in an unbalanced tree only promises spread and no broker twice. The tree checks here
 are written from the rack paths alone, independently of the assignor's own tree.
@@ -168,6 +170,86 @@ def assert_leaders_optimal(cluster: ClusterView, whole, movable: Sequence[int]) 
                     queue.append(other)
 
 
+def leader_levels_within_one(view: TreeView, whole) -> bool:
+    """The leader counts of every level (brokers included) differ by at most one."""
+    leaders = {p: [r[0]] for p, r in whole.items()}
+    counts = [view.counts(leaders, level) for level in view.levels()]
+    return all(max(c.values()) - min(c.values()) <= 1 for c in counts)
+
+
+def leaders_can_be_within_one(view: TreeView, whole, movable: Sequence[int]) -> bool:
+    """Whether some choice of leaders for ``movable`` (among their replicas; the others keep
+    theirs) puts every level's leader counts, brokers included, within one: a feasible flow
+    source -> partition -> broker -> up the tree -> sink, each subtree's count bounded to
+    ``floor`` or ``ceil`` of its level's average (lower bounds by the usual reduction)."""
+    fixed = {p: r for p, r in whole.items() if p not in set(movable)}
+    total = len(whole)
+    names: dict[object, int] = {}
+
+    def node(key) -> int:
+        return names.setdefault(key, len(names))
+
+    edges: list[list[int]] = []  # [u, v, capacity]
+    excess: Counter = Counter()
+
+    def bounded(u: int, v: int, low: int, high: int) -> bool:
+        if high < low:
+            return False
+        edges.append([u, v, high - low])
+        excess[v] += low
+        excess[u] -= low
+        return True
+
+    source, sink = node("source"), node("sink")
+    for p in movable:
+        bounded(source, node(("p", p)), 1, 1)
+        for b in whole[p]:
+            bounded(node(("p", p)), node(("n", view.node(b, view.depth + 1))), 0, 1)
+    for level in view.levels():
+        counts = view.counts({p: [r[0]] for p, r in fixed.items()}, level)
+        low, high = total // len(counts), -(-total // len(counts))
+        for n, already in counts.items():
+            up = node(("n", n[:-1] if level > view.depth else n[:level - 1])) if level > 1 else sink
+            if not bounded(node(("n", n)), up, max(0, low - already), high - already):
+                return False
+    bounded(sink, source, len(movable), len(movable))
+    super_source, super_sink = node("super source"), node("super sink")
+    need = 0
+    for v, value in list(excess.items()):
+        if value > 0:
+            edges.append([super_source, v, value])
+            need += value
+        elif value < 0:
+            edges.append([v, super_sink, -value])
+    graph: dict[int, list[int]] = {}
+    for index, (u, v, _) in enumerate(edges):
+        graph.setdefault(u, []).append(index)
+        graph.setdefault(v, []).append(index)
+    flow = [0] * len(edges)
+    moved = 0
+    while True:  # augmenting paths, breadth first
+        came: dict[int, tuple[int, int]] = {super_source: (-1, 0)}
+        queue = deque([super_source])
+        while queue and super_sink not in came:
+            u = queue.popleft()
+            for index in graph.get(u, ()):
+                a, b, capacity = edges[index]
+                if a == u and b not in came and flow[index] < capacity:
+                    came[b] = (index, 1)
+                    queue.append(b)
+                elif b == u and a not in came and flow[index] > 0:
+                    came[a] = (index, -1)
+                    queue.append(a)
+        if super_sink not in came:
+            return moved == need
+        v = super_sink
+        while v != super_source:
+            index, sign = came[v]
+            flow[index] += sign
+            v = edges[index][0] if sign > 0 else edges[index][1]
+        moved += 1
+
+
 def assert_all(cluster: ClusterView, whole, rf: int, movable: Sequence[int], *,
                siblings: bool = True) -> None:
     """Spread, optimal leaders; equal-size siblings within one (``siblings``); in a balanced
@@ -181,6 +263,8 @@ def assert_all(cluster: ClusterView, whole, rf: int, movable: Sequence[int], *,
     if view.balanced():
         assert_levels_within_one(view, whole)
         check_placement(whole, cluster, rf, leader_balance=True)
+        if movable and not cluster.fenced and not leader_levels_within_one(view, whole):
+            assert not leaders_can_be_within_one(view, whole, movable), "leaders could be even at every level"
 
 
 def sizes(cluster: ClusterView, data) -> tuple[int, int]:
@@ -272,3 +356,15 @@ def test_fenced_brokers_never_lead_and_leaders_stay_as_even_as_possible(cluster,
     view = TreeView(cluster)
     assert_spread(view, a)
     assert_leaders_optimal(cluster, a, range(n_partitions))
+
+
+def test_the_leader_oracle_tells_fixable_from_unfixable():
+    # two data centres of two brokers: both partitions led in dc1 can be evened (one moves to
+    # dc2), two partitions that only have broker 0 cannot
+    cluster = ClusterView(brokers=tuple(BrokerMetadata(b, f"/dc{b // 2}") for b in range(4)))
+    view = TreeView(cluster)
+    fixable = {0: [0, 2], 1: [1, 3]}
+    assert not leader_levels_within_one(view, fixable)
+    assert leaders_can_be_within_one(view, fixable, [0, 1])
+    assert not leaders_can_be_within_one(view, fixable, [])
+    assert not leaders_can_be_within_one(view, {0: [0], 1: [0]}, [0, 1])
