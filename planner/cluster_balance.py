@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from assignors.snapshot import ClusterSnapshot
+from assignors.snapshot import ClusterSnapshot, gc_paused
 
 from .leader_balance import balance_leaders
-from .plan import Plan, Working, gc_paused
+from .plan import Plan, Working
 from .replica_balance import balance_replicas
 
 

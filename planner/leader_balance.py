@@ -66,9 +66,9 @@ from collections.abc import Iterable
 from itertools import chain, compress
 from operator import ne
 
-from assignors.snapshot import ClusterSnapshot
+from assignors.snapshot import ClusterSnapshot, gc_paused
 
-from .plan import MoveKind, Plan, Working, gc_paused
+from .plan import MoveKind, Plan, Working
 
 
 def leader_balance(snapshot: ClusterSnapshot, *, max_leader_changes: int | None = None,

@@ -11,10 +11,8 @@ created by the rule, never handed to another rule, and dropped once the plan is 
 from __future__ import annotations
 
 import enum
-import gc
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
 
@@ -106,20 +104,6 @@ class Plan:
             self.before, other.after, self.moves + other.moves, self.notes + other.notes,
             self.bounds + other.bounds,
         )
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a rule builds millions of small lists and
-    tuples (none of them cyclic): at a million partitions its repeated full passes over the
-    young objects cost as much as the planning. Restores the previous state."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class Working:

@@ -39,9 +39,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from assignors.repair import repair_lists
-from assignors.snapshot import ClusterSnapshot
+from assignors.snapshot import ClusterSnapshot, gc_paused
 
-from .plan import MoveKind, Plan, Working, gc_paused
+from .plan import MoveKind, Plan, Working
 
 
 def repair(snapshot: ClusterSnapshot, forgotten: Iterable[int] = frozenset(), *,

@@ -52,9 +52,9 @@ from collections import Counter
 from collections.abc import Iterable
 from fractions import Fraction
 
-from assignors.snapshot import ClusterSnapshot
+from assignors.snapshot import ClusterSnapshot, gc_paused
 
-from .plan import MoveKind, Plan, Working, gc_paused
+from .plan import MoveKind, Plan, Working
 from .repair import repair_working
 
 

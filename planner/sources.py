@@ -16,9 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, SnapshotError
+from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, SnapshotError, gc_paused
 
-from .plan import gc_paused
 
 
 class SourceError(ValueError):
