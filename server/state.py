@@ -52,7 +52,11 @@ class ServerState:
     # (replica.assignor.memo.max.entries=0)
     memo: PlacementMemo | None = None
 
+    # the assignor is one of ours (assignors.*): small requests may run it on the event loop
+    assignor_builtin: bool = False
+
     def __post_init__(self) -> None:
+        self.assignor_builtin = type(self.assignor).__module__.startswith("assignors.")
         if self.listener is None:
             self.listener = self.advertised
         if self.memo is None and self.config.memo_max_entries > 0:

@@ -217,10 +217,11 @@ def handle(state, header: RequestHeaderPeek, body: memoryview):
         placement = interpret(request, version, state.source.view(), state.config.max_partitions_per_request)
     except AssignmentError as exc:
         return _finish(state, header, None, exc, started)
-    rng = request_rng(state.config.replica_assignor_random_seed, bytes(body))
+    seed = state.config.replica_assignor_random_seed
+    rng = request_rng(seed, bytes(body) if seed is not None else b"")
     inline = (len(placement.partitions) * max(placement.replication_factor, 1)
               <= state.config.inline_assignment_max_replicas
-              and type(state.assignor).__module__.startswith("assignors."))
+              and state.assignor_builtin)
     if inline:
         try:
             result = compute(state, placement, rng, principal)
@@ -252,10 +253,10 @@ async def _run_in_executor(state, header, placement: Placement, rng, started: fl
 def _finish(state, header: RequestHeaderPeek, result, exc, started: float) -> bytes:
     out = _encode(header.api_version, header.correlation_id, result, exc)
     code = 0 if exc is None else error_for_exception(exc).errno
-    state.metrics.assignment_handled(state.assignor_name, code, time.perf_counter() - started)
+    elapsed = time.perf_counter() - started
+    state.metrics.assignment_handled(state.assignor_name, code, elapsed)
     fields = dict(api_key=API_KEY, api_version=header.api_version, correlation_id=header.correlation_id,
-                  assignor=state.assignor_name, error_code=code,
-                  duration_ms=round((time.perf_counter() - started) * 1000, 3),
+                  assignor=state.assignor_name, error_code=code, duration_ms=round(elapsed * 1000, 3),
                   partitions=(len(result.assignment) if type(result) is MemoEntry else len(result)) if result else 0)
     if exc is not None:
         fields["error_message"] = getattr(exc, "message", str(exc))
