@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import kafka.errors as kafka_errors
 
 from .errors import error_for_code
-from .frame import skip_tagged_fields
+from .frame import recv_exactly, skip_tagged_fields
 from .messages import (
     CREATE_REPLICA_ASSIGNMENT_API_KEY,
     ApiVersionsRequest,
@@ -205,15 +205,11 @@ class ReplicaAssignorAdminClient:
             raise kafka_errors.KafkaTimeoutError(f"no response from {self.where} in time") from None
 
     def _read(self, n: int) -> bytes:
-        chunks, got = [], 0
-        while got < n:
-            chunk = self._sock.recv(min(n - got, 1 << 20))
-            if not chunk:
-                self.close()
-                raise kafka_errors.KafkaConnectionError(f"{self.where} closed the connection")
-            chunks.append(chunk)
-            got += len(chunk)
-        return b"".join(chunks)
+        try:
+            return recv_exactly(self._sock, n)
+        except ConnectionError:
+            self.close()
+            raise kafka_errors.KafkaConnectionError(f"{self.where} closed the connection") from None
 
     def create_replica_assignment(self, num_partitions: int, replication_factor: int,
                                   node_ids: Iterable[int] | None = None,

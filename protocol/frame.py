@@ -84,3 +84,16 @@ def frame(correlation_id: int, body: bytes, flexible_header: bool) -> bytes:
 def patch_correlation_id(template: bytes, correlation_id: int) -> bytes:
     """A pre-encoded response frame with its correlation id replaced (bytes 4..8)."""
     return template[:4] + _INT32.pack(correlation_id) + template[8:]
+
+
+def recv_exactly(sock, n: int) -> bytes:
+    """``n`` bytes from a blocking socket (a frame's length, then its payload);
+    ConnectionError when the peer closes first."""
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(min(n - got, 1 << 20))
+        if not chunk:
+            raise ConnectionError(f"peer closed the connection after {got} of {n} bytes")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)

@@ -20,6 +20,8 @@ import struct
 import urllib.error
 import urllib.request
 
+from protocol.frame import recv_exactly
+
 from .config import ServerConfig, metrics_address
 
 _LEN = struct.Struct(">i")
@@ -67,8 +69,8 @@ def _check_kafka(config: ServerConfig, timeout_s: float) -> tuple[bool, str]:
                     ctx.load_cert_chain(config.ssl_keystore_location, password=config.ssl_key_password)
                 sock = ctx.wrap_socket(raw, server_hostname=host)
             sock.sendall(request.encode(header=True, framed=True))
-            size = _LEN.unpack(_read(sock, 4))[0]
-            payload = _read(sock, size)
+            size = _LEN.unpack(recv_exactly(sock, 4))[0]
+            payload = recv_exactly(sock, size)
     except (OSError, ssl.SSLError) as exc:
         return False, f"unhealthy: {where}: {exc}"
     try:
@@ -79,14 +81,3 @@ def _check_kafka(config: ServerConfig, timeout_s: float) -> tuple[bool, str]:
     if response.error_code or 68 not in keys:
         return False, f"unhealthy: {where} answered error {response.error_code} without CreateReplicaAssignment"
     return True, f"healthy: {where} answered ApiVersions"
-
-
-def _read(sock, n: int) -> bytes:
-    chunks, got = [], 0
-    while got < n:
-        chunk = sock.recv(n - got)
-        if not chunk:
-            raise ConnectionError("connection closed")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)

@@ -48,6 +48,8 @@ import sys
 
 import structlog
 
+from protocol.frame import recv_exactly
+
 from .config import Listener, ServerConfig
 
 log = structlog.get_logger("replica_assignor")
@@ -254,7 +256,7 @@ def worker_main() -> None:
     index, fd = int(sys.argv[1]), int(sys.argv[2])
     channel = socket.socket(fileno=fd)
     try:
-        config = pickle.loads(_read(channel, _LEN.unpack(_read(channel, _LEN.size))[0]))
+        config = pickle.loads(recv_exactly(channel, _LEN.unpack(recv_exactly(channel, _LEN.size))[0]))
     except (OSError, EOFError):
         sys.exit(1)  # the supervisor is gone before it said anything
     configure_logging(config.log_format, config.log_level)
@@ -287,14 +289,3 @@ async def _serve(server, channel: socket.socket) -> None:
 
     loop.add_reader(channel.fileno(), on_readable)
     await server.serve()
-
-
-def _read(sock: socket.socket, n: int) -> bytes:
-    chunks, got = [], 0
-    while got < n:
-        chunk = sock.recv(n - got)
-        if not chunk:
-            raise EOFError("channel closed")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)

@@ -9,14 +9,24 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Mapping
 
+from protocol.frame import recv_exactly
 from server.app import ReplicaAssignorServer
 from server.config import load_config
+
+
+def read_frame(sock: socket.socket) -> bytes:
+    """One whole Kafka frame from a blocking socket, without its 4-byte length;
+    ConnectionError if the server closes first."""
+    (size,) = struct.unpack(">i", recv_exactly(sock, 4))
+    return recv_exactly(sock, size)
 
 
 class ServerThread:

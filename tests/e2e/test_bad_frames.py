@@ -19,7 +19,7 @@ from structlog.testing import capture_logs
 from protocol.client import ReplicaAssignorAdminClient
 from protocol.messages import ApiVersionsRequest, ApiVersionsResponse, CreateReplicaAssignmentRequest
 from server.dispatch import supported_versions
-from tests.servers import ServerThread
+from tests.servers import ServerThread, read_frame
 
 MAX_BYTES = 4096
 
@@ -82,17 +82,6 @@ def _closed_by_server(sock: socket.socket, timeout: float = 5.0) -> bytes:
         received += chunk
 
 
-def _read_frame(sock: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("closed")
-            data += chunk
-        return data
-
-    return exactly(struct.unpack(">i", exactly(4))[0])
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +110,7 @@ def test_bad_frame_closes_only_its_own_connection(small_server, name: str) -> No
                 assert _closed_by_server(bad) == b""
             _assert_served(small_server)
         bystander.sendall(half[9:])
-        assert struct.unpack_from(">i", _read_frame(bystander)) == (11,)
+        assert struct.unpack_from(">i", read_frame(bystander)) == (11,)
     closes = [e for e in logs if e["event"] == "connection_closed" and e.get("reason")]
     assert [e["reason"] for e in closes] == [reason], logs
 
@@ -143,7 +132,7 @@ def test_frame_at_the_size_limit_is_accepted(small_server) -> None:
     assert len(payload) == MAX_BYTES
     with socket.create_connection(("127.0.0.1", small_server.port), timeout=5) as sock:
         sock.sendall(_framed(payload))
-        assert struct.unpack_from(">i", _read_frame(sock)) == (3,)
+        assert struct.unpack_from(">i", read_frame(sock)) == (3,)
 
 
 NEWER = supported_versions()[18][1] + 1  # the first ApiVersions version the server does not speak
@@ -158,7 +147,7 @@ def test_api_versions_too_new_gets_the_v0_fallback(small_server, version: int) -
         data = _framed(_header(18, version, 21) + b"\x00" + b"\x0efuture-client\x049.9\x00")
     with socket.create_connection(("127.0.0.1", small_server.port), timeout=5) as sock:
         sock.sendall(data)
-        payload = _read_frame(sock)
+        payload = read_frame(sock)
         assert struct.unpack_from(">i", payload) == (21,)
         body = payload[4:]  # ApiVersions responses always use header v0: no tagged fields
         for cls in (ApiVersionsResponse, KafkaPythonApiVersionsResponse):
@@ -169,7 +158,7 @@ def test_api_versions_too_new_gets_the_v0_fallback(small_server, version: int) -
         # the connection stays open and the client falls back
         sock.sendall(_frame(ApiVersionsRequest(version=3, client_software_name="future-client",
                                                client_software_version="9.9"), 22))
-        payload = _read_frame(sock)
+        payload = read_frame(sock)
         assert struct.unpack_from(">i", payload) == (22,)
         response = ApiVersionsResponse.decode(payload[4:], version=3)
         assert response.error_code == 0

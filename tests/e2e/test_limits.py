@@ -18,7 +18,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from protocol.client import ReplicaAssignorAdminClient
 from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
-from tests.servers import ServerProcess, ServerThread
+from tests.servers import ServerProcess, ServerThread, read_frame
 
 _LEN = struct.Struct(">i")
 
@@ -29,21 +29,11 @@ def _api_versions(cid: int) -> bytes:
     return request.encode(header=True, framed=True)
 
 
-def _read_frame(sock: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed")
-            buf += chunk
-        return buf
-    return exactly(_LEN.unpack(exactly(4))[0])
 
 
 def _answers(sock: socket.socket, cid: int = 7) -> bool:
     sock.sendall(_api_versions(cid))
-    response = _read_frame(sock)
+    response = read_frame(sock)
     return _LEN.unpack_from(response)[0] == cid and ApiVersionsResponse.decode(response[4:], version=0).error_code == 0
 
 
@@ -89,7 +79,7 @@ def test_frame_at_the_limit_is_read(limited):
         frame = _LEN.pack(len(header)) + header
         assert len(frame) - 4 <= 4096
         sock.sendall(frame)
-        assert _LEN.unpack_from(_read_frame(sock))[0] == 9
+        assert _LEN.unpack_from(read_frame(sock))[0] == 9
 
 
 def test_negative_frame_size_closes_the_connection(limited):
@@ -170,7 +160,7 @@ def test_max_inflight_requests_per_connection_bounds_the_work_in_progress(inflig
         sock.sendall(b"".join(_assignment_request(cid) for cid in range(1, 7)))
         cids = []
         for _ in range(6):
-            response = _read_frame(sock)
+            response = read_frame(sock)
             cids.append(_LEN.unpack_from(response)[0])
             decoded = CreateReplicaAssignmentResponse.decode(response[5:], version=0)
             assert decoded.error_code == 0 and len(decoded.replica_assignment) == 3
@@ -227,7 +217,7 @@ def test_the_server_keeps_serving_and_stops_cleanly_when_its_log_reader_goes_awa
                 if cid == 1:
                     assert _closed_by_server(sock)
                 else:
-                    assert _LEN.unpack_from(_read_frame(sock))[0] == cid
+                    assert _LEN.unpack_from(read_frame(sock))[0] == cid
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) == 0
     finally:

@@ -23,7 +23,7 @@ from protocol.messages import (
     MetadataResponse,
 )
 from server.dispatch import supported_versions
-from tests.servers import ServerThread
+from tests.servers import ServerThread, read_frame
 
 BIG = 40_000  # partitions: a few tenths of a second of assignment and encoding
 
@@ -33,19 +33,6 @@ def _frame(request, correlation_id: int) -> bytes:
     return request.encode(header=True, framed=True)
 
 
-def _read_frame(sock: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        chunks, got = [], 0
-        while got < n:
-            chunk = sock.recv(min(n - got, 1 << 20))
-            if not chunk:
-                raise ConnectionError(f"server closed the connection after {got} of {n} bytes")
-            chunks.append(chunk)
-            got += len(chunk)
-        return b"".join(chunks)
-
-    (size,) = struct.unpack(">i", exactly(4))
-    return exactly(size)
 
 
 def _assignment_request(n: int, rf: int = 3) -> CreateReplicaAssignmentRequest:
@@ -92,7 +79,7 @@ def test_eight_in_flight_come_back_in_request_order(loop: str) -> None:
         sock.sendall(b"".join(_frame(request, cid) for cid, _, request in requests))
         arrivals = []
         for cid, what, request in requests:
-            payload = _read_frame(sock)
+            payload = read_frame(sock)
             (got,) = struct.unpack_from(">i", payload)
             arrivals.append((got, time.monotonic()))
             assert got == cid, f"expected the answer to {what} (correlation id {cid}), got {got}"
@@ -100,7 +87,7 @@ def test_eight_in_flight_come_back_in_request_order(loop: str) -> None:
         assert [c for c, _ in arrivals] == [cid for cid, _, _ in PIPELINE]
         # the connection is still in sync: one more round trip
         sock.sendall(_frame(ApiVersionsRequest(version=1), 99))
-        assert struct.unpack_from(">i", _read_frame(sock)) == (99,)
+        assert struct.unpack_from(">i", read_frame(sock)) == (99,)
 
 
 def test_answers_wait_for_a_slow_head_even_when_ready_first() -> None:
@@ -115,11 +102,11 @@ def test_answers_wait_for_a_slow_head_even_when_ready_first() -> None:
         started = time.monotonic()
         probe.sendall(_frame(ApiVersionsRequest(version=3, client_software_name="e2e",
                                                 client_software_version="1"), 77))
-        assert struct.unpack_from(">i", _read_frame(probe)) == (77,)
+        assert struct.unpack_from(">i", read_frame(probe)) == (77,)
         probe_latency = time.monotonic() - started
-        first = _read_frame(sock)
+        first = read_frame(sock)
         big_done = time.monotonic() - started
-        second = _read_frame(sock)
+        second = read_frame(sock)
         assert struct.unpack_from(">i", first) == (1,)
         assert struct.unpack_from(">i", second) == (2,)
         assert probe_latency < big_done, (probe_latency, big_done)

@@ -17,7 +17,7 @@ import pytest
 
 from protocol.client import ReplicaAssignorAdminClient
 from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
-from tests.servers import ServerProcess
+from tests.servers import ServerProcess, read_frame
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = [sys.executable, "-m", "server.main"]
@@ -48,17 +48,6 @@ def _frame(correlation_id: int, n: int = 6, rf: int = 3) -> bytes:
     return request.encode(header=True, framed=True)
 
 
-def _read_frame(sock: socket.socket) -> bytes:
-    def exactly(k: int) -> bytes:
-        data = b""
-        while len(data) < k:
-            chunk = sock.recv(k - len(data))
-            if not chunk:
-                raise ConnectionError("closed")
-            data += chunk
-        return data
-
-    return exactly(struct.unpack(">i", exactly(4))[0])
 
 
 def _refuses_connections(port: int, within: float = 3.0) -> bool:
@@ -111,7 +100,7 @@ def test_in_flight_request_is_finished_during_graceful_shutdown() -> None:
             time.sleep(0.3)
             proc.proc.send_signal(signal.SIGTERM)
             assert _refuses_connections(proc.port)  # stops accepting at once...
-            payload = _read_frame(sock)  # ...and still answers the request in flight
+            payload = read_frame(sock)  # ...and still answers the request in flight
         assert struct.unpack_from(">i", payload) == (31,)
         response = CreateReplicaAssignmentResponse.decode(payload[5:], version=0)
         assert response.error_code == 0

@@ -29,7 +29,7 @@ from protocol.secure_client import SecureReplicaAssignorAdminClient, SecurityOpt
 from server.dispatch import supported_versions
 from server.security.users import scram_credential, write_users_file
 from tests.e2e.pki import Pki
-from tests.servers import ServerProcess
+from tests.servers import ServerProcess, read_frame
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = [sys.executable, "-m", "server.main"]
@@ -64,17 +64,6 @@ def _frame(request, correlation_id: int) -> bytes:
     return request.encode(header=True, framed=True)
 
 
-def _read_frame(sock: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("closed")
-            data += chunk
-        return data
-
-    return exactly(struct.unpack(">i", exactly(4))[0])
 
 
 def _round_trip(sock: socket.socket, correlation_id: int) -> bytes:
@@ -84,12 +73,12 @@ def _round_trip(sock: socket.socket, correlation_id: int) -> bytes:
                         correlation_id)
                  + _frame(CreateReplicaAssignmentRequest(version=0, num_partitions=12, replication_factor=3,
                                                          node_id=[], timeout_ms=10_000), correlation_id + 1))
-    versions = _read_frame(sock)
+    versions = read_frame(sock)
     assert struct.unpack_from(">i", versions) == (correlation_id,)
     api_versions = ApiVersionsResponse.decode(versions[4:], version=3)
     assert api_versions.error_code == 0
     assert {k.api_key: (k.min_version, k.max_version) for k in api_versions.api_keys} == supported_versions()
-    assignment = _read_frame(sock)
+    assignment = read_frame(sock)
     assert struct.unpack_from(">i", assignment) == (correlation_id + 1,)
     response = CreateReplicaAssignmentResponse.decode(assignment[5:], version=0)
     assert response.error_code == 0, response.error_message
