@@ -23,14 +23,7 @@ from dataclasses import dataclass
 
 from assignors.repair import NO_RACK, rack_levels
 
-__all__ = ["NO_RACK", "RackTree", "rack_components"]
-
-
-def rack_components(rack: str | None) -> tuple[str, ...]:
-    """``"/dc1/r1"`` -> ``("dc1", "r1")``; ``None`` or an empty rack -> ``()``."""
-    if rack is None:
-        return ()
-    return tuple(part for part in rack.split("/") if part)
+__all__ = ["NO_RACK", "RackTree"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +71,6 @@ class RackTree:
         k = self.keys.get(broker)
         return k[-1] if k else None
 
-    def leaf_name(self, broker: int) -> str | None:
-        leaf = self.leaf(broker)
-        return None if leaf is None else self.names[leaf]
-
     def groups(self, brokers: Iterable[int]) -> tuple[int, ...]:
         """Number of distinct keys per level among ``brokers`` (those in the tree)."""
         seen: list[set[int]] = [set() for _ in range(self.depth)]
@@ -96,26 +85,3 @@ class RackTree:
         """Distinct keys per level among the replicas that are in the tree."""
         return self.groups(replicas)
 
-    def move_keeps_diversity(self, others: Iterable[int], source: int, destination: int) -> bool:
-        """Does replacing ``source`` by ``destination`` keep the distinct count at every level?
-
-        ``others`` are the partition's other replicas. At a level where the source's key is
-        shared with another replica, anything goes; where it is the only one, the destination
-        must bring a key no other replica has.
-        """
-        if self.depth == 0:
-            return True
-        ks = self.keys.get(source)
-        if ks is None:  # the source counted for nothing
-            return True
-        kd = self.keys.get(destination)
-        if kd is None:
-            return False
-        if ks == kd:
-            return True
-        other_keys = [self.keys[o] for o in others if o in self.keys]
-        for level in range(self.depth):
-            used = {k[level] for k in other_keys}
-            if ks[level] not in used and kd[level] in used:
-                return False
-        return True

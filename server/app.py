@@ -25,10 +25,6 @@ from .state import ServerState
 log = structlog.get_logger("replica_assignor")
 
 
-def _builtin(assignor) -> bool:
-    return type(assignor).__module__.startswith("assignors.")
-
-
 class ReplicaAssignorServer:
     """``await start()`` binds and logs ``server_started``; ``await serve()`` runs until
     :meth:`request_stop` (or SIGTERM/SIGINT with :meth:`install_signal_handlers`), then
@@ -86,7 +82,7 @@ class ReplicaAssignorServer:
             if state.memo is not None:
                 metrics.watch_memo(state.memo)
         loop = asyncio.get_running_loop()
-        if isinstance(executor, AssignorPool) and not _builtin(assignor):
+        if isinstance(executor, AssignorPool) and not state.assignor_builtin:
             # a plug-in always runs in a worker: have them ready before the first request
             try:
                 await loop.run_in_executor(None, executor.start)

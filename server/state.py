@@ -52,8 +52,9 @@ class ServerState:
     # (replica.assignor.memo.max.entries=0)
     memo: PlacementMemo | None = None
 
-    # the assignor is one of ours (assignors.*): small requests may run it on the event loop
-    assignor_builtin: bool = False
+    # the assignor is one of ours (assignors.*): small requests may run it on the event loop,
+    # and it needs no worker processes ready at start-up
+    assignor_builtin: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         self.assignor_builtin = type(self.assignor).__module__.startswith("assignors.")

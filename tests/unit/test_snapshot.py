@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 
 import assignors.snapshot as snapshot_module
 from assignors.snapshot import (
-    BrokerEntry,
     ClusterSnapshot,
     PartitionEntry,
     SnapshotError,
