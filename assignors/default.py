@@ -11,7 +11,10 @@ Goals
 Constraints
     - Validation order and messages are Kafka's: partitions > 0
       (:class:`InvalidPartitionsError`), then 0 < replication factor <= brokers
-      (:class:`InvalidReplicationFactorError`), then rack information complete. A cluster
+      (:class:`InvalidReplicationFactorError`), then rack information complete. The first
+      three are :mod:`assignors.validate`'s, checked once by :func:`assignors.base.place` for
+      :class:`DefaultReplicaAssignor` (which assumes valid input) and by
+      :func:`assign_replicas_to_brokers` itself, Kafka's own entry point. A cluster
       where some brokers have a rack and some have none raises :class:`ReplicaAssignorError`
       with Kafka's message (KIP-660: REPLICA_ASSIGNOR_FAILED instead of Kafka's silent
       UNKNOWN_SERVER_ERROR).
@@ -68,11 +71,14 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import cast
 
 from .base import ANONYMOUS, ReplicaAssignor
-from .errors import InvalidPartitionsError, InvalidReplicationFactorError, ReplicaAssignorError
+from .errors import ReplicaAssignorError
+from .memo import MemoizableAssignor
 from .model import Assignment, BrokerMetadata, ClusterView
+from .validate import check_counts
 
 MIXED_RACKS_MESSAGE = "Not all brokers have rack information for replica rack aware assignment."
 
@@ -113,16 +119,8 @@ def rack_alternated_broker_list(rack_by_broker: Mapping[int, str]) -> list[int]:
     return out
 
 
-def _validate(n_partitions: int, replication_factor: int, brokers: Sequence[BrokerMetadata]) -> bool:
-    """Kafka's checks, in Kafka's order; returns True for rack-aware mode."""
-    if n_partitions <= 0:
-        raise InvalidPartitionsError("Number of partitions must be larger than 0.")
-    if replication_factor <= 0:
-        raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
-    if replication_factor > len(brokers):
-        raise InvalidReplicationFactorError(
-            f"Replication factor: {replication_factor} larger than available brokers: {len(brokers)}."
-        )
+def _rack_aware(brokers: Sequence[BrokerMetadata]) -> bool:
+    """True when every broker has a rack, False when none has; Kafka's error otherwise."""
     with_rack = sum(1 for b in brokers if b.rack is not None)
     if with_rack == 0:
         return False
@@ -295,7 +293,8 @@ def assign_replicas_to_brokers(
     otherwise both are drawn from ``rng`` (a fresh ``random.Random()`` when None).
     """
     brokers = list(brokers)
-    rack_aware = _validate(n_partitions, replication_factor, brokers)
+    check_counts(n_partitions, replication_factor, len(brokers))
+    rack_aware = _rack_aware(brokers)
     p0 = max(0, start_partition_id)
     return _assign(brokers, rack_aware, range(p0, p0 + n_partitions), replication_factor,
                    fixed_start_index, p0, rng)
@@ -352,7 +351,13 @@ def extend_replicas(
     return out
 
 
-class DefaultReplicaAssignor(ReplicaAssignor):
+# the memo's keys (assignors.memo): a broker layout is (token, rack aware, broker count); a
+# draw is (layout, first partition, partition count, replication factor, start index, shift)
+_Layout = tuple[object, bool, int]
+_DrawKey = tuple[_Layout, int, int, int, int, int]
+
+
+class DefaultReplicaAssignor(ReplicaAssignor, MemoizableAssignor):
     """Kafka's default placement behind the plug-in interface (KIP-660's DefaultReplicaAssignor).
 
     See the module docstring for the algorithm, continuation of existing topics and
@@ -362,19 +367,19 @@ class DefaultReplicaAssignor(ReplicaAssignor):
     name = "default"
 
     def __init__(self) -> None:
-        # memoization (assignors.memo): the layout key of the last view seen, and one small
-        # int per distinct broker layout, so that a key hashes in constant time
-        self._last_view: tuple[ClusterView, tuple] | None = None
-        self._layouts: dict[tuple, int] = {}
+        # memoization (assignors.memo): the layout key of the last view seen, and one token
+        # per distinct broker layout, so that a key hashes in constant time
+        self._last_view: tuple[ClusterView, _Layout | None] | None = None
+        self._layouts: dict[tuple[tuple[int, str | None], ...], object] = {}
 
-    def _layout_key(self, cluster: ClusterView) -> tuple | None:
+    def _layout_key(self, cluster: ClusterView) -> _Layout | None:
         last = self._last_view
         if last is not None and last[0] is cluster:
             return last[1]
         pairs = tuple((b.id, b.rack) for b in cluster.brokers)
         with_rack = sum(1 for _, rack in pairs if rack is not None)
         if with_rack and with_rack != len(pairs):
-            key = None  # mixed racks: the ordinary path raises Kafka's error
+            key: _Layout | None = None  # mixed racks: the ordinary path raises Kafka's error
         else:
             token = self._layouts.get(pairs)
             if token is None:
@@ -385,9 +390,17 @@ class DefaultReplicaAssignor(ReplicaAssignor):
         self._last_view = (cluster, key)
         return key
 
-    def draw(self, topic_name, partitions, replication_factor, cluster, *, rng):
+    def draw(
+        self,
+        topic_name: str | None,
+        partitions: Sequence[int],
+        replication_factor: int,
+        cluster: ClusterView,
+        *,
+        rng: random.Random,
+    ) -> _DrawKey | None:
         """A new topic over consecutive ids: the answer depends on the brokers, the ids, the
-        replication factor and the two draws only."""
+        replication factor and the two draws only (the memo's capability, assignors.memo)."""
         if not (isinstance(partitions, range) and partitions.step == 1 and len(partitions)
                 and partitions.start >= 0):
             return None
@@ -399,8 +412,15 @@ class DefaultReplicaAssignor(ReplicaAssignor):
         start, shift = _draw(layout[2], -1, rng)
         return layout, partitions.start, len(partitions), replication_factor, start, shift
 
-    def assign_drawn(self, key, topic_name, partitions, replication_factor, cluster):
-        (_, rack_aware, _), p0, n, rf, start, shift = key
+    def assign_drawn(
+        self,
+        key: Hashable,
+        topic_name: str | None,
+        partitions: Sequence[int],
+        replication_factor: int,
+        cluster: ClusterView,
+    ) -> Assignment:
+        (_, rack_aware, _), p0, n, rf, start, shift = cast(_DrawKey, key)
         return _assign_drawn(cluster.brokers, rack_aware, range(p0, p0 + n), rf, start, shift, p0)
 
     def assign_replicas_to_brokers(
@@ -415,9 +435,7 @@ class DefaultReplicaAssignor(ReplicaAssignor):
     ) -> Assignment:
         brokers = sorted(cluster.brokers, key=lambda b: b.id)
         requested = _sorted_ids(partitions)
-        rack_aware = _validate(len(requested), replication_factor, brokers)
-        if requested[0] < 0:
-            raise InvalidPartitionsError(f"Partition ids must not be negative, got {requested[0]}.")
+        rack_aware = _rack_aware(brokers)
         current = cluster.topic_assignment(topic_name)
         if not current:  # a new topic: Kafka's creation, starting at the lowest id
             return _assign(brokers, rack_aware, requested, replication_factor, -1, requested[0], rng)
@@ -432,24 +450,12 @@ class DefaultReplicaAssignor(ReplicaAssignor):
         start = next((i for i, b in enumerate(brokers) if b.id >= leader), 0)
         new_ids = [p for p in requested if p not in current]
         raised = [p for p in requested if p in current]
-        known = {b.id for b in brokers}
-        for p in raised:
-            gone = [b for b in current[p] if b not in known]
-            if gone:
-                raise ReplicaAssignorError(
-                    f"Partition {p} of topic {topic_name}: current replicas {gone} are not available brokers."
-                )
-            if len(current[p]) > replication_factor:
-                raise InvalidReplicationFactorError(
-                    f"Partition {p} of topic {topic_name} already has {len(current[p])} replicas; "
-                    f"replication factor {replication_factor} would not be an increase."
-                )
         out: Assignment = {}
         if new_ids:
             p0 = min(len(current), new_ids[0])
             out.update(_assign(brokers, rack_aware, new_ids, replication_factor, start, p0, rng))
         if raised:
-            orders = _assign(brokers, rack_aware, raised, len(known), start, 0, None)
+            orders = _assign(brokers, rack_aware, raised, len(brokers), start, 0, None)
             rack_of = {b.id: b.rack for b in brokers} if rack_aware else None
             for p in raised:
                 out[p] = extend_replicas(current[p], orders[p], replication_factor, rack_of)

@@ -15,6 +15,10 @@ class AssignmentError(Exception):
         self.message = message
 
 
+class InvalidTopicError(AssignmentError):
+    """Kafka's InvalidTopicException (INVALID_TOPIC_EXCEPTION): the topic name breaks Kafka's rule."""
+
+
 class InvalidPartitionsError(AssignmentError):
     """Kafka's InvalidPartitionsException (INVALID_PARTITIONS)."""
 

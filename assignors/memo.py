@@ -7,8 +7,10 @@ Goals
     without the memo.
 
 Constraints
-    - Only assignors that implement :meth:`ReplicaAssignor.draw` take part; for the others,
-      and for requests an assignor's ``draw`` declines, nothing changes.
+    - The plug-in interface does not grow: an assignor takes part only if it also is a
+      :class:`MemoizableAssignor` (an optional capability, declared by inheriting it). For
+      the others, which are never asked to draw, and for requests an assignor's ``draw``
+      declines, nothing changes.
     - A hit returns exactly what :func:`assignors.base.place` would have returned with the
       same ``rng`` state (the property tests compare both paths draw for draw).
     - An entry is validated by :func:`validate_assignment` when it is computed; the key holds
@@ -17,10 +19,10 @@ Constraints
       entries (oldest evicted first). Entries are read-only; callers must not mutate them.
 
 Algorithm
-    ``key = assignor.draw(...)``; on a miss, the shared preconditions, then
-    ``assignor.assign_drawn(key, ...)``, then validation, then the entry is stored. Other
-    layers may attach derived data (the encoded response) to an entry through
-    :meth:`MemoEntry.derived`.
+    For a :class:`MemoizableAssignor`, ``key = assignor.draw(...)``; on a miss, the shared
+    preconditions, then ``assignor.assign_drawn(key, ...)``, then validation, then the
+    entry is stored. Other layers may attach derived data (the encoded response) to an
+    entry through :meth:`MemoEntry.derived`.
 
 Example
     Six brokers, 12 partitions, RF 3 under the default assignor: Kafka's two draws give 36
@@ -29,15 +31,55 @@ Example
 
 from __future__ import annotations
 
+import abc
 import random
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from .base import ANONYMOUS, ReplicaAssignor, check_preconditions, validate_assignment
 from .errors import AssignmentError, ReplicaAssignorError
 from .model import Assignment, ClusterView
 
-__all__ = ["MemoEntry", "PlacementMemo"]
+__all__ = ["MemoEntry", "MemoizableAssignor", "PlacementMemo"]
+
+
+class MemoizableAssignor(abc.ABC):
+    """The optional capability the memo uses: an assignor whose answer is a pure function of
+    a few random draws and a small part of its input.
+
+    A :class:`ReplicaAssignor` declares it by also inheriting this class
+    (``class MyAssignor(ReplicaAssignor, MemoizableAssignor)``) and implementing both methods;
+    a plug-in that does not is placed the ordinary way and never asked to draw.
+    """
+
+    @abc.abstractmethod
+    def draw(
+        self,
+        topic_name: str | None,
+        partitions: Sequence[int],
+        replication_factor: int,
+        cluster: ClusterView,
+        *,
+        rng: random.Random,
+    ) -> Hashable | None:
+        """Make this request's random draws and return a key its answer is a pure function of.
+
+        The key holds everything the answer depends on; ``assign_drawn(key, ...)`` must
+        return exactly what ``assign_replicas_to_brokers`` would have returned with the same
+        ``rng``. Return None, *without drawing*, where that does not hold: the request is
+        then placed the ordinary way, with the ``rng`` untouched.
+        """
+
+    @abc.abstractmethod
+    def assign_drawn(
+        self,
+        key: Hashable,
+        topic_name: str | None,
+        partitions: Sequence[int],
+        replication_factor: int,
+        cluster: ClusterView,
+    ) -> Mapping[int, Sequence[int]]:
+        """The answer for a key returned by :meth:`draw` (only called for such keys)."""
 
 
 class MemoEntry:
@@ -63,7 +105,7 @@ class PlacementMemo:
     def __init__(self, max_entries: int = 4096, max_replicas: int = 1024) -> None:
         self.max_entries = max_entries
         self.max_replicas = max_replicas
-        self._entries: dict[tuple[ReplicaAssignor, Hashable], MemoEntry] = {}
+        self._entries: dict[tuple[MemoizableAssignor, Hashable], MemoEntry] = {}
         self.hits = 0
         self.misses = 0
 
@@ -84,9 +126,11 @@ class PlacementMemo:
         """The entry for this request, or None when it must be placed the ordinary way.
 
         None is returned before any draw is made, so the caller can still call
-        :func:`assignors.base.place` with the same ``rng`` and get the same answer.
+        :func:`assignors.base.place` with the same ``rng`` and get the same answer; always
+        for an assignor that is not a :class:`MemoizableAssignor`.
         """
-        if self.max_entries <= 0 or len(partitions) * replication_factor > self.max_replicas:
+        if (self.max_entries <= 0 or len(partitions) * replication_factor > self.max_replicas
+                or not isinstance(assignor, MemoizableAssignor)):
             return None
         draw = assignor.draw(topic_name, partitions, replication_factor, cluster, rng=rng)
         if draw is None:

@@ -144,7 +144,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 
 from .base import ANONYMOUS, ReplicaAssignor
-from .errors import InvalidPartitionsError, InvalidReplicationFactorError, ReplicaAssignorError
+from .errors import ReplicaAssignorError
+from .flow import BoundedFlow
 from .model import Assignment, BrokerMetadata, ClusterView
 
 __all__ = [
@@ -501,58 +502,6 @@ def _ring_pointers(tree: _Tree, ring: Sequence[list[int] | None], counts: Sequen
     return pointers
 
 
-class _Flow:
-    """A small max-flow (Dinic) on integer capacities."""
-
-    __slots__ = ("graph",)
-
-    def __init__(self, size: int) -> None:
-        self.graph: list[list[list[int]]] = [[] for _ in range(size)]
-
-    def add(self, u: int, v: int, capacity: int) -> list[int]:
-        forward = [v, capacity, len(self.graph[v])]
-        self.graph[u].append(forward)
-        self.graph[v].append([u, 0, len(self.graph[u]) - 1])
-        return forward
-
-    def max_flow(self, source: int, sink: int) -> int:
-        graph, total = self.graph, 0
-        while True:
-            level = [-1] * len(graph)
-            level[source] = 0
-            queue = deque([source])
-            while queue:
-                u = queue.popleft()
-                for v, capacity, _ in graph[u]:
-                    if capacity > 0 and level[v] < 0:
-                        level[v] = level[u] + 1
-                        queue.append(v)
-            if level[sink] < 0:
-                return total
-            it = [0] * len(graph)
-
-            def push(u: int, limit: int) -> int:
-                if u == sink:
-                    return limit
-                while it[u] < len(graph[u]):
-                    edge = graph[u][it[u]]
-                    v, capacity, rev = edge
-                    if capacity > 0 and level[v] == level[u] + 1:
-                        pushed = push(v, min(limit, capacity))
-                        if pushed:
-                            edge[1] -= pushed
-                            graph[v][rev][1] += pushed
-                            return pushed
-                    it[u] += 1
-                return 0
-
-            while True:
-                pushed = push(source, 1 << 60)
-                if not pushed:
-                    break
-                total += pushed
-
-
 def _spread_targets(tree: _Tree, p: Sequence[int]) -> list[int]:
     """The brokers a partition (with counts ``p``) may take next without losing its spread."""
     out: list[int] = []
@@ -618,15 +567,15 @@ def _even_round(tree: _Tree, rings: _Rings, units: list[tuple[list[int], int]],
                 p[node] = 0
                 node = parent[node]
 
-    net = _BoundedFlow(len(kinds) + len(tree.path))
-    source, sink, first_kind = _BoundedFlow.SOURCE, _BoundedFlow.SINK, _BoundedFlow.FIRST
+    net = BoundedFlow(len(kinds) + len(tree.path))
+    source, sink, first_kind = BoundedFlow.SOURCE, BoundedFlow.SINK, BoundedFlow.FIRST
     first_node = first_kind + len(kinds)
     bounded = net.bounded
 
     kind_arcs = []
     for k, members in enumerate(kinds.values()):
         bounded(source, first_kind + k, len(members), len(members))
-        kind_arcs.append([(b, net.add(first_kind + k, first_node + b, len(members))) for b in targets[k]])
+        kind_arcs.append([(b, net.add_edge(first_kind + k, first_node + b, len(members))) for b in targets[k]])
     for node, low, high in bounds:
         bounded(first_node + node, first_node + parent[node], low, high)
     bounded(first_node, sink, len(units), len(units))
@@ -634,43 +583,10 @@ def _even_round(tree: _Tree, rings: _Rings, units: list[tuple[list[int], int]],
         return None
     placed = [0] * len(units)
     for k, members in enumerate(kinds.values()):
-        chosen = [b for b, arc in kind_arcs[k] for _ in range(len(members) - arc[1])]
-        for index, broker_node in zip(members, chosen):
+        chosen = [b for b, arc in kind_arcs[k] for _ in range(net.flow_on(arc))]
+        for index, broker_node in zip(members, chosen, strict=True):
             placed[index] = broker_node
     return placed
-
-
-class _BoundedFlow:
-    """A flow network whose arcs may have lower bounds, solved by the standard reduction:
-    every node's excess goes from a super source to a super sink, and the bounds can be met
-    exactly when that flow saturates. Nodes ``FIRST`` and up are the caller's."""
-
-    SOURCE, SINK, _SUPER_SOURCE, _SUPER_SINK, FIRST = 0, 1, 2, 3, 4
-
-    def __init__(self, nodes: int) -> None:
-        self.flow = _Flow(self.FIRST + nodes)
-        self.excess = [0] * (self.FIRST + nodes)
-
-    def add(self, u: int, v: int, capacity: int):
-        return self.flow.add(u, v, capacity)
-
-    def bounded(self, u: int, v: int, low: int, high: int) -> None:
-        if high > low:
-            self.flow.add(u, v, high - low)
-        self.excess[v] += low
-        self.excess[u] -= low
-
-    def feasible(self, through: int) -> bool:
-        """Close the circulation (``through`` units from sink back to source) and solve."""
-        self.flow.add(self.SINK, self.SOURCE, through)
-        need = 0
-        for node, value in enumerate(self.excess):
-            if value > 0:
-                self.flow.add(self._SUPER_SOURCE, node, value)
-                need += value
-            elif value < 0:
-                self.flow.add(node, self._SUPER_SINK, -value)
-        return self.flow.max_flow(self._SUPER_SOURCE, self._SUPER_SINK) == need
 
 
 def _even_leaders(orders: Sequence[list[int]], leader: list[int], counts: dict[int, int],
@@ -833,8 +749,8 @@ def _even_leader_round(tree: _Tree, orders: Sequence[list[int]], leader: Sequenc
         while node >= 0:
             base[node] -= 1
             node = parent[node]
-    net = _BoundedFlow(len(kinds) + len(tree.path))
-    source, sink, first_kind = _BoundedFlow.SOURCE, _BoundedFlow.SINK, _BoundedFlow.FIRST
+    net = BoundedFlow(len(kinds) + len(tree.path))
+    source, sink, first_kind = BoundedFlow.SOURCE, BoundedFlow.SINK, BoundedFlow.FIRST
     first_node = first_kind + len(kinds)
     bounded = net.bounded
 
@@ -848,15 +764,15 @@ def _even_leader_round(tree: _Tree, orders: Sequence[list[int]], leader: Sequenc
     kind_arcs = []
     for k, (nodes, members) in enumerate(kinds.items()):
         bounded(source, first_kind + k, len(members), len(members))
-        kind_arcs.append([(node, net.add(first_kind + k, first_node + node, len(members)))
+        kind_arcs.append([(node, net.add_edge(first_kind + k, first_node + node, len(members)))
                           for node in nodes])
     bounded(first_node, sink, len(orders), len(orders))
     if not net.feasible(len(orders)):
         return None
     out = [0] * len(orders)
     for k, members in enumerate(kinds.values()):
-        chosen = [broker[node] for node, arc in kind_arcs[k] for _ in range(len(members) - arc[1])]
-        for index, broker_id in zip(members, chosen):
+        chosen = [broker[node] for node, arc in kind_arcs[k] for _ in range(net.flow_on(arc))]
+        for index, broker_id in zip(members, chosen, strict=True):
             out[index] = broker_id
     return out
 
@@ -895,26 +811,11 @@ class MultiLevelRackAssignor(ReplicaAssignor):
 def assign(topic_name: str | None, partitions: Sequence[int], replication_factor: int,
            cluster: ClusterView, rng: random.Random, *, ring_walk: bool = True) -> Assignment:
     """The assignor as a function. ``ring_walk=False`` always uses the count rule (for tests
-    that check the plain ring walk gives the same answer where it is used)."""
+    that check the plain ring walk gives the same answer where it is used). The request is
+    valid (:func:`assignors.validate.check_request`, run once by :func:`assignors.base.place`)."""
     requested = sorted(set(partitions))
-    if requested and requested[0] < 0:
-        raise InvalidPartitionsError(f"Partition ids must not be negative, got {requested[0]}.")
     tree = _Tree(rack_paths(cluster.brokers))
     current = cluster.topic_assignment(topic_name)
-    node_of, broker_of = tree.node_of_broker, tree.broker
-    for p in requested:
-        if p not in current:
-            continue
-        gone = [b for b in current[p] if b not in node_of]
-        if gone:
-            raise ReplicaAssignorError(
-                f"Partition {p} of topic {topic_name}: current replicas {gone} are not available brokers."
-            )
-        if len(current[p]) > replication_factor:
-            raise InvalidReplicationFactorError(
-                f"Partition {p} of topic {topic_name} already has {len(current[p])} replicas; "
-                f"replication factor {replication_factor} would not be an increase."
-            )
     fenced = cluster.fenced
     new_ids = [p for p in requested if p not in current]
     if new_ids and len(fenced) == len(cluster.brokers):
@@ -923,92 +824,129 @@ def assign(topic_name: str | None, partitions: Sequence[int], replication_factor
 
     draws = {node: rng.randrange(len(tree.children[node]))
              for node in tree.inner_nodes() if len(tree.children[node]) > 1}
-    out: Assignment = {}
     counts = tree.counts(current.values())
-    rings = None
-
     # 1. replication factor raised: one more replica per partition and round
     grown = {p: list(current[p]) for p in requested if p in current}
     if any(len(r) < replication_factor for r in grown.values()):
-        rings = _Rings(tree, _rings(tree, draws, counts, current), counts, fenced)
-        while True:
-            short = [p for p in grown if len(grown[p]) < replication_factor]
-            if not short:
-                break
-            units = []
-            for p in short:
-                existing = [node_of[b] for b in grown[p]]
-                rings.enter(existing)
-                placed = rings.walk()
-                rings.leave(existing + [placed])
-                units.append((existing, placed))
-            better = None
-            final = _round_bounds(tree, rings.t)
-            if final is not None:
-                better = _even_round(tree, rings, units, final)
-            for p, (_, placed) in zip(short, units):
-                grown[p].append(broker_of[placed])
-            if better is not None:
-                for p, placed in zip(short, better):
-                    grown[p][-1] = broker_of[placed]
-                rings.reset(tree.counts({**current, **grown}.values()))
-        counts = list(rings.t)
-    out.update(grown)
+        counts = _grow(tree, draws, counts, current, grown, replication_factor, fenced)
+    out: Assignment = dict(grown)
     if not new_ids:
         return {p: out[p] for p in requested}
 
-    # 2. new partitions, in id order
+    # 2. new partitions, in id order: replicas from the rings, then leaders evened out
     ring = _rings(tree, draws, counts, {**current, **grown})
     led = tree.counts([r[0]] for r in current.values() if r)
     order_of = _leader_keys(tree)
     pointers = _ring_pointers(tree, ring, counts, replication_factor) if ring_walk and not fenced else None
-    rf = replication_factor
     if pointers is not None:
-        sequence = _ring_sequence(tree, ring, pointers, len(new_ids) * rf)
-        orders = [sequence[i:i + rf] for i in range(0, len(sequence), rf)]
-        # the key of _least_leading, fast: broker counts first, subtrees only on a tie
-        own = {b: led[n] for b, n in node_of.items()}
-        ups = {b: nodes[1:] for b, nodes in order_of.items()}
-        above = {b: itemgetter(*nodes) if len(nodes) > 1 else (lambda c, n=nodes[0]: (c[n],))
-                 for b, nodes in ups.items() if nodes}
-        leader_of = []
-        lead = leader_of.append
-        for chosen in orders:
-            best = chosen[0]
-            low = own[best]
-            tied = None
-            for broker_id in chosen:
-                value = own[broker_id]
-                if value < low:
-                    best, low, tied = broker_id, value, None
-                elif value == low and broker_id != best and above:
-                    if tied is None:
-                        tied = above[best](led)
-                    key = above[broker_id](led)
-                    if key < tied:
-                        best, tied = broker_id, key
-            own[best] = low + 1
-            for node in ups[best]:
-                led[node] += 1
-            lead(best)
-        for broker_id, node in node_of.items():
-            led[node] = own[broker_id]
+        sequence = _ring_sequence(tree, ring, pointers, len(new_ids) * replication_factor)
+        orders = [sequence[i:i + replication_factor] for i in range(0, len(sequence), replication_factor)]
+        leader_of = _ring_leaders(tree, orders, led, order_of)
     else:
-        rings = _Rings(tree, ring, counts, fenced)
-        orders, leader_of = [], []
-        for _ in new_ids:
-            placed = [rings.walk() for _ in range(rf)]
-            chosen = [broker_of[n] for n in placed]
+        orders, leader_of = _walk_new(tree, ring, counts, fenced, len(new_ids), replication_factor,
+                                      led, order_of)
+    leader_of = _even_out_leaders(tree, current, orders, leader_of, led, order_of, fenced)
+    for p, chosen, best in zip(new_ids, orders, leader_of, strict=True):
+        if chosen[0] != best:
+            chosen.remove(best)
+            chosen.insert(0, best)
+        out[p] = chosen
+    return {p: out[p] for p in requested}
+
+
+def _grow(tree: _Tree, draws: Mapping[int, int], counts: list[int], current: Mapping[int, Sequence[int]],
+          grown: dict[int, list[int]], replication_factor: int, fenced: frozenset[int]) -> list[int]:
+    """Raise ``grown``'s partitions to ``replication_factor`` in place, one replica per partition
+    and round (evened out per round where the bounds are known); the node counts after it."""
+    node_of, broker_of = tree.node_of_broker, tree.broker
+    rings = _Rings(tree, _rings(tree, draws, counts, current), counts, fenced)
+    while True:
+        short = [p for p in grown if len(grown[p]) < replication_factor]
+        if not short:
+            break
+        units = []
+        for p in short:
+            existing = [node_of[b] for b in grown[p]]
+            rings.enter(existing)
+            placed = rings.walk()
+            rings.leave(existing + [placed])
+            units.append((existing, placed))
+        better = None
+        final = _round_bounds(tree, rings.t)
+        if final is not None:
+            better = _even_round(tree, rings, units, final)
+        for p, (_, placed) in zip(short, units, strict=True):
+            grown[p].append(broker_of[placed])
+        if better is not None:
+            for p, placed in zip(short, better, strict=True):
+                grown[p][-1] = broker_of[placed]
+            rings.reset(tree.counts({**current, **grown}.values()))
+    return list(rings.t)
+
+
+def _ring_leaders(tree: _Tree, orders: Sequence[list[int]], led: list[int],
+                  order_of: Mapping[int, list[int]]) -> list[int]:
+    """Each new partition's least-leading replica (:func:`_least_leading`'s key, fast: broker
+    counts first, subtrees only on a tie); ``led`` is updated."""
+    node_of = tree.node_of_broker
+    own = {b: led[n] for b, n in node_of.items()}
+    ups = {b: nodes[1:] for b, nodes in order_of.items()}
+    above = {b: itemgetter(*nodes) if len(nodes) > 1 else (lambda c, n=nodes[0]: (c[n],))
+             for b, nodes in ups.items() if nodes}
+    leader_of: list[int] = []
+    lead = leader_of.append
+    for chosen in orders:
+        best = chosen[0]
+        low = own[best]
+        tied = None
+        for broker_id in chosen:
+            value = own[broker_id]
+            if value < low:
+                best, low, tied = broker_id, value, None
+            elif value == low and broker_id != best and above:
+                if tied is None:
+                    tied = above[best](led)
+                key = above[broker_id](led)
+                if key < tied:
+                    best, tied = broker_id, key
+        own[best] = low + 1
+        for node in ups[best]:
+            led[node] += 1
+        lead(best)
+    for broker_id, node in node_of.items():
+        led[node] = own[broker_id]
+    return leader_of
+
+
+def _walk_new(tree: _Tree, ring: list[list[int] | None], counts: list[int], fenced: frozenset[int], n: int,
+              rf: int, led: list[int], order_of: Mapping[int, list[int]]) -> tuple[list[list[int]], list[int]]:
+    """The plain ring walk for ``n`` new partitions (fenced brokers never lead): their replicas
+    and leaders; ``led`` is updated."""
+    broker_of = tree.broker
+    rings = _Rings(tree, ring, counts, fenced)
+    orders: list[list[int]] = []
+    leader_of: list[int] = []
+    for _ in range(n):
+        placed = [rings.walk() for _ in range(rf)]
+        chosen = [broker_of[node] for node in placed]
+        best = _least_leading(chosen, led, order_of, fenced)
+        if best is None:
+            rings.swap_for_unfenced(placed)
+            chosen = [broker_of[node] for node in placed]
             best = _least_leading(chosen, led, order_of, fenced)
-            if best is None:
-                rings.swap_for_unfenced(placed)
-                chosen = [broker_of[n] for n in placed]
-                best = _least_leading(chosen, led, order_of, fenced)
-            rings.leave(placed)
-            for node in order_of[best]:
-                led[node] += 1
-            orders.append(chosen)
-            leader_of.append(best)
+        rings.leave(placed)
+        for node in order_of[best]:
+            led[node] += 1
+        orders.append(chosen)
+        leader_of.append(best)
+    return orders, leader_of
+
+
+def _even_out_leaders(tree: _Tree, current: Mapping[int, Sequence[int]], orders: Sequence[list[int]],
+                      leader_of: list[int], led: list[int], order_of: Mapping[int, list[int]],
+                      fenced: frozenset[int]) -> list[int]:
+    """Leaders even per broker, then at every level of the tree (exactly, per round, on balanced trees)."""
+    node_of = tree.node_of_broker
     leaders = {b: led[n] for b, n in node_of.items() if b not in fenced}
     if leaders and max(leaders.values()) - min(leaders.values()) > 1:
         _even_leaders(orders, leader_of, leaders, fenced)
@@ -1022,12 +960,7 @@ def assign(topic_name: str | None, partitions: Sequence[int], replication_factor
         exact = _even_leader_round(tree, orders, leader_of, led)
         if exact is not None:
             leader_of = exact
-    for p, chosen, best in zip(new_ids, orders, leader_of):
-        if chosen[0] != best:
-            chosen.remove(best)
-            chosen.insert(0, best)
-        out[p] = chosen
-    return {p: out[p] for p in requested}
+    return leader_of
 
 
 _HISTORY_LIMIT = 100

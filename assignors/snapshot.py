@@ -2,12 +2,14 @@
 
 ::
 
-    {"brokers":    [{"id": 0, "rack": "/dc1/rack-a", "alive": true, "host": "...", "port": 9092}, ...],
+    {"brokers":    [{"id": 0, "rack": "/dc1/rack-a", "alive": true, "host": "...", "port": 9092,
+                     "capacity_bytes": 4000000000000}, ...],
      "partitions": [{"topic": "t", "partition": 0, "replicas": [0, 1, 2],
                      "leader": 0, "isr": [0, 1], "size_bytes": 123}, ...]}
 
 Only ``brokers[].id`` and, for partitions, ``topic``, ``partition`` and ``replicas`` are
-required. The first replica is the preferred leader. Negative replica ids are KIP-409
+required. ``size_bytes`` (a partition's log size on one replica) and ``capacity_bytes`` (a
+broker's disk) are integers >= 0 when given. The first replica is the preferred leader. Negative replica ids are KIP-409
 placeholders; replica ids missing from ``brokers`` are unknown (dead) brokers.
 Parsing is pure: callers read the file and hand over the decoded JSON.
 """
@@ -38,6 +40,7 @@ class BrokerEntry:
     alive: bool = True
     host: str | None = None
     port: int | None = None
+    capacity_bytes: int | None = None
 
     @property
     def metadata(self) -> BrokerMetadata:
@@ -128,6 +131,8 @@ class ClusterSnapshot:
                 d["host"] = b.host
             if b.port is not None:
                 d["port"] = b.port
+            if b.capacity_bytes is not None:
+                d["capacity_bytes"] = b.capacity_bytes
             brokers.append(d)
         parts = []
         for p in self.partitions:
@@ -146,6 +151,13 @@ def _int(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise SnapshotError(f"{where} must be an integer, got {value!r}")
     return value
+
+
+def _bytes(value: Any, where: str) -> int:
+    count = _int(value, where)
+    if count < 0:
+        raise SnapshotError(f"{where} must be >= 0, got {count}")
+    return count
 
 
 def _broker(i: int, b: Any) -> BrokerEntry:
@@ -171,7 +183,10 @@ def _broker(i: int, b: Any) -> BrokerEntry:
     port = b.get("port")
     if port is not None:
         port = _int(port, f"{where}.port")
-    return BrokerEntry(bid, rack, alive, host, port)
+    capacity = b.get("capacity_bytes")
+    if capacity is not None:
+        capacity = _bytes(capacity, f"{where}.capacity_bytes")
+    return BrokerEntry(bid, rack, alive, host, port, capacity)
 
 
 def _partition(i: int, p: Any) -> PartitionEntry:
@@ -203,7 +218,7 @@ def _partition(i: int, p: Any) -> PartitionEntry:
         isr = tuple(_int(r, f"{where}.isr[]") for r in isr)
     size = p.get("size_bytes")
     if size is not None:
-        size = _int(size, f"{where}.size_bytes")
+        size = _bytes(size, f"{where}.size_bytes")
     return PartitionEntry(topic, part, replicas, leader, isr, size)
 
 
@@ -248,13 +263,13 @@ def _distinct_partitions(partitions: tuple[PartitionEntry, ...]) -> bool:
         # distinct for distinct pairs since 0 <= partition < width
         number = {t: i for i, t in enumerate(dict.fromkeys(topics))}
         width = max(parts) + 1
-        keys: set = set(map(add, map(mul, map(number.__getitem__, topics), repeat(width)), parts))
+        keys: set[object] = set(map(add, map(mul, map(number.__getitem__, topics), repeat(width)), parts))
     else:
-        keys = set(zip(topics, parts))
+        keys = set(zip(topics, parts, strict=True))
     return len(keys) == len(partitions)
 
 
-def _partitions_in_bulk(raw: list) -> tuple[PartitionEntry, ...] | None:
+def _partitions_in_bulk(raw: list[Any]) -> tuple[PartitionEntry, ...] | None:
     """The entries of ``raw`` when every one is valid and plainly typed, else ``None``."""
     if not raw:
         return ()
@@ -279,8 +294,12 @@ def _partitions_in_bulk(raw: list) -> tuple[PartitionEntry, ...] | None:
         return None
     if sum(map(len, map(set, reps))) != sum(map(len, reps)):
         return None
-    # optional: leader and size_bytes an int or null, isr a list of ints or null; when every
-    # entry has just the three required keys, none is there
+    # optional: leader an int or null, size_bytes an int >= 0 or null (``filter`` drops the
+    # nulls and zeros), isr a list of ints or null; when every entry has just the three
+    # required keys, none is there
+    leaders: list[Any]
+    sizes: list[Any]
+    isrs: list[Any]
     if max(map(len, raw)) == 3:
         leaders = sizes = isrs = [None] * len(raw)
     else:
@@ -288,6 +307,8 @@ def _partitions_in_bulk(raw: list) -> tuple[PartitionEntry, ...] | None:
         sizes = list(map(dict.get, raw, repeat("size_bytes")))
         isrs = list(map(dict.get, raw, repeat("isr")))
         if not set(map(type, leaders)) <= _INT_OR_NONE or not set(map(type, sizes)) <= _INT_OR_NONE:
+            return None
+        if min(filter(None, sizes), default=0) < 0:
             return None
         isr_types = set(map(type, isrs))
         if not isr_types <= _LIST_OR_NONE:
@@ -310,7 +331,7 @@ def _partitions_in_bulk(raw: list) -> tuple[PartitionEntry, ...] | None:
     )
 
 
-def _build(cls: type, **columns: Any) -> tuple:
+def _build(cls: type, **columns: Any) -> tuple[Any, ...]:
     """Instances of the frozen, slotted dataclass ``cls`` from one column per field.
 
     Each field is set through its slot descriptor, as the generated ``__init__`` does through
@@ -324,7 +345,7 @@ def _build(cls: type, **columns: Any) -> tuple:
     if hasattr(cls, "__post_init__"):
         return tuple(map(cls, *columns.values()))
     n = len(columns[names[0]])
-    objs = tuple(map(object.__new__, repeat(cls, n)))
+    objs: tuple[Any, ...] = tuple(map(object.__new__, repeat(cls, n)))
     for name, column in columns.items():
         deque(map(getattr(cls, name).__set__, objs, column), maxlen=0)
     return objs

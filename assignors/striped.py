@@ -14,7 +14,10 @@ Constraints (hard)
       order: ``"Invalid replication factor {rf}: the replication factor must be positive."``,
       then ``"All brokers are currently fenced."``, then ``"The target replication factor of
       {rf} cannot be reached because only {n} broker(s) are registered."`` (:class:`RackList`
-      itself checks the last two the other way round, as Kafka's does).
+      itself checks the last two the other way round, as Kafka's does). These are the placer's
+      own checks, kept with Kafka's words; the request-level rules (the replication factor of
+      existing partitions only raised, their replicas on known brokers) are
+      :mod:`assignors.validate`'s, checked once by :func:`assignors.base.place`.
     - Random draws come only from the injected ``rng`` (``rng.randrange(n)``, Java's
       ``nextInt(n)``) and :func:`java_shuffle`, in Kafka's order, so a Java-compatible
       random source reproduces Kafka's test vectors.
@@ -307,12 +310,6 @@ class StripedReplicaAssignor(ReplicaAssignor):
             if p not in current:
                 out[p] = rack_list.place(replication_factor)
         raised = [p for p in requested if p in current]
-        for p in raised:
-            if len(current[p]) > replication_factor:
-                raise InvalidReplicationFactorError(
-                    f"Partition {p} of topic {topic_name} already has {len(current[p])} replicas; "
-                    f"replication factor {replication_factor} would not be an increase."
-                )
         if raised:
             rack_of = {b.id: b.rack for b in cluster.brokers} if cluster.has_racks else None
             everyone = len(usable)

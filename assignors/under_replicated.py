@@ -51,9 +51,10 @@ import random
 from collections import Counter
 from collections.abc import Container, Mapping, Sequence
 
-from .base import ANONYMOUS, ReplicaAssignor, place, validate_assignment
+from .base import ANONYMOUS, ReplicaAssignor, place
 from .errors import InvalidReplicationFactorError, ReplicaAssignorError
 from .model import Assignment, ClusterView
+from .validate import validate_assignment
 
 
 def observed_view(cluster: ClusterView) -> ClusterView:

@@ -73,7 +73,7 @@ def main() -> int:
     os.environ["PYSPARK_SUBMIT_ARGS"] = (f"--master local[{a.cores}] --driver-memory {a.driver_memory} "
                                          "pyspark-shell")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from planner.outputs import PlanSettings
+    from planner.settings import PlanSettings
     from planner.pipeline import run_pipeline, session
 
     out = os.path.join(a.work, f"fleet-out-{a.clusters}")

@@ -12,9 +12,13 @@ in :mod:`planner.outputs`. Bad input: one line on stderr, exit code 2, nothing w
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
 
-from planner.outputs import MODES, PlanSettings, make_plan, render_outputs, write_outputs
+from planner.log_dirs import merge_sizes, read_log_dirs
+from planner.outputs import render_outputs, write_outputs
+from planner.settings import MODES, PlanSettings, make_plan
 from planner.sources import SourceError
 
 from .state import add_input_arguments, input_name, load_input
@@ -80,6 +84,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--spark", action="store_true",
                         help="plan through the Spark pipeline even for one snapshot")
     parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
+    parser.add_argument("--log-dirs", metavar="FILE",
+                        help="partition sizes from the output of kafka-log-dirs.sh --describe "
+                             "(replacing the snapshot's size_bytes)")
+    parser.add_argument("--timings", action="store_true",
+                        help="print the seconds of each phase to stderr as one JSON line")
     parser.set_defaults(run=run)
     return parser
 
@@ -101,16 +110,26 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, "fleet", None) or args.spark:
             from planner.pipeline import run_pipeline
 
+            if args.log_dirs:
+                raise SourceError("--log-dirs sizes the one cluster planned here, not with --fleet or --spark")
             if args.spark and args.snapshot is None and not args.fleet:
                 raise SourceError("--spark plans a --snapshot FILE or a --fleet DIR")
             summary = run_pipeline(args.fleet or args.snapshot, args.out, settings,
                                    charts=not args.no_charts, progress=True)
             print(summary)
             return 0 if "failed" not in summary else 1
-        snapshot = load_input(args)
+        marks = [("start", time.perf_counter())]
+        snapshot = load_input(args, with_sizes=True)
+        marks.append(("load", time.perf_counter()))
+        if args.log_dirs:
+            snapshot = merge_sizes(snapshot, read_log_dirs(args.log_dirs), args.log_dirs)
+            marks.append(("log_dirs", time.perf_counter()))
         plan = make_plan(snapshot, settings)
+        marks.append(("plan", time.perf_counter()))
         files = render_outputs(plan, settings, charts=not args.no_charts)
+        marks.append(("render", time.perf_counter()))
         write_outputs(files, args.out)
+        marks.append(("write", time.perf_counter()))
     except (SourceError, ValueError, OSError) as exc:
         print(f"replica-assignor balance: error: {exc}", file=sys.stderr)
         return 2
@@ -119,4 +138,7 @@ def run(args: argparse.Namespace) -> int:
           f"wrote {len(files)} files to {args.out}")
     for note in plan.notes:
         print(f"note: {note}")
+    if args.timings:
+        seconds = {f"{name}_s": round(end - begin, 3) for (_, begin), (name, end) in zip(marks, marks[1:], strict=False)}
+        print(json.dumps(seconds), file=sys.stderr)
     return 0

@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from protocol.client import parse_bootstrap
-    from protocol.vectors import VectorFileError, load_vectors
+    from conformance.vectors import VectorFileError, load_vectors
 
     from .common import CommandError, fail
 
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_server(vectors, host: str, port: int, exact: bool, timeout: float) -> int:
-    from protocol.conformance import check_server
+    from conformance.runner import check_server
 
     report = check_server(vectors, host, port, exact=exact, timeout=timeout)
     print(report.format(), flush=True)
@@ -80,7 +80,7 @@ def _check_server(vectors, host: str, port: int, exact: bool, timeout: float) ->
 
 
 async def _listen(vectors, host: str, port: int, max_requests: int | None) -> int:
-    from protocol.conformance import VectorListener
+    from conformance.listener import VectorListener
 
     listener = VectorListener(vectors, host, port, max_requests=max_requests,
                               on_event=lambda line: print(line, flush=True))

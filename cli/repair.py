@@ -65,9 +65,12 @@ def load_cluster(args: argparse.Namespace) -> tuple[ClusterSnapshot, frozenset[i
         except SnapshotError as exc:
             raise CommandError(f"snapshot {args.snapshot}: {exc}", 2) from None
     else:
-        from server.cluster_source import describe_live_cluster
+        from protocol.cluster_reader import read_live_cluster
 
-        snapshot, _fenced = describe_live_cluster(args.bootstrap_server, args.timeout_ms)
+        read = read_live_cluster(args.bootstrap_server, request_timeout_ms=args.timeout_ms)
+        for note in read.notes():
+            print(f"replica-assignor repair: note: {note}", file=sys.stderr)
+        snapshot = read.snapshot
     if args.observed_path is None:
         return snapshot, frozenset()
     from server.cluster_source import observed_offline

@@ -13,7 +13,8 @@ import argparse
 import json
 import sys
 
-from planner.sources import SourceError, from_bootstrap, load_snapshot, read_describe
+from assignors.snapshot import ClusterSnapshot
+from planner.sources import SourceError, load_snapshot, read_bootstrap, read_describe
 from planner.state import describe, render
 
 
@@ -32,12 +33,17 @@ def add_input_arguments(parser: argparse.ArgumentParser, *, fleet: bool = False)
                         help="with --describe: lines '<broker id> [<rack>] [dead]', every live broker")
 
 
-def load_input(args: argparse.Namespace):
-    """The snapshot named by the input arguments (not a fleet)."""
+def load_input(args: argparse.Namespace, *, with_sizes: bool = False) -> ClusterSnapshot:
+    """The snapshot named by the input arguments (not a fleet). A live cluster is read with
+    partition sizes when ``with_sizes``; what its snapshot could not hold (left-out topics,
+    fenced brokers, unknown sizes) is printed on stderr as ``note:`` lines."""
     if args.snapshot:
         return load_snapshot(args.snapshot)
     if args.bootstrap_server:
-        return from_bootstrap(args.bootstrap_server)
+        read = read_bootstrap(args.bootstrap_server, with_sizes=with_sizes)
+        for note in read.notes():
+            print(f"note: {note}", file=sys.stderr)
+        return read.snapshot
     if not args.racks:
         raise SourceError("--describe needs --racks FILE (which broker is on which rack)")
     return read_describe(args.describe, args.racks)

@@ -10,8 +10,8 @@ function ``snapshot -> Plan`` (:mod:`planner.plan`):
 - :mod:`planner.replica_balance` - ``replica_balance(snapshot, threshold=10)``: fewest moves;
 - :mod:`planner.cluster_balance` - ``cluster_balance(...)``: both, with budgets.
 
-Around it: :mod:`planner.outputs` (Kafka's reassignment and leader-election JSON, report,
-charts), :mod:`planner.sources` (snapshot files, ``kafka-topics.sh --describe`` text, a live
+Around it: :mod:`planner.settings` (what a plan is asked for, and ``make_plan``),
+:mod:`planner.outputs` (Kafka's reassignment and leader-election JSON, report, charts), :mod:`planner.sources` (snapshot files, ``kafka-topics.sh --describe`` text, a live
 cluster) and :mod:`planner.pipeline` (the Spark job for fleets). The command line is
 ``cli.state`` and ``cli.balance``.
 """

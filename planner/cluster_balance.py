@@ -39,6 +39,6 @@ def cluster_balance(snapshot: ClusterSnapshot, *, threshold: float | int | str =
     with gc_paused():
         work = Working(snapshot, forgotten)
         balance_replicas(work, threshold=threshold, max_moves=max_moves,
-                         max_leader_changes=max_leader_changes, leaders_too=True)
+                         max_leader_changes=max_leader_changes)
         balance_leaders(work, max_leader_changes=max_leader_changes, baseline=snapshot)
         return work.plan()

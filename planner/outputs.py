@@ -23,59 +23,15 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
-from assignors.snapshot import ClusterSnapshot, PartitionEntry
+from assignors.snapshot import PartitionEntry
 
+from .charts import render_charts
 from .plan import Plan
-
+from .report import render_report
+from .settings import PlanSettings
 
 BATCH = re.compile(r"reassignment-\d{4}\.json")
-
-
-@dataclass(frozen=True, slots=True)
-class PlanSettings:
-    """How the plan was asked for (echoed in the report)."""
-
-    mode: str
-    threshold: float | int | str = 10
-    max_moves: int | None = None
-    max_leader_changes: int | None = None
-    batch_size: int | None = None
-    forgotten: tuple[int, ...] = ()
-    source: str = ""
-
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        for name in ("max_moves", "max_leader_changes"):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ValueError(f"{name.replace('_', '-')} must be >= 0, got {value}")
-        if self.batch_size is not None and self.batch_size < 1:
-            raise ValueError(f"batch-size must be >= 1, got {self.batch_size}")
-
-
-MODES = ("leader", "replica", "cluster", "repair")
-
-
-def make_plan(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
-    """The plan a mode asks for: the one entry point of the command line and the pipeline."""
-    from .cluster_balance import cluster_balance
-    from .leader_balance import leader_balance
-    from .repair import repair
-    from .replica_balance import replica_balance
-
-    if settings.mode == "leader":
-        return leader_balance(snapshot, max_leader_changes=settings.max_leader_changes,
-                              forgotten=settings.forgotten)
-    if settings.mode == "replica":
-        return replica_balance(snapshot, threshold=settings.threshold, max_moves=settings.max_moves,
-                               forgotten=settings.forgotten)
-    if settings.mode == "repair":
-        return repair(snapshot, settings.forgotten, max_moves=settings.max_moves)
-    return cluster_balance(snapshot, threshold=settings.threshold, max_moves=settings.max_moves,
-                           max_leader_changes=settings.max_leader_changes, forgotten=settings.forgotten)
 
 
 def _lines(head: str, items: Iterable[str], tail: str) -> str:
@@ -110,8 +66,6 @@ def _csv(text: str) -> str:
 
 def render_outputs(plan: Plan, settings: PlanSettings, *, charts: bool = True) -> dict[str, bytes]:
     """Every output file of a plan, by name, in a fixed order."""
-    from .report import render_report
-
     changed = plan.changed()
     before = {(p.topic, p.partition): p for p in plan.before.partitions} if changed else {}
     files: dict[str, bytes] = {"reassignment.json": reassignment_json(changed).encode()}
@@ -125,8 +79,6 @@ def render_outputs(plan: Plan, settings: PlanSettings, *, charts: bool = True) -
     files["moves.csv"] = moves_csv(plan).encode()
     files["report.md"] = render_report(plan, settings).encode()
     if charts:
-        from .charts import render_charts
-
         files.update(render_charts(plan))
     return files
 

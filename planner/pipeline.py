@@ -8,7 +8,7 @@ Extract, transform and load are kept apart:
 - *transform* (pure ``DataFrame -> DataFrame`` functions): :func:`normalise`,
   :func:`broker_rows`, :func:`partition_rows`, :func:`validation_errors`, :func:`broker_state`,
   :func:`rack_state`, :func:`topic_state`, :func:`plan_clusters` (each cluster is planned inside
-  an executor: ``cogroup(...).applyInPandas`` calls the same :func:`planner.outputs.make_plan`
+  an executor: ``cogroup(...).applyInPandas`` calls the same :func:`planner.settings.make_plan`
   and :func:`planner.outputs.render_outputs` as the command line, so the files are
   byte-identical), :func:`plan_rows`, :func:`metrics`.
 - *load* (:func:`run_pipeline`): ``<out>/<cluster id>/`` gets the plan files of each cluster,
@@ -31,7 +31,8 @@ import threading
 import time
 from typing import Any
 
-from planner.outputs import MODES, PlanSettings, make_plan, render_outputs, write_outputs
+from planner.outputs import render_outputs, write_outputs
+from planner.settings import MODES, PlanSettings, make_plan
 
 APP_NAME = "replica-assignor-planner"
 

@@ -2,7 +2,7 @@
 
 Every balancing rule (``repair``, ``leader_balance``, ``replica_balance``) is a pure function
 ``snapshot -> Plan``. A plan never mutates its input: ``after`` is a new snapshot that shares the
-unchanged partition entries with ``before``. Plans compose with :meth:`Plan.then`.
+unchanged partition entries with ``before``.
 
 Inside a rule, :class:`Working` is the rule's private scratch copy of the replica lists: it is
 created by the rule, never handed to another rule, and dropped once the plan is built.
@@ -50,10 +50,6 @@ class Plan:
     notes: tuple[str, ...] = ()
     bounds: tuple[tuple[str, int], ...] = ()
 
-    @classmethod
-    def empty(cls, snapshot: ClusterSnapshot, notes: Iterable[str] = ()) -> Plan:
-        return cls(snapshot, snapshot, (), tuple(notes))
-
     @property
     def replica_moves(self) -> int:
         return sum(1 for m in self.moves if m.kind is not MoveKind.LEADER)
@@ -96,15 +92,6 @@ class Plan:
         first = {(p.topic, p.partition): p.replicas[0] for p in self.before.partitions}
         return tuple(p for p in self.changed() if first[(p.topic, p.partition)] != p.replicas[0])
 
-    def then(self, other: Plan) -> Plan:
-        """This plan followed by ``other`` (which must start where this one ends)."""
-        if other.before is not self.after and other.before != self.after:
-            raise ValueError("plans do not chain: the second does not start where the first ends")
-        return Plan(
-            self.before, other.after, self.moves + other.moves, self.notes + other.notes,
-            self.bounds + other.bounds,
-        )
-
 
 class Working:
     """A rule's private scratch copy of a snapshot's replica lists, indexed by position.
@@ -115,7 +102,7 @@ class Working:
     """
 
     __slots__ = (
-        "added", "bounds", "eligible", "eligible_set", "forgotten", "moves", "notes", "order",
+        "bounds", "eligible", "eligible_set", "forgotten", "moves", "notes", "order",
         "original", "rack_of", "replicas", "snapshot", "touched", "tree",
     )
 
@@ -133,51 +120,65 @@ class Working:
         self.tree = RackTree.of(self.rack_of)
         self.moves: list[tuple[int, int, int, MoveKind]] = []
         self.touched: set[int] = set()
-        self.added: dict[int, set[int]] = {}   # partition -> brokers a move brought in
         self.notes: list[str] = []
         self.bounds: dict[str, int] = {}
 
     def record(self, index: int, source: int, destination: int, kind: MoveKind) -> None:
         self.moves.append((index, source, destination, kind))
         self.touched.add(index)
-        if kind is not MoveKind.LEADER:
-            self.added.setdefault(index, set()).add(destination)
-
-    def held(self, index: int, broker: int) -> bool:
-        """Has ``broker`` held a replica of the partition at any point of this plan? A rule never
-        brings a replica back to a broker it left: every move is then a real data move, and
-        chains of moves of one replica merge into one (:meth:`_collapsed`)."""
-        return (broker in self.replicas[index] or broker in self.original[index]
-                or broker in self.added.get(index, ()))
 
     def counts(self) -> dict[int, int]:
         """Replicas per eligible broker in the current working lists."""
         every = Counter(chain.from_iterable(self.replicas))
         return {b: every.get(b, 0) for b in self.eligible}
 
+    def byte_counts(self) -> dict[int, int]:
+        """Bytes per eligible broker in the current working lists (unsized partitions weigh 0)."""
+        sizes = [p.size_bytes or 0 for p in self.snapshot.partitions]
+        out = dict.fromkeys(self.eligible, 0)
+        for i, reps in enumerate(self.replicas):
+            w = sizes[i]
+            if w:
+                for b in reps:
+                    if b in out:
+                        out[b] += w
+        return out
+
     def _collapsed(self) -> list[tuple[int, int, int, MoveKind]]:
-        """The moves with chains merged: a replica repaired onto ``b`` and then moved from ``b``
-        to ``c`` is one move to ``c`` (of the first kind); moved back, it is no move at all."""
-        out: list[tuple[int, int, int, MoveKind] | None] = []
-        placed: dict[int, dict[int, int]] = {}   # partition -> broker -> index in out
+        """The net moves, partition by partition at the place of its first move: the replicas
+        that left the list, each paired with one that came in (a ``repair`` when the broker left
+        is not eligible), then the reorders that turn the result into the working list (a
+        replica moved from ``b`` to ``c`` and back is no move; one repaired onto ``b`` and moved
+        on to ``c`` is one repair to ``c``), then the rule's own reorders (``leader`` moves)."""
+        data: dict[int, list[tuple[int, int]]] = {}
+        leader: dict[int, list[tuple[int, int]]] = {}
+        first: list[int] = []
         for i, src, dst, kind in self.moves:
-            if kind is MoveKind.LEADER:
-                placed.pop(i, None)     # a reorder in between: later moves stay separate
+            if i not in data:
+                first.append(i)
+                data[i] = []
+                leader[i] = []
+            (leader if kind is MoveKind.LEADER else data)[i].append((src, dst))
+        out: list[tuple[int, int, int, MoveKind]] = []
+        for i in first:
+            middle = list(self.original[i])
+            for src, dst in data[i]:
+                middle[middle.index(src)] = dst
+            current = list(self.original[i])
+            came = [b for b in middle if b not in current]
+            went = [b for b in current if b not in middle]
+            for src, dst in zip(went, came, strict=True):
+                kind = MoveKind.REPLICA if src in self.eligible_set else MoveKind.REPAIR
                 out.append((i, src, dst, kind))
-                continue
-            here = placed.setdefault(i, {})
-            k = here.pop(src, None)
-            if k is None:
-                here[dst] = len(out)
-                out.append((i, src, dst, kind))
-                continue
-            _, first, _, first_kind = out[k]
-            if first == dst:
-                out[k] = None
-            else:
-                out[k] = (i, first, dst, first_kind)
-                here[dst] = k
-        return [m for m in out if m is not None]
+                current[current.index(src)] = dst
+            if current != middle:
+                for b in reversed(middle):     # move-to-front, last one first
+                    if current[0] != b:
+                        out.append((i, current[0], b, MoveKind.LEADER))
+                        current.remove(b)
+                        current.insert(0, b)
+            out.extend((i, src, dst, MoveKind.LEADER) for src, dst in leader[i])
+        return out
 
     def plan(self) -> Plan:
         snap = self.snapshot

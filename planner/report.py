@@ -5,8 +5,8 @@ Pure and deterministic: the same plan and settings give the same text (no clock,
 
 from __future__ import annotations
 
-from .outputs import PlanSettings
 from .plan import MoveKind, Plan
+from .settings import PlanSettings
 from .state import ClusterState, describe
 
 MOVES_SHOWN = 100
@@ -15,7 +15,11 @@ BOUND_TEXT = {
     "repairs_needed": "replicas to repair (placeholders, dead, unknown or forgotten brokers)",
     "replica_moves_lower_bound": "replica moves lower bound: repairs + sum(max(0, count - hi))",
     "replica_moves_tight_bound": "replica moves lower bound: max(that, sum(max(0, lo - count)))",
-    "replica_moves_bound_given_racks": "replica moves needed given the racks (rack diversity kept)",
+    "diversity_repairs_needed": "replica moves lower bound: one per missing rack of a partition",
+    "bytes_band_lo": "byte band low end: mean - max(mean * threshold, largest partition)",
+    "bytes_band_hi": "byte band high end: mean + max(mean * threshold, largest partition)",
+    "bytes_moved_lower_bound": "bytes moved lower bound: max(bytes repaired + bytes above the band "
+                               "or capacity, bytes missing below the band)",
     "replicas_band_lo": "replica band low end (lo)",
     "replicas_band_hi": "replica band high end (hi)",
     "leader_changes_lower_bound": "leader changes lower bound: sum(max(0, leaders - ceil))",
@@ -34,8 +38,60 @@ def _range(state: ClusterState, which: str) -> str:
     return f"{s.min}-{s.max}"
 
 
+def _bytes(state: ClusterState) -> str:
+    alive = [b.bytes for b in state.brokers if b.alive]
+    mean = sum(alive) / len(alive) if alive else 0
+    if not mean:
+        return "-"
+    return f"{min(alive) / mean:.2f}-{max(alive) / mean:.2f} x mean"
+
+
+def _topic_excess(state: ClusterState, brokers: int) -> int:
+    """The most replicas of one topic on one broker beyond ``ceil(topic replicas / brokers) + 1``."""
+    return max((t.broker_max - (-(-t.replicas // brokers) + 1) for t in state.topics), default=0)
+
+
+def _over_capacity(state: ClusterState) -> int:
+    return sum(1 for b in state.brokers
+               if b.alive and b.capacity_bytes is not None and b.bytes > b.capacity_bytes)
+
+
+def _objectives(plan: Plan, before: ClusterState, after: ClusterState) -> list[str]:
+    """Each objective of :mod:`planner.replica_balance` before and after, with its target or
+    lower bound; the notes say which constraint stops one that is not reached."""
+    brokers = max(1, sum(b.alive for b in before.brokers))
+    size = {(p.topic, p.partition): p.size_bytes or 0 for p in plan.before.partitions}
+    moved = sum(size[(m.topic, m.partition)] for m in plan.moves if m.kind is not MoveKind.LEADER)
+    lo, hi = plan.bound("replicas_band_lo"), plan.bound("replicas_band_hi")
+    blo, bhi = plan.bound("bytes_band_lo"), plan.bound("bytes_band_hi")
+    moves_bound = max((plan.bound(k) or 0) for k in
+                      ("replica_moves_tight_bound", "diversity_repairs_needed", "repairs_needed"))
+    rows: list[list[object]] = [
+        ["1. partitions lacking rack diversity", len(before.not_diverse), len(after.not_diverse), 0],
+        ["1. replicas on dead or unknown brokers, placeholders",
+         len(before.on_dead) + len(before.on_unknown) + len(before.placeholders),
+         len(after.on_dead) + len(after.on_unknown) + len(after.placeholders), 0],
+        ["1. brokers above capacity_bytes", _over_capacity(before), _over_capacity(after), 0],
+        ["2. replicas per alive broker", _range(before, "replicas"), _range(after, "replicas"),
+         f"{lo}-{hi}" if lo is not None else "-"],
+        ["2. bytes per alive broker", _bytes(before), _bytes(after),
+         f"{blo}-{bhi} bytes" if blo is not None else "-"],
+        ["2. worst topic: replicas on one broker above ceil(R/B) + 1", _topic_excess(before, brokers),
+         _topic_excess(after, brokers), "0 (or forced by racks)"],
+        ["3. preferred leaders per alive broker", _range(before, "leaders"), _range(after, "leaders"),
+         f"{after.leaders_spread.floor}-{after.leaders_spread.ceil}"],
+        ["4. replica moves", "", plan.replica_moves, f">= {moves_bound}"],
+        ["4. bytes moved", "", moved, f">= {plan.bound('bytes_moved_lower_bound') or 0}"],
+        ["4. leader changes", "", plan.leader_changes,
+         f">= {plan.bound('leader_changes_lower_bound') or 0}"],
+    ]
+    return ["## Objectives", "", "| objective | before | after | target or lower bound |",
+            "|---|---|---|---|", *(_row(r) for r in rows), "",
+            "A target not reached is explained in the notes (the constraint that stops it).", ""]
+
+
 def render_report(plan: Plan, settings: PlanSettings) -> str:
-    before, after = describe(plan.before, topics=False), describe(plan.after, topics=False)
+    before, after = describe(plan.before), describe(plan.after)
     lines = [f"# Balance plan: {settings.mode}", ""]
     opts = [f"mode `{settings.mode}`", f"threshold {settings.threshold}%"]
     if settings.max_moves is not None:
@@ -70,6 +126,7 @@ def render_report(plan: Plan, settings: PlanSettings) -> str:
         f"(partitions in `leader-election.json`: {len(plan.leader_changed())})",
         "",
     ]
+    lines += _objectives(plan, before, after)
     if plan.bounds:
         lines += ["## Lower bounds and optima", "", "| bound | value |", "|---|---|"]
         lines += [_row([BOUND_TEXT.get(k, k), v]) for k, v in plan.bounds]

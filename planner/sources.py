@@ -5,8 +5,10 @@
   (lines ``<broker id> [<rack>] [dead]``; ``=``, ``,`` or ``:`` may separate the fields; ``#``
   starts a comment). Brokers listed are alive unless marked ``dead``; replica ids not listed are
   unknown brokers.
-- :func:`from_bootstrap`: a live cluster through kafka-python's admin client (DescribeCluster
-  and Metadata for every topic).
+- :func:`read_bootstrap` (:func:`from_bootstrap` for the snapshot alone): a live cluster, read
+  by :mod:`protocol.cluster_reader`, the one reader of cluster metadata, shared with the
+  server: its rules for fenced brokers (alive, reported fenced), metadata errors (left out,
+  reported) and partition sizes (optional, the largest replica) hold here too.
 
 Every failure is a :class:`SourceError` with one line saying what is wrong and where.
 """
@@ -14,10 +16,12 @@ Every failure is a :class:`SourceError` with one line saying what is wrong and w
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, SnapshotError, gc_paused
 
+if TYPE_CHECKING:
+    from protocol.cluster_reader import ClusterRead
 
 
 class SourceError(ValueError):
@@ -140,48 +144,18 @@ def read_describe(describe_path: str, racks_path: str) -> ClusterSnapshot:
 
 
 # -- a live cluster -------------------------------------------------------------------------
-def snapshot_from_metadata(cluster: dict[str, Any], topics: list[dict[str, Any]]) -> ClusterSnapshot:
-    """Build a snapshot from kafka-python's ``describe_cluster()`` and ``describe_topics()``."""
-    brokers = []
-    for b in cluster.get("brokers", []):
-        broker_id = b.get("broker_id", b.get("node_id"))
-        brokers.append(BrokerEntry(int(broker_id), b.get("rack") or None, not b.get("is_fenced", False),
-                                   b.get("host"), b.get("port")))
-    parts = []
-    for t in topics:
-        if t.get("error_code", 0):
-            raise SourceError(f"topic {t.get('name')!r}: metadata error code {t['error_code']}")
-        for p in t.get("partitions", []):
-            if p.get("error_code", 0) not in (0, 9):   # 9: REPLICA_NOT_AVAILABLE, still described
-                raise SourceError(f"{t['name']}-{p.get('partition_index')}: metadata error code {p['error_code']}")
-            replicas = tuple(p.get("replica_nodes") or ())
-            if not replicas:
-                continue
-            leader = p.get("leader_id")
-            parts.append(PartitionEntry(t["name"], int(p["partition_index"]), replicas,
-                                        leader if leader is not None and leader >= 0 else None,
-                                        tuple(p.get("isr_nodes") or ())))
-    brokers.sort(key=lambda b: b.id)
-    parts.sort(key=lambda p: (p.topic, p.partition))
-    try:
-        return ClusterSnapshot(tuple(brokers), tuple(parts))
-    except SnapshotError as exc:
-        raise SourceError(f"cluster metadata: {exc}") from None
-
-
-def from_bootstrap(bootstrap: str, *, timeout_ms: int = 15000) -> ClusterSnapshot:
-    """Read a live cluster (brokers with racks, every topic's replica lists) with kafka-python."""
-    from kafka.admin import KafkaAdminClient
-    from kafka.errors import KafkaError
+def read_bootstrap(bootstrap: str, *, timeout_ms: int = 15000, with_sizes: bool = False) -> ClusterRead:
+    """Read a live cluster (brokers with racks, every topic's replica lists and, with
+    ``with_sizes``, partition sizes): the snapshot and what it could not hold (``notes()``)."""
+    from protocol.cluster_reader import ClusterReadError, read_live_cluster  # kafka-python: only when asked
 
     try:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="replica-assignor-planner",
-                                 request_timeout_ms=timeout_ms)
-    except (KafkaError, OSError, ValueError) as exc:
-        raise SourceError(f"cannot connect to {bootstrap}: {type(exc).__name__}: {exc}") from None
-    try:
-        return snapshot_from_metadata(admin.describe_cluster(), admin.describe_topics())
-    except (KafkaError, OSError) as exc:
-        raise SourceError(f"cannot describe {bootstrap}: {type(exc).__name__}: {exc}") from None
-    finally:
-        admin.close()
+        return read_live_cluster(bootstrap, request_timeout_ms=timeout_ms,
+                                 admin_configs={"client_id": "replica-assignor-planner"}, with_sizes=with_sizes)
+    except ClusterReadError as exc:
+        raise SourceError(str(exc)) from None
+
+
+def from_bootstrap(bootstrap: str, *, timeout_ms: int = 15000, with_sizes: bool = False) -> ClusterSnapshot:
+    """The snapshot of :func:`read_bootstrap`."""
+    return read_bootstrap(bootstrap, timeout_ms=timeout_ms, with_sizes=with_sizes).snapshot

@@ -26,6 +26,8 @@ class BrokerState:
     alive: bool
     replicas: int
     leaders: int
+    bytes: int = 0                       # sum of size_bytes of its replicas (unsized count 0)
+    capacity_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +159,7 @@ def describe(snapshot: ClusterSnapshot, *, topics: bool = True) -> ClusterState:
     alive_set = set(alive)
     replicas = Counter()
     leaders = Counter()
+    sizes: Counter[int] = Counter()
     per_topic: dict[str, Counter] = {}
     topic_parts: Counter = Counter()
     on_dead: list[Misplaced] = []
@@ -172,6 +175,9 @@ def describe(snapshot: ClusterSnapshot, *, topics: bool = True) -> ClusterState:
     for p in parts:
         total_replicas += len(p.replicas)
         replicas.update(p.replicas)
+        if p.size_bytes:
+            for b in p.replicas:
+                sizes[b] += p.size_bytes
         if topics:
             per_topic.setdefault(p.topic, Counter()).update(p.replicas)
             topic_parts[p.topic] += 1
@@ -195,7 +201,7 @@ def describe(snapshot: ClusterSnapshot, *, topics: bool = True) -> ClusterState:
                     not_diverse.append(Diversity(p.topic, p.partition, level + 1, have, expected))
                     break
     brokers = tuple(
-        BrokerState(b.id, b.rack, b.alive, replicas[b.id], leaders[b.id])
+        BrokerState(b.id, b.rack, b.alive, replicas[b.id], leaders[b.id], sizes[b.id], b.capacity_bytes)
         for b in sorted(snapshot.brokers, key=lambda b: b.id)
     )
     unknown = tuple(

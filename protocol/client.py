@@ -36,7 +36,6 @@ from .messages import (
 )
 
 FEATURE_NAME = "replica.assignment"
-API_VERSIONS_KEY = 18
 _LEN = struct.Struct(">i")
 
 

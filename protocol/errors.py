@@ -9,6 +9,7 @@ outside Kafka's range (-1..133 today), so an upstream code can never collide wit
 from __future__ import annotations
 
 import kafka.errors as kafka_errors
+
 from assignors import errors as domain
 
 
@@ -25,6 +26,7 @@ REPLICA_ASSIGNOR_FAILED = ReplicaAssignorFailedError
 
 # domain exception -> Kafka error class (checked in order: subclasses first)
 _TABLE: tuple[tuple[type[Exception], type[kafka_errors.BrokerResponseError]], ...] = (
+    (domain.InvalidTopicError, kafka_errors.InvalidTopicError),
     (domain.InvalidPartitionsError, kafka_errors.InvalidPartitionsError),
     (domain.InvalidReplicationFactorError, kafka_errors.InvalidReplicationFactorError),
     (domain.InvalidReplicaAssignmentError, kafka_errors.InvalidReplicationAssignmentError),
@@ -53,7 +55,3 @@ def error_for_exception(exc: BaseException) -> type[kafka_errors.BrokerResponseE
 def error_for_code(code: int) -> type[kafka_errors.BrokerResponseError]:
     """The error class for a wire code (ours first, then kafka-python's full table)."""
     return _BY_CODE.get(code) or kafka_errors.for_code(code)
-
-
-def code_name(code: int) -> str:
-    return error_for_code(code).message

@@ -18,6 +18,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping, Sequence
 
+from .frame import frame
+
 _HEAD_V1 = b"\x00\x00\x00\x00" + b"\x00\x00" + b"\x00"  # throttle 0, error 0, message null
 _INT32 = struct.Struct(">i")
 
@@ -63,12 +65,4 @@ def encode_assignment_body(version: int, assignment: Mapping[int, Sequence[int]]
 
 def encode_assignment_frame(version: int, correlation_id: int, assignment: Mapping[int, Sequence[int]]) -> bytes:
     """A whole response frame: length, header v1 (correlation id, empty tags), body."""
-    return frame_body(correlation_id, encode_assignment_body(version, assignment))
-
-
-_FRAME_HEAD = struct.Struct(">iiB")
-
-
-def frame_body(correlation_id: int, body: bytes) -> bytes:
-    """A response frame around an encoded body: length, header v1 (correlation id, no tags)."""
-    return _FRAME_HEAD.pack(len(body) + 5, correlation_id, 0) + body
+    return frame(correlation_id, encode_assignment_body(version, assignment), flexible_header=True)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 _HEADER = struct.Struct(">hhih")
 _INT32 = struct.Struct(">i")
+_RESPONSE_HEAD_V0 = struct.Struct(">ii")  # length, correlation id
+_RESPONSE_HEAD_V1 = struct.Struct(">iiB")  # length, correlation id, tagged fields (none)
 
 
 class MalformedFrameError(ValueError):
@@ -76,9 +78,11 @@ def _uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
 
 
 def frame(correlation_id: int, body: bytes, flexible_header: bool) -> bytes:
-    """A response frame: length, correlation id, (empty tagged fields), body."""
-    header = _INT32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
-    return _INT32.pack(len(header) + len(body)) + header + body
+    """A response frame around an encoded body: length, response header (v0: correlation id;
+    v1, ``flexible_header``: correlation id and no tagged fields), body. One pack, one join."""
+    if flexible_header:
+        return _RESPONSE_HEAD_V1.pack(len(body) + 5, correlation_id, 0) + body
+    return _RESPONSE_HEAD_V0.pack(len(body) + 4, correlation_id) + body
 
 
 def patch_correlation_id(template: bytes, correlation_id: int) -> bytes:

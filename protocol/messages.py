@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import warnings
 
-import schemas
 from kafka.protocol.api_header import RequestHeader, ResponseClassRegistry
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import (
@@ -27,10 +26,12 @@ from kafka.protocol.metadata import (
     MetadataResponse,
 )
 
-CREATE_REPLICA_ASSIGNMENT_API_KEY = 68
+import schemas
+
+from .structure import check_request_body
 
 _registry = ResponseClassRegistry._response_class_registry
-_previous = _registry.get(CREATE_REPLICA_ASSIGNMENT_API_KEY)
+_before = dict(_registry)  # our api key is known once the schema is loaded: remember them all
 
 with warnings.catch_warnings():
     # kafka-python's loader uses importlib.resources.read_text, deprecated in 3.11
@@ -50,11 +51,13 @@ with warnings.catch_warnings():
         CreateReplicaAssignmentResponse[_v]
         CreateReplicaAssignmentRequest[_v]
 
+CREATE_REPLICA_ASSIGNMENT_API_KEY: int = CreateReplicaAssignmentRequest.API_KEY
+
 # restore the global registry: apiKey 68 stays whatever kafka-python (or nobody) had
-if _previous is None:
-    _registry.pop(CREATE_REPLICA_ASSIGNMENT_API_KEY, None)
+if CREATE_REPLICA_ASSIGNMENT_API_KEY in _before:
+    _registry[CREATE_REPLICA_ASSIGNMENT_API_KEY] = _before[CREATE_REPLICA_ASSIGNMENT_API_KEY]
 else:
-    _registry[CREATE_REPLICA_ASSIGNMENT_API_KEY] = _previous
+    _registry.pop(CREATE_REPLICA_ASSIGNMENT_API_KEY, None)
 
 
 class _AssignmentRequestHeader(RequestHeader, init=False):
@@ -76,8 +79,14 @@ def _body_decoder(cls, version: int):
 def decode_body(cls, body: memoryview, version: int):
     """Decode a request body (after the header) with the codec's compiled decoder for
     ``version``, looked up once: what ``cls.decode`` does, without its per-call set-up.
-    Raises on bytes that do not decode; ``version`` must be one the caller checked."""
-    message, _ = _body_decoder(cls, version)(body, 0)
+
+    The body's structure is checked first, in linear time (protocol.structure): a body the
+    codec would decode in more than linear time, or decode although a Kafka broker refuses it
+    (an overlong varint, a length past the end, a repeated tag, bytes after the body), raises
+    :class:`protocol.structure.StructureError` before the codec sees it. Raises on bytes that
+    do not decode; ``version`` must be one the caller checked."""
+    clean = check_request_body(cls, version, body)
+    message, _ = _body_decoder(cls, version)(body if clean is None else clean, 0)
     return message
 
 

@@ -38,10 +38,10 @@ from kafka.protocol.sasl import (
 )
 
 from .client import ProtocolViolationError, ReplicaAssignorAdminClient
+from .security import SECURITY_PROTOCOLS, uses_sasl, uses_tls
 
 _LEN = struct.Struct(">i")
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
-SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,18 +57,18 @@ class SecurityOptions:
     sasl_password: str | None = None
 
     def __post_init__(self) -> None:
-        if self.security_protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+        if self.security_protocol not in SECURITY_PROTOCOLS:
             raise ValueError(f"security.protocol {self.security_protocol!r} is not supported")
         if self.uses_sasl and (not self.sasl_username or self.sasl_password is None):
             raise ValueError(f"{self.security_protocol} needs a SASL user name and password")
 
     @property
     def uses_tls(self) -> bool:
-        return self.security_protocol in ("SSL", "SASL_SSL")
+        return uses_tls(self.security_protocol)
 
     @property
     def uses_sasl(self) -> bool:
-        return self.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+        return uses_sasl(self.security_protocol)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> SecurityOptions:

@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import structlog
 
@@ -17,9 +18,10 @@ from .config import ConfigError, Listener, ServerConfig, metrics_address
 from .connection import KafkaConnection
 from .dispatch import supported_versions
 from .handlers import api_versions, metadata
+from .health import remove_status, write_status
 from .isolation import AssignorPool
 from .metrics import Metrics, MetricsServer
-from .security import UserStore, UsersFileError, build_ssl_context
+from .security import UsersFileError, UserStore, build_ssl_context
 from .state import ServerState
 
 log = structlog.get_logger("replica_assignor")
@@ -35,9 +37,10 @@ class ReplicaAssignorServer:
     it binds its listener with ``SO_REUSEPORT``, beside the other workers, and logs
     ``worker_started``/``worker_stopped`` (the supervisor logs ``server_started`` once)."""
 
-    def __init__(self, config: ServerConfig, worker: int | None = None) -> None:
+    def __init__(self, config: ServerConfig, worker: int | None = None, status_file: str | None = None) -> None:
         self.config = config
         self.worker = worker
+        self.status_file = status_file  # where the health check finds the bound listener (server.health)
         # the fields of the started line, for the supervisor to announce the server with
         self.started_fields: dict = {}
         self.state: ServerState | None = None
@@ -53,7 +56,7 @@ class ReplicaAssignorServer:
         cfg = self.config
         if cfg.assignor_isolation == "thread":
             return ThreadPoolExecutor(max_workers=cfg.assignor_max_workers, thread_name_prefix="assignor")
-        return AssignorPool(cfg.replica_assignor_class_name, workers=cfg.assignor_max_workers, config=cfg,
+        return AssignorPool(cfg.replica_assignor_class_name, workers=cfg.assignor_max_workers,
                             memory_limit=cfg.assignor_worker_max_memory_bytes, on_restart=metrics.worker_restarted)
 
     async def start(self) -> None:
@@ -89,12 +92,12 @@ class ReplicaAssignorServer:
             except RuntimeError as exc:
                 executor.shutdown(wait=False)
                 raise ConfigError(f"replica.assignor.class.name: {exc}") from None
-        options = ({"ssl": ssl_context, "ssl_handshake_timeout": cfg.ssl_handshake_timeout_ms / 1000.0}
-                   if ssl_context else {})
+        options: dict[str, Any] = {}
         if self.worker is not None:
             options["reuse_port"] = True  # the supervisor holds the port; the kernel spreads connections
-        server = await loop.create_server(lambda: KafkaConnection(state), listener.host, listener.port,
-                                          reuse_address=True, backlog=1024, **options)
+        # TLS: each connection runs its own handshake (KafkaConnection), so that a failed one is logged
+        server = await loop.create_server(lambda: KafkaConnection(state, ssl_context), listener.host,
+                                          listener.port, reuse_address=True, backlog=1024, **options)
         self._servers.append(server)
         sock = server.sockets[0].getsockname()
         self.host, self.port = sock[0], sock[1]
@@ -124,6 +127,9 @@ class ReplicaAssignorServer:
             isolation=cfg.assignor_isolation, brokers=len(view.brokers), racks=len(view.racks),
             loop=type(loop).__module__.split(".")[0])
         if self.worker is None:
+            if self.status_file:
+                write_status(self.status_file, state.listener,
+                             (self._metrics_server.host, self.metrics_port) if self._metrics_server else None)
             log.info("server_started", **fields)
         else:
             log.info("worker_started", pid=os.getpid(), **fields)
@@ -157,9 +163,13 @@ class ReplicaAssignorServer:
         if state is None or state.stopping:
             return
         state.stopping = True
+        if self.status_file:
+            remove_status(self.status_file)
         for server in self._servers:
             server.close()
+        loop = asyncio.get_running_loop()
         timeout = self.config.shutdown_timeout_ms / 1000.0
+        deadline = loop.time() + timeout
         pending = [t for t in state.tasks if not t.done()]
         if pending:
             done, not_done = await asyncio.wait(pending, timeout=timeout)
@@ -168,10 +178,22 @@ class ReplicaAssignorServer:
         await asyncio.sleep(0)  # let completion callbacks write their responses
         for conn in list(state.connections):
             conn.close()
+        # every answer handed to a transport goes out whole: close() writes what is buffered
+        # first, and connection_lost (which takes the connection out of the state) comes after
+        while state.connections and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        if state.connections:
+            log.warning("connections_aborted", connections=len(state.connections),
+                        unsent_bytes=sum(c.transport.get_write_buffer_size() for c in state.connections
+                                         if c.transport is not None),
+                        shutdown_timeout_ms=self.config.shutdown_timeout_ms)
+            for conn in list(state.connections):
+                if conn.transport is not None:
+                    conn.transport.abort()
         for server in self._servers:
             try:
-                await asyncio.wait_for(server.wait_closed(), timeout)
-            except asyncio.TimeoutError:
+                await asyncio.wait_for(server.wait_closed(), max(deadline - loop.time(), 0.1))
+            except TimeoutError:
                 pass
         if self._metrics_server is not None:
             await self._metrics_server.stop()

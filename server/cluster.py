@@ -4,7 +4,8 @@
 a live Kafka cluster refreshed every ``metadata.refresh.interval.ms``. Brokers seen are
 remembered in ``observed.brokers.path`` (KIP-409); following a live cluster, the store
 defaults to ``observed-brokers.db`` in the working directory, so that what the server has
-learned survives restarts. A snapshot that cannot be read fails start-up with one line.
+learned survives restarts. A snapshot that cannot be read, is over
+``cluster.metadata.file.max.bytes`` or lists no broker fails start-up with one line.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def create_source(config: ServerConfig):
             bootstrap_servers=config.bootstrap_servers,
             refresh_interval_ms=config.metadata_refresh_interval_ms,
             observed_brokers_path=path,
+            max_file_bytes=config.cluster_metadata_file_max_bytes,
         )
     except (ObservedStoreError, OSError) as exc:
         raise ConfigError(f"observed.brokers.path: {path}: {exc}") from None

@@ -1,21 +1,29 @@
 """Where the server learns what the cluster looks like: a snapshot file or a live Kafka cluster.
 
-Both sources share one small interface (:class:`ClusterSource`): ``start()`` loads a first view,
-``view()`` returns the current :class:`assignors.ClusterView` without blocking, ``stop()`` ends
-the refresh task, ``describe()`` is for logs. ``offline`` in the view holds the brokers observed
+Both sources share one small interface (:class:`ClusterSource`, the server's only one):
+``start()`` loads a first view, ``view()`` returns the current :class:`assignors.ClusterView`
+without blocking, ``refresh()`` fetches a new one now, ``stop()`` ends the refresh task,
+``describe()`` is for logs. ``offline`` in the view holds the brokers observed
 before (in the :class:`server.observed.ObservedBrokerStore`, or marked ``"alive": false`` in the
 snapshot) that are not alive now: the KIP-409 placeholders stand for them.
 
-Rules of the live source:
+Rules of the live source (reading the cluster and mapping its answers to a snapshot, with the
+rules for fenced brokers and metadata errors, is :mod:`protocol.cluster_reader`'s, shared with
+the planner and the CLI):
 
+- a fenced broker is alive in the view and in ``fenced`` (a follower if needed, never a leader);
+- topics or partitions the reader leaves out are logged as ``metadata_entries_left_out``
+  whenever that list changes;
 - a broker absent from a *successful* DescribeCluster is offline (if it was ever observed);
 - a refresh that fails (cluster unreachable, timeout, store error) is logged as
   ``metadata_refresh_failed`` and the last good view is kept, so a network blip does not make
   the whole cluster look offline;
 - each successful refresh records the brokers it saw in the store (one transaction).
 
-Blocking work (the kafka-python admin client, SQLite with ``synchronous=FULL``, reading the
-snapshot file) runs in worker threads; the event loop only swaps an immutable view.
+Blocking work (the kafka-python admin client, SQLite with ``synchronous=FULL``) runs in worker
+threads; the snapshot file is read only when it changed, within a size cap, and parsed in a
+child process when large (:mod:`server.snapshot_file`); a new view is built in a worker thread
+and the event loop only swaps it in (one assignment).
 """
 
 from __future__ import annotations
@@ -30,10 +38,12 @@ from typing import Any, Protocol
 
 import structlog
 
-from assignors.model import ClusterView
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from assignors.model import BrokerMetadata, ClusterView
+from assignors.snapshot import BrokerEntry, ClusterSnapshot
+from protocol.cluster_reader import ClusterRead, open_admin_client, read_cluster
 
 from .observed import ObservedBroker, ObservedBrokerStore
+from .snapshot_file import DEFAULT_MAX_BYTES, IN_PROCESS_MAX_BYTES, SnapshotContent, SnapshotFile
 
 
 class ClusterSource(Protocol):
@@ -56,48 +66,28 @@ def merge_observed(snapshot: ClusterSnapshot, observed: Iterable[ObservedBroker]
 
     A broker the snapshot itself lists (alive or not) keeps the snapshot's rack.
     """
-    listed = {b.id for b in snapshot.brokers}
-    alive = [b.metadata for b in snapshot.brokers if b.alive]
-    offline = [b.metadata for b in snapshot.brokers if not b.alive]
+    return _merged_view(snapshot.brokers, snapshot.assignments(), observed, fenced)
+
+
+def _alive_and_offline(brokers: Sequence[BrokerEntry], observed: Iterable[ObservedBroker] = ()
+                       ) -> tuple[list[BrokerMetadata], list[BrokerMetadata]]:
+    listed = {b.id for b in brokers}
+    alive = [b.metadata for b in brokers if b.alive]
+    offline = [b.metadata for b in brokers if not b.alive]
     offline += [o.metadata for o in observed if o.id not in listed]
+    return alive, offline
+
+
+def _merged_view(brokers: Sequence[BrokerEntry], topics: Mapping[str, Mapping[int, tuple[int, ...]]],
+                 observed: Iterable[ObservedBroker] = (), fenced: Iterable[int] = ()) -> ClusterView:
+    alive, offline = _alive_and_offline(brokers, observed)
     alive_ids = {b.id for b in alive}
     return ClusterView(
         brokers=tuple(alive),
         fenced=frozenset(fenced) & alive_ids,
         offline=tuple(offline),
-        topics=snapshot.assignments(),
+        topics=topics,
     )
-
-
-def snapshot_from_metadata(cluster: Mapping[str, Any],
-                           topics: Sequence[Mapping[str, Any]] = ()) -> tuple[ClusterSnapshot, frozenset[int]]:
-    """Turn kafka-python's ``describe_cluster()`` and ``describe_topics()`` answers into a
-    snapshot (every listed broker alive) and the set of fenced broker ids.
-
-    Topics or partitions reported with an error, or without replicas, are left out.
-    """
-    brokers = []
-    fenced = set()
-    for b in cluster.get("brokers") or ():
-        rack = b.get("rack") or None
-        brokers.append(BrokerEntry(int(b["broker_id"]), rack, True, b.get("host"), b.get("port")))
-        if b.get("is_fenced"):
-            fenced.add(int(b["broker_id"]))
-    partitions = []
-    for t in topics:
-        if t.get("error_code") or not t.get("name"):
-            continue
-        for p in t.get("partitions") or ():
-            replicas = tuple(p.get("replica_nodes") or ())
-            if p.get("error_code") or not replicas or len(set(replicas)) != len(replicas):
-                continue
-            leader = p.get("leader_id")
-            partitions.append(PartitionEntry(
-                topic=t["name"], partition=int(p["partition_index"]), replicas=replicas,
-                leader=leader if leader is not None and leader >= 0 else None,
-                isr=tuple(p.get("isr_nodes") or ()),
-            ))
-    return ClusterSnapshot(brokers=tuple(brokers), partitions=tuple(partitions)), frozenset(fenced)
 
 
 class _RefreshingSource:
@@ -219,15 +209,24 @@ class SnapshotSource(_RefreshingSource):
     on each refresh and every stored broker not alive in the snapshot is offline too. ``start()``
     raises when the file cannot be read or parsed (a configuration error); later refreshes that
     fail are logged and keep the last good view.
+
+    The file is read through :class:`server.snapshot_file.SnapshotFile`: only when it changed,
+    never over ``max_file_bytes``, parsed off the event loop (large files in a child process),
+    and a snapshot without brokers is refused like an invalid one. When the file is unchanged
+    and the observed brokers too, the view is kept as it is (no new view is built).
     """
 
     kind = "snapshot"
 
     def __init__(self, path: str | Path, store: ObservedBrokerStore | None = None, *,
                  refresh_interval_ms: int | None = None, logger: Any = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, max_file_bytes: int = DEFAULT_MAX_BYTES,
+                 in_process_max_bytes: int = IN_PROCESS_MAX_BYTES) -> None:
         super().__init__(store, refresh_interval_ms, logger, clock)
         self.path = Path(path)
+        self.file = SnapshotFile(self.path, max_file_bytes, in_process_max_bytes=in_process_max_bytes)
+        self._brokers: tuple[BrokerEntry, ...] = ()  # of the file the current view was built from
+        self._pending: SnapshotContent | None = None  # read, but no view built from it yet
 
     async def start(self) -> None:
         self._view = await self._fetch_view()
@@ -237,11 +236,30 @@ class SnapshotSource(_RefreshingSource):
             self._task = asyncio.create_task(self._run(), name="snapshot-metadata-refresh")
 
     async def _fetch_view(self) -> ClusterView:
-        snapshot = ClusterSnapshot.from_json(await asyncio.to_thread(self.path.read_bytes))
-        return merge_observed(snapshot, await self._observe(snapshot))
+        content = await self.file.read()
+        if content is not None:
+            self._pending = content
+        content = self._pending
+        view = self._view
+        brokers = content.brokers if content is not None else self._brokers
+        observed = await self._observe(ClusterSnapshot(brokers=brokers))
+        if content is None:  # the file is what the current view was built from
+            alive, offline = _alive_and_offline(brokers, observed)
+            if (view.brokers, view.offline) == (_by_id(alive), _by_id(offline)):
+                return view  # nothing changed: no new view to build
+            content = SnapshotContent(brokers, view.topics)
+        # in a worker thread: freezing every partition's replicas is Python code, which gives
+        # the GIL back to the event loop every switch interval
+        view = await asyncio.to_thread(_merged_view, content.brokers, content.topics, observed)
+        self._pending, self._brokers = None, content.brokers  # the parsed topics are dropped
+        return view
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "path": str(self.path)}
+        return {**super().describe(), "path": str(self.path), "file": self.file.describe()}
+
+
+def _by_id(brokers: Iterable[BrokerMetadata]) -> tuple[BrokerMetadata, ...]:
+    return tuple(sorted(brokers, key=lambda b: b.id))
 
 
 class LiveClusterSource(_RefreshingSource):
@@ -265,11 +283,17 @@ class LiveClusterSource(_RefreshingSource):
         self._include_topics = include_topics
         self._admin_configs = dict(admin_configs or {})
         self._admin: Any = None
+        self._left_out: tuple[str, ...] = ()
         self._client_lock = threading.Lock()  # one blocking call at a time; close waits for it
         self._remembered: dict[int, ObservedBroker] = {}  # without a store: seen since start
 
     async def _fetch_view(self) -> ClusterView:
-        snapshot, fenced = await asyncio.to_thread(self._describe)
+        read = await asyncio.to_thread(self._describe)
+        snapshot = read.snapshot
+        if read.left_out != self._left_out:
+            self._left_out = read.left_out
+            if read.left_out:
+                self._log.warning("metadata_entries_left_out", source=self.kind, left_out=list(read.left_out))
         if self._store is not None:
             observed = await self._observe(snapshot)
         else:
@@ -279,16 +303,15 @@ class LiveClusterSource(_RefreshingSource):
                 self._remembered[b.id] = ObservedBroker(
                     b.id, b.rack, b.host, b.port, first.first_seen if first else now, now)
             observed = list(self._remembered.values())
-        return merge_observed(snapshot, observed, fenced)
+        return merge_observed(snapshot, observed, read.fenced)
 
-    def _describe(self) -> tuple[ClusterSnapshot, frozenset[int]]:
+    def _describe(self) -> ClusterRead:
         with self._client_lock:
             if self._admin is None:
                 self._admin = open_admin_client(self.bootstrap_servers, self._request_timeout_ms,
                                                 self._admin_configs)
             try:
-                cluster = self._admin.describe_cluster()
-                topics = self._admin.describe_topics() if self._include_topics else []
+                return read_cluster(self._admin, include_topics=self._include_topics)
             except BaseException:
                 # start afresh next time: a client left reconnecting with a growing backoff
                 # could take long to notice that the cluster is back
@@ -296,7 +319,6 @@ class LiveClusterSource(_RefreshingSource):
                 with contextlib.suppress(Exception):
                     admin.close()
                 raise
-        return snapshot_from_metadata(cluster, topics)
 
     async def _close(self) -> None:
         await asyncio.to_thread(self._close_admin)
@@ -315,7 +337,7 @@ class LiveClusterSource(_RefreshingSource):
 
 def create_cluster_source(*, cluster_metadata_file: str, bootstrap_servers: str | None,
                           refresh_interval_ms: int, observed_brokers_path: str | None,
-                          logger: Any = None) -> ClusterSource:
+                          logger: Any = None, max_file_bytes: int = DEFAULT_MAX_BYTES) -> ClusterSource:
     """The source the configuration asks for: the live cluster when ``bootstrap.servers`` is
     set, else the snapshot file (re-read every ``refresh_interval_ms``). With an
     ``observed.brokers.path``, the store is opened here and closed by the source's ``stop()``.
@@ -326,46 +348,9 @@ def create_cluster_source(*, cluster_metadata_file: str, bootstrap_servers: str 
         source = LiveClusterSource(bootstrap_servers, refresh_interval_ms, store, logger)
     else:
         source = SnapshotSource(cluster_metadata_file, store, refresh_interval_ms=refresh_interval_ms,
-                                logger=logger)
+                                logger=logger, max_file_bytes=max_file_bytes)
     source._owned_store = store
     return source
-
-
-def open_admin_client(bootstrap_servers: str | Sequence[str], request_timeout_ms: int,
-                      admin_configs: Mapping[str, Any] | None = None) -> Any:
-    """A kafka-python admin client whose bootstrap and requests give up after the timeout."""
-    from kafka.admin import KafkaAdminClient
-
-    configs = {
-        "bootstrap_servers": bootstrap_servers,
-        "client_id": "replica-assignor",
-        "request_timeout_ms": request_timeout_ms,
-        "bootstrap_timeout_ms": request_timeout_ms,
-        **(admin_configs or {}),
-    }
-    admin = KafkaAdminClient.__new__(KafkaAdminClient)
-    try:
-        admin.__init__(**configs)
-    except BaseException:
-        # kafka-python 3.0.12 starts its I/O thread before the eager bootstrap and leaves it
-        # running when the bootstrap fails: stop it, or every failed refresh leaks a thread.
-        if hasattr(admin, "_net"):
-            admin._closed = False
-            with contextlib.suppress(Exception):
-                admin.close()
-        raise
-    return admin
-
-
-def describe_live_cluster(bootstrap_servers: str | Sequence[str], request_timeout_ms: int = 10000,
-                          admin_configs: Mapping[str, Any] | None = None,
-                          ) -> tuple[ClusterSnapshot, frozenset[int]]:
-    """One blocking DescribeCluster + Metadata round trip (for the CLI): snapshot and fenced ids."""
-    admin = open_admin_client(bootstrap_servers, request_timeout_ms, admin_configs)
-    try:
-        return snapshot_from_metadata(admin.describe_cluster(), admin.describe_topics())
-    finally:
-        admin.close()
 
 
 def observed_offline(snapshot: ClusterSnapshot, observed: Iterable[ObservedBroker]) -> ClusterSnapshot:
@@ -380,9 +365,6 @@ __all__ = [
     "LiveClusterSource",
     "SnapshotSource",
     "create_cluster_source",
-    "describe_live_cluster",
     "merge_observed",
     "observed_offline",
-    "open_admin_client",
-    "snapshot_from_metadata",
 ]

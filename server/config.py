@@ -17,12 +17,13 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from protocol.security import SECURITY_PROTOCOLS, uses_sasl, uses_tls
+
 
 class ConfigError(ValueError):
     """The configuration is unusable; the message names the key."""
 
 
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
 MAX_WORKER_PROCESSES = 256  # a typo (1000) must not start a thousand interpreters
@@ -59,11 +60,11 @@ class Listener:
 
     @property
     def uses_tls(self) -> bool:
-        return self.security_protocol in ("SSL", "SASL_SSL")
+        return uses_tls(self.security_protocol)
 
     @property
     def uses_sasl(self) -> bool:
-        return self.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+        return uses_sasl(self.security_protocol)
 
 
 def _bool(key: str, value: str) -> bool:
@@ -96,12 +97,17 @@ class ServerConfig:
     replica_assignor_class_name: str = "default"
     replica_assignor_random_seed: int | None = None
     cluster_metadata_file: str = field(default_factory=default_cluster_file)
+    # a larger snapshot file is refused (the last good view is kept): server/snapshot_file.py
+    cluster_metadata_file_max_bytes: int = 256 * 1024 * 1024
     bootstrap_servers: str | None = None
     metadata_refresh_interval_ms: int = 30_000
     observed_brokers_path: str | None = None
     enable_under_replicated_topic_creation: bool = False
     min_insync_replicas: int = 1
     socket_request_max_bytes: int = 104_857_600
+    # all connections' buffered request bytes together (Kafka's default -1 is unbounded);
+    # at least socket.request.max.bytes, as Kafka requires
+    queued_max_request_bytes: int = 512 * 1024 * 1024
     max_connections: int = 2_000
     max_connections_per_ip: int = 1_000
     connections_max_idle_ms: int = 600_000
@@ -151,12 +157,14 @@ _KEYS = {
     "replica.assignor.class.name": "replica_assignor_class_name",
     "replica.assignor.random.seed": "replica_assignor_random_seed",
     "cluster.metadata.file": "cluster_metadata_file",
+    "cluster.metadata.file.max.bytes": "cluster_metadata_file_max_bytes",
     "bootstrap.servers": "bootstrap_servers",
     "metadata.refresh.interval.ms": "metadata_refresh_interval_ms",
     "observed.brokers.path": "observed_brokers_path",
     "enable.under.replicated.topic.creation": "enable_under_replicated_topic_creation",
     "min.insync.replicas": "min_insync_replicas",
     "socket.request.max.bytes": "socket_request_max_bytes",
+    "queued.max.request.bytes": "queued_max_request_bytes",
     "max.connections": "max_connections",
     "max.connections.per.ip": "max_connections_per_ip",
     "connections.max.idle.ms": "connections_max_idle_ms",
@@ -207,10 +215,16 @@ def _convert(key: str, value: str, base_dir: Path | None):
         return _bool(key, value)
     if attr == "min_insync_replicas":
         return _int(key, value, 1)
+    if attr == "queued_max_request_bytes":
+        n = _int(key, value, -1)
+        if n == 0:
+            raise ConfigError(f"{key}: must be -1 (unbounded) or positive, got 0")
+        return n
     if attr in {"metadata_refresh_interval_ms", "socket_request_max_bytes", "max_connections",
                 "max_connections_per_ip", "max_inflight_requests_per_connection",
                 "max_partitions_per_request", "assignor_max_workers", "connections_max_idle_ms",
-                "shutdown_timeout_ms", "ssl_handshake_timeout_ms", "sasl_server_max_receive_size"}:
+                "shutdown_timeout_ms", "ssl_handshake_timeout_ms", "sasl_server_max_receive_size",
+                "cluster_metadata_file_max_bytes"}:
         return _int(key, value, 1)
     if attr == "num_worker_processes":
         n = _int(key, value, 1)
@@ -315,16 +329,19 @@ def metrics_address(config: ServerConfig) -> tuple[str, int] | None:
 
 def _check(config: ServerConfig) -> ServerConfig:
     """Combinations that cannot work fail at start-up, naming the keys involved."""
-    protocols = {listener.security_protocol for listener in config.listeners}
-    if protocols & {"SSL", "SASL_SSL"} and not config.ssl_keystore_location:
+    if any(listener.uses_tls for listener in config.listeners) and not config.ssl_keystore_location:
         raise ConfigError("ssl.keystore.location: an SSL or SASL_SSL listener needs a PEM file with the "
                           "server's private key and certificate chain")
     if config.ssl_client_auth != "none" and not config.ssl_truststore_location:
         raise ConfigError(f"ssl.client.auth={config.ssl_client_auth} needs ssl.truststore.location "
                           f"(the CA certificates that sign client certificates)")
-    if protocols & {"SASL_PLAINTEXT", "SASL_SSL"} and not config.sasl_users_file:
+    if any(listener.uses_sasl for listener in config.listeners) and not config.sasl_users_file:
         raise ConfigError("sasl.users.file: a SASL_PLAINTEXT or SASL_SSL listener needs a users file "
                           "(create one with: replica-assignor users add --file FILE --user NAME)")
+    if 0 < config.queued_max_request_bytes < config.socket_request_max_bytes:
+        # as Kafka: one frame of the largest size must fit in the budget
+        raise ConfigError(f"queued.max.request.bytes ({config.queued_max_request_bytes}) must be -1 or at least "
+                          f"socket.request.max.bytes ({config.socket_request_max_bytes})")
     if config.num_worker_processes > 1 and config.metrics_listener:
         # each worker would count only its own share of the requests; refused until the
         # supervisor aggregates them (docs/architecture.md, "Worker processes")

@@ -19,9 +19,22 @@ Limits, each with a log line (``connection_refused`` / ``connection_closed`` wit
 - ``connections.max.idle.ms``: a connection with nothing in flight and nothing received
   for that long is closed;
 - ``max.inflight.requests.per.connection``: the connection stops reading while that
-  many responses are pending, and also while the peer does not read what it is sent
-  (the transport's write buffer is over its high-water mark), so a client can never make
-  the server buffer without bound.
+  many responses are pending (answered inline or not: an answer counts until it is handed
+  to the transport), and also while the peer does not read what it is sent (the
+  transport's write buffer is over its high-water mark), so a client can never make the
+  server buffer without bound;
+- ``queued.max.request.bytes`` (server.request_memory): the request bytes buffered by all
+  connections together; a connection reserves a frame's size before reading its body, and
+  stops reading while the budget is spent.
+
+Fairness: the loop serves every connection in turn. One turn of a connection handles at
+most ``_TURN_FRAMES`` requests, and ends after the request that brings the bytes it read
+and answered past ``_TURN_BYTES``; what is left waits for the next loop iteration
+(``call_soon``), behind the other connections' reads, and the connection does not read more
+meanwhile. Bytes stand for work: every request's work on the loop is linear in its size
+(protocol.structure checks a body before the codec decodes it) or in its answer's (an
+inline placement, bounded by ``replica.assignor.inline.max.replicas``). The budget is in
+bytes, not time, so that the same input is always cut the same way.
 
 Security: on SSL listeners the principal is the client certificate's subject (if one was
 verified); on SASL listeners the connection follows Kafka's authentication state machine
@@ -33,6 +46,7 @@ completes. The principal is published to handlers through
 from __future__ import annotations
 
 import asyncio
+import ssl
 import struct
 from collections import deque
 
@@ -40,10 +54,12 @@ import kafka.errors as kafka_errors
 import structlog
 
 from protocol.frame import MalformedFrameError, peek_header, skip_tagged_fields
+from protocol.structure import StructureError
 
 from .dispatch import APIS
 from .handlers import sasl_authenticate
 from .logs import hold_lines, release_lines
+from .request_memory import RequestMemory
 from .security import ANONYMOUS, SaslSession, current_principal, principal_from_certificate
 
 log = structlog.get_logger("replica_assignor")
@@ -51,6 +67,14 @@ bind_contextvars = structlog.contextvars.bind_contextvars
 _LEN = struct.Struct(">i")
 _API_VERSIONS = 18
 _UNSUPPORTED_VERSION = kafka_errors.UnsupportedVersionError.errno
+# one turn of a connection on the loop: at most this many requests, and none started once
+# the requests and answers of the turn reach this many bytes (the rest waits for the next
+# loop iteration, behind the other connections)
+_TURN_FRAMES = 64
+_TURN_BYTES = 32 * 1024
+# answers of one turn are handed to the transport once they reach this size (it then
+# says whether the peer keeps up: pause_writing)
+_OUT_FLUSH_BYTES = 64 * 1024
 
 
 class _Slot:
@@ -68,10 +92,16 @@ class _Slot:
 class KafkaConnection(asyncio.Protocol):
     __slots__ = ("state", "transport", "conn_id", "peer", "principal", "sasl", "_buf", "_queue", "_closing",
                  "_idle_handle", "_ip", "_loop", "_last_active", "_max_frame", "_read_paused", "_write_paused",
-                 "_blocked", "_failing", "_metrics", "_counted", "_out", "_log_requests")
+                 "_blocked", "_failing", "_metrics", "_counted", "_out", "_out_bytes", "_log_requests",
+                 "_memory", "_charged", "_memory_wait", "_turn", "_max_inflight", "_answered",
+                 "_ssl_context", "_handshake", "_lost", "_early")
 
-    def __init__(self, state) -> None:
+    def __init__(self, state, ssl_context: ssl.SSLContext | None = None) -> None:
         self.state = state
+        self._ssl_context = ssl_context
+        self._handshake: asyncio.Task | None = None
+        self._lost = False
+        self._early: bytearray | None = None  # bytes read before the TLS layer took the transport over
         self.transport: asyncio.Transport | None = None
         self.conn_id = 0
         self.peer = ""
@@ -95,7 +125,17 @@ class KafkaConnection(asyncio.Protocol):
         self._counted = False
         # answers gathered during one read (None outside one), written with a single send
         self._out: list[bytes] | None = None
+        self._out_bytes = 0
+        self._answered = 0  # bytes of the answers computed on the loop (the turn's budget counts them)
         self._log_requests = state.config.log_level == "debug"
+        memory = state.request_memory
+        if memory is None:  # a state built without the server (tests): its own budget
+            memory = state.request_memory = RequestMemory(state.config.queued_max_request_bytes)
+        self._memory: RequestMemory = memory
+        self._charged = 0  # bytes of self._buf and of the frame being read, counted in self._memory
+        self._memory_wait = False  # waiting for self._memory to reserve the frame being read
+        self._turn: asyncio.Handle | None = None  # the next turn, when frames are left for it
+        self._max_inflight = state.config.max_inflight_requests_per_connection
 
     # -- lifecycle -------------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -125,9 +165,69 @@ class KafkaConnection(asyncio.Protocol):
         state.connections.add(self)
         state.connections_by_ip[self._ip] = per_ip + 1
         self._counted = True
+        if self._ssl_context is not None:
+            # the ClientHello is for the TLS layer; uvloop starts reading after connection_made
+            # whatever it says, so what comes before start_tls takes over is kept for it
+            self._early = bytearray()
+            transport.pause_reading()
+            self._handshake = self._loop.create_task(self._start_tls(transport))
+            return
+        self._ready()
+
+    async def _start_tls(self, raw: asyncio.Transport) -> None:
+        """The TLS handshake, run here rather than by the listener: asyncio and uvloop drop a failed
+        server-side handshake without a word (connection_made is never called), and Kafka logs it."""
+        cfg = self.state.config
+        loop, context = asyncio.get_running_loop(), self._ssl_context
+        assert context is not None
+        upgrade = asyncio.ensure_future(loop.start_tls(
+            raw, self, context, server_side=True, ssl_handshake_timeout=cfg.ssl_handshake_timeout_ms / 1000.0))
+        try:
+            while raw.get_protocol() is self and not upgrade.done():
+                await asyncio.sleep(0)  # start_tls puts its TLS protocol on the transport
+            early, self._early = self._early, None
+            if early and not upgrade.done():
+                _feed(raw.get_protocol(), early)
+            tls = await upgrade
+        except asyncio.CancelledError:
+            upgrade.cancel()
+            self._handshake_failed(raw, None)
+            raise
+        except (OSError, TimeoutError, EOFError) as exc:
+            self._handshake_failed(raw, exc)
+            return
+        self._handshake = None
+        if tls is None or self._closing:
+            raw.abort()
+            return
+        self.transport = tls
+        self.principal = principal_from_certificate(tls.get_extra_info("peercert"))
+        self._ready()
+        if len(self._buf) >= 4:  # requests that came with the end of the handshake
+            self._process()
+            self._update_reading()
+
+    def _handshake_failed(self, raw: asyncio.Transport, exc: BaseException | None) -> None:
+        self._handshake = None
+        if exc is not None:
+            if isinstance(exc, ssl.SSLError):
+                reason = exc.reason or exc.strerror or type(exc).__name__
+            elif isinstance(exc, TimeoutError):
+                reason = "handshake timed out"
+            else:
+                reason = "connection closed during the handshake"
+            log.warning("tls_handshake_failed", conn_id=self.conn_id, peer=self.peer, reason=reason,
+                        error=str(exc) or type(exc).__name__,
+                        ssl_client_auth=self.state.config.ssl_client_auth)
+            self._metrics.connection_closed("TLS handshake failed")
+        raw.abort()
+        # the TLS layer took the transport over: this protocol is not told the connection is lost
+        self.connection_lost(exc if isinstance(exc, Exception) else None)
+
+    def _ready(self) -> None:
+        state = self.state
+        cfg = state.config
         listener = state.listener
-        if listener.uses_tls:
-            self.principal = principal_from_certificate(transport.get_extra_info("peercert"))
         if listener.uses_sasl:
             self.sasl = SaslSession(cfg.sasl_enabled_mechanisms, state.users, state.auth_secret)
             self._max_frame = min(cfg.socket_request_max_bytes, cfg.sasl_server_max_receive_size)
@@ -136,7 +236,10 @@ class KafkaConnection(asyncio.Protocol):
         log.debug("connection_opened", conn_id=self.conn_id, peer=self.peer, principal=self.principal)
 
     def connection_lost(self, exc) -> None:
-        self._closing = True
+        if self._lost:
+            return  # after a failed TLS handshake both this protocol and the TLS layer may say so
+        self._lost = True
+        self._closing = True  # a TLS handshake still running fails, and says why (_start_tls)
         state = self.state
         if self._counted:
             self._counted = False
@@ -153,6 +256,16 @@ class KafkaConnection(asyncio.Protocol):
             if slot.task is not None and not slot.task.done():
                 slot.task.cancel()
         self._queue.clear()
+        if self._turn is not None:
+            self._turn.cancel()
+            self._turn = None
+        if self._memory_wait:
+            self._memory_wait = False
+            self._memory.cancel(self)
+        self._buf = bytearray()
+        if self._charged:
+            charged, self._charged = self._charged, 0
+            self._memory.release(charged)
         log.debug("connection_closed", conn_id=self.conn_id, peer=self.peer)
 
     def _idle_check(self) -> None:
@@ -181,7 +294,9 @@ class KafkaConnection(asyncio.Protocol):
         if reason is not None:
             log.warning("connection_closed", conn_id=self.conn_id, peer=self.peer, reason=reason, **fields)
             self._metrics.connection_closed(reason)
-        if self.transport is not None:
+        if self._handshake is not None:
+            self._handshake.cancel()  # its transport is the TLS layer's: the task closes it
+        elif self.transport is not None:
             self.transport.close()
 
     @property
@@ -212,12 +327,19 @@ class KafkaConnection(asyncio.Protocol):
     def resume_writing(self) -> None:
         self._write_paused = False
         self._update_reading()
+        self._schedule_turn()  # requests read before the pause
+
+    def memory_granted(self, n: int) -> None:
+        """server.request_memory: the frame being read has its bytes; read on."""
+        self._charged += n
+        self._memory_wait = False
+        self._update_reading()
 
     def _update_reading(self) -> None:
         if self._closing or self.transport is None:
             return
-        pause = (self._write_paused or self._blocked or self._failing is not None
-                 or len(self._queue) >= self.state.config.max_inflight_requests_per_connection)
+        pause = (self._write_paused or self._blocked or self._failing is not None or self._memory_wait
+                 or self._turn is not None or len(self._queue) >= self._max_inflight)
         if pause and not self._read_paused:
             self._read_paused = True
             self.transport.pause_reading()
@@ -229,10 +351,53 @@ class KafkaConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closing:
             return
-        self._buf += data
+        if self._early is not None:  # before the TLS layer took over: its bytes
+            self._early += data
+            self.transport.pause_reading()
+            return
+        buf = self._buf
+        buf += data
+        over = len(buf) - self._charged
+        if over > 0:  # past what was reserved: in memory already, counted as it is
+            self._charged += over
+            self._memory.charge(over)
         self._last_active = self._loop.time()
-        if not self._blocked and self._failing is None:
+        if not self._blocked and self._failing is None and self._turn is None and self._handshake is None:
             self._process()
+
+    def _schedule_turn(self) -> None:
+        """Frames are left in the buffer: handle them in a later loop iteration."""
+        if (self._turn is None and not self._closing and not self._blocked and self._failing is None
+                and len(self._buf) >= 4):
+            self._turn = asyncio.get_running_loop().call_soon(self._next_turn)
+            self._update_reading()
+
+    def _next_turn(self) -> None:
+        self._turn = None
+        if self._closing or self._blocked or self._failing is not None:
+            return
+        self._process()
+        self._update_reading()
+
+    def _account(self) -> None:
+        """Count this connection's bytes in ``queued.max.request.bytes``: the buffer, and the
+        whole of a frame whose size is read but not its body, reserved before it is read."""
+        buf = self._buf
+        need = len(buf)
+        if need >= 4:
+            (size,) = _LEN.unpack_from(buf, 0)
+            if 0 <= size <= self._max_frame:
+                need = max(need, 4 + size)
+        delta = need - self._charged
+        if delta < 0:
+            self._charged = need
+            self._memory.release(-delta)
+        elif delta > 0 and not self._memory_wait:
+            if self._memory.reserve(self, delta, self._charged):
+                self._charged = need
+            else:
+                self._memory_wait = True
+                self._update_reading()
 
     def _process(self) -> None:
         # every log line of the requests in this read names the connection (tasks copy it)
@@ -240,6 +405,7 @@ class KafkaConnection(asyncio.Protocol):
         # immediate answers of this read are written together: one send for a pipelined batch;
         # so are its log lines, after the answers
         self._out = []
+        self._out_bytes = 0
         held = hold_lines()
         try:
             self._process_frames()
@@ -248,6 +414,8 @@ class KafkaConnection(asyncio.Protocol):
             if out and not self._closing:
                 self.transport.write(out[0] if len(out) == 1 else b"".join(out))
             release_lines(held)
+        if not self._closing:
+            self._account()
 
     def _drain_out(self) -> None:
         """Write the answers gathered so far in this read (before anything that must follow them)."""
@@ -255,13 +423,29 @@ class KafkaConnection(asyncio.Protocol):
         if out:
             self.transport.write(out[0] if len(out) == 1 else b"".join(out))
             out.clear()
+            self._out_bytes = 0
 
     def _process_frames(self) -> None:
         buf = self._buf
         pos = 0
         n = len(buf)
-        max_inflight = self.state.config.max_inflight_requests_per_connection
-        while n - pos >= 4 and len(self._queue) < max_inflight:
+        max_inflight = self._max_inflight
+        out = self._out
+        assert out is not None  # within _process
+        queue = self._queue
+        frames = 0
+        spent = 0  # bytes read and answered in this turn
+        while n - pos >= 4:
+            # an answer counts until the transport has it; the transport counts it after that
+            if len(queue) >= max_inflight or self._write_paused:
+                break  # resumed by an answer done (_completed) or by resume_writing
+            if (frames >= _TURN_FRAMES or len(queue) + len(out) >= max_inflight
+                    or spent >= _TURN_BYTES):
+                if pos:
+                    del buf[:pos]
+                    pos = 0
+                self._schedule_turn()  # the others' turn first
+                return
             (size,) = _LEN.unpack_from(buf, pos)
             if size < 0 or size > self._max_frame:
                 # Kafka's InvalidReceiveException: the size is refused before reading the frame
@@ -274,10 +458,15 @@ class KafkaConnection(asyncio.Protocol):
                 break
             payload = bytes(buf[pos + 4:end])
             pos = end
+            frames += 1
+            answered = self._answered
             if not self._request(payload):
                 return
+            spent += size + self._answered - answered
             if self._blocked or self._failing is not None:
                 break
+            if self._out_bytes >= _OUT_FLUSH_BYTES:
+                self._drain_out()  # the transport may say pause_writing now
         if pos:
             del buf[:pos]
 
@@ -322,6 +511,13 @@ class KafkaConnection(asyncio.Protocol):
                 result = api.handle(self.state, header, view[offset:], self)
             else:
                 result = api.handle(self.state, header, view[offset:])
+        except StructureError as exc:  # what a Kafka broker refuses, or what would not decode in linear time
+            log.warning("frame_rejected", conn_id=self.conn_id, peer=self.peer, api_key=header.api_key,
+                        api_version=version, correlation_id=header.correlation_id, reason=exc.reason,
+                        offset=exc.offset, size=len(payload))
+            self.close("malformed request", api_key=header.api_key, api_version=version,
+                       correlation_id=header.correlation_id, error=str(exc))
+            return False
         except Exception as exc:  # a body that does not decode, or anything else wrong with it
             self.close("malformed request", api_key=header.api_key, api_version=version,
                        correlation_id=header.correlation_id, error=f"{type(exc).__name__}: {exc}")
@@ -340,6 +536,7 @@ class KafkaConnection(asyncio.Protocol):
         """Queue a handler's result: bytes now, or an awaitable whose answer comes later."""
         failing = self._failing
         if isinstance(result, (bytes, bytearray)):
+            self._answered += len(result)
             if outcome is not None:
                 self._metrics.finish(outcome)
             if failing is not None:
@@ -348,6 +545,7 @@ class KafkaConnection(asyncio.Protocol):
             elif not self._queue:
                 if self._out is not None:
                     self._out.append(result)
+                    self._out_bytes += len(result)
                 else:
                     self.transport.write(result)
             else:
@@ -383,8 +581,9 @@ class KafkaConnection(asyncio.Protocol):
         if self._blocked and not any(s.task is not None for s in self._queue):
             self._blocked = False
             self._update_reading()
-        if not self._blocked and self._failing is None and len(self._buf) >= 4:
+        if not self._blocked and self._failing is None and len(self._buf) >= 4 and self._turn is None:
             self._process()  # requests that arrived while the queue was full
+            self._update_reading()
 
     def _flush(self) -> None:
         self._drain_out()
@@ -403,6 +602,20 @@ class KafkaConnection(asyncio.Protocol):
     def _fail_after_write(self, reason: str) -> None:
         # transport.close() sends what is buffered first
         self.close(reason)
+
+
+def _feed(protocol: asyncio.BaseProtocol, data: bytes | bytearray) -> None:
+    """Hand ``data`` to a protocol as its transport would (a buffered protocol, or data_received)."""
+    if isinstance(protocol, asyncio.Protocol) or not hasattr(protocol, "get_buffer"):
+        protocol.data_received(data)  # type: ignore[attr-defined]
+        return
+    view = memoryview(data)
+    while view:
+        buffer = protocol.get_buffer(len(view))
+        n = min(len(buffer), len(view))
+        buffer[:n] = view[:n]
+        protocol.buffer_updated(n)
+        view = view[n:]
 
 
 def _response_error_code(header, frame_bytes: bytes) -> int | None:

@@ -1,9 +1,17 @@
-"""The dispatch table: api key -> handler, supported versions and header flexibility."""
+"""The dispatch table: api key -> handler, supported versions and header flexibility.
+
+Each handler module names its request class (``REQUEST``) and the versions it serves
+(``MIN_VERSION``, ``MAX_VERSION``); the api key, the name and which versions carry a
+flexible request header (v2, with tagged fields) come from that class, that is from the
+message's JSON schema.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
 from .handlers import api_versions, create_replica_assignment, metadata, sasl_authenticate, sasl_handshake
 
@@ -13,7 +21,7 @@ class Api:
     key: int
     min_version: int
     max_version: int
-    flexible_from: int
+    flexible_versions: frozenset[int]  # request header v2 (tagged fields) in these versions
     handle: Callable
     # below min / above max: answer anyway (ApiVersions' fallback) instead of closing
     answers_unsupported: bool = False
@@ -25,21 +33,25 @@ class Api:
     name: str = ""
 
     def flexible(self, version: int) -> bool:
-        return version >= self.flexible_from
+        return version in self.flexible_versions
 
 
-def _api(module, name: str, **kwargs) -> Api:
-    return Api(module.API_KEY, module.MIN_VERSION, module.MAX_VERSION, module.FLEXIBLE_FROM, module.handle,
-               name=name, **kwargs)
+def _api(module: ModuleType, **kwargs: Any) -> Api:
+    request = module.REQUEST
+    served = range(module.MIN_VERSION, module.MAX_VERSION + 1)
+    return Api(request.API_KEY, module.MIN_VERSION, module.MAX_VERSION,
+               frozenset(v for v in served if request.flexible_version_q(v)), module.handle,
+               name=request.name.removesuffix("Request"), **kwargs)
 
 
 APIS: dict[int, Api] = {
-    api_versions.API_KEY: _api(api_versions, "ApiVersions", answers_unsupported=True),
-    metadata.API_KEY: _api(metadata, "Metadata"),
-    create_replica_assignment.API_KEY: _api(create_replica_assignment, "CreateReplicaAssignment",
-                                                      logs_requests=True),
-    sasl_handshake.API_KEY: _api(sasl_handshake, "SaslHandshake", connection_bound=True),
-    sasl_authenticate.API_KEY: _api(sasl_authenticate, "SaslAuthenticate", connection_bound=True),
+    api.key: api for api in (
+        _api(api_versions, answers_unsupported=True),
+        _api(metadata),
+        _api(create_replica_assignment, logs_requests=True),
+        _api(sasl_handshake, connection_bound=True),
+        _api(sasl_authenticate, connection_bound=True),
+    )
 }
 
 

@@ -9,11 +9,18 @@ address is checked on loopback. On an SSL listener with ``ssl.client.auth=requir
 check presents the server's own keystore, which works only if the truststore accepts it
 as a client certificate (its CA, and a key usage that allows client authentication);
 otherwise set ``metrics.listener`` and the HTTP check is used.
+
+The status file (``--status-file PATH`` on both the server and the check) records what the
+server actually bound, written atomically once it serves and removed when it stops: the
+check then probes that listener (and metrics address) rather than the configured one, so
+overrides the check was not given (a container's CMD arguments) and port 0 are seen too.
+With a status file named but absent, the server is not serving: unhealthy.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import ssl
 import struct
@@ -21,8 +28,9 @@ import urllib.error
 import urllib.request
 
 from protocol.frame import recv_exactly
+from protocol.messages import CREATE_REPLICA_ASSIGNMENT_API_KEY
 
-from .config import ServerConfig, metrics_address
+from .config import Listener, ServerConfig, metrics_address
 
 _LEN = struct.Struct(">i")
 _WILDCARDS = {"0.0.0.0", "::", ""}
@@ -32,9 +40,46 @@ def _local(host: str) -> str:
     return "127.0.0.1" if host in _WILDCARDS else host
 
 
-def check(config: ServerConfig, timeout_s: float = 5.0) -> tuple[bool, str]:
+def write_status(path: str, listener: Listener, metrics: tuple[str, int] | None) -> None:
+    """Record the bound listener (and metrics address) for the health check, atomically."""
+    status = {"listener": str(listener), "metrics": list(metrics) if metrics else None, "pid": os.getpid()}
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as out:
+        json.dump(status, out)
+    os.replace(tmp, path)
+
+
+def remove_status(path: str) -> None:
+    """The server no longer serves: the health check must say so."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _read_status(path: str) -> tuple[Listener, tuple[str, int] | None] | str:
+    """The recorded listener and metrics address, or one line saying why there are none."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            status = json.load(f)
+        listener = Listener.parse(status["listener"])
+        metrics = status.get("metrics")
+        return listener, (str(metrics[0]), int(metrics[1])) if metrics else None
+    except FileNotFoundError:
+        return f"unhealthy: not serving (no status file {path})"
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        return f"unhealthy: unreadable status file {path}: {exc}"
+
+
+def check(config: ServerConfig, timeout_s: float = 5.0, status_file: str | None = None) -> tuple[bool, str]:
     """(healthy, one line saying why)."""
     at = metrics_address(config)
+    listener = config.listeners[0]
+    if status_file:
+        status = _read_status(status_file)
+        if isinstance(status, str):
+            return False, status
+        listener, at = status
     if at is not None:
         host, port = _local(at[0]), at[1]
         url = f"http://{host if ':' not in host else f'[{host}]'}:{port}/health"
@@ -45,13 +90,12 @@ def check(config: ServerConfig, timeout_s: float = 5.0) -> tuple[bool, str]:
             return False, f"unhealthy: {url} answered {exc.code}"
         except (OSError, ValueError) as exc:
             return False, f"unhealthy: {url}: {exc}"
-    return _check_kafka(config, timeout_s)
+    return _check_kafka(config, listener, timeout_s)
 
 
-def _check_kafka(config: ServerConfig, timeout_s: float) -> tuple[bool, str]:
+def _check_kafka(config: ServerConfig, listener: Listener, timeout_s: float) -> tuple[bool, str]:
     from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
-    listener = config.listeners[0]
     if listener.port == 0:
         return False, "cannot check a listener on port 0: set a fixed port or metrics.listener"
     host = _local(listener.host)
@@ -78,6 +122,6 @@ def _check_kafka(config: ServerConfig, timeout_s: float) -> tuple[bool, str]:
     except Exception as exc:  # noqa: BLE001
         return False, f"unhealthy: {where} sent an undecodable ApiVersions response: {exc}"
     keys = {k.api_key for k in response.api_keys}
-    if response.error_code or 68 not in keys:
+    if response.error_code or CREATE_REPLICA_ASSIGNMENT_API_KEY not in keys:
         return False, f"unhealthy: {where} answered error {response.error_code} without CreateReplicaAssignment"
     return True, f"healthy: {where} answered ApiVersions"

@@ -30,37 +30,40 @@ server over the zygote's control socket (``SCM_RIGHTS``). The zygote is single-t
 so forking it is safe.
 
 Calls. ``submit(fn, *args)`` pickles ``fn`` (by reference: a module-level function) and
-its arguments. The server's :class:`~server.state.ServerState` cannot cross a process
-boundary; an argument that is one stands for the worker's own state
-(:class:`WorkerState`: the assignor, built once in the zygote from
-``replica.assignor.class.name``, and the configuration). That is all an assignment
-reads from the state.
+its arguments, which must be plain values: the request handler submits
+``place_detached(assignor name, placement, random state, principal, KIP-409 settings)``
+(server/handlers/create_replica_assignment.py), never the server's state. Pickling has
+no side effect on what it pickles; the cluster view's read-only maps travel as dicts and
+come back read-only. A worker's assignor is its own (:func:`worker_assignor`), built once
+in the zygote from ``replica.assignor.class.name`` and inherited by every fork.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import io
 import os
 import pickle
 import queue
-import random
 import signal
 import socket
 import struct
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from types import MappingProxyType
+from typing import Any
 
 import structlog
 
-from assignors import AssignmentError, ReplicaAssignorError
+from assignors import AssignmentError, ReplicaAssignor, ReplicaAssignorError, create_assignor
 
 log = structlog.get_logger("replica_assignor")
 
 _LEN = struct.Struct(">Q")
-_STATE_ID = "server-state"
 ZYGOTE_START_TIMEOUT_S = 60.0
 
 
@@ -85,59 +88,24 @@ def _recv(sock: socket.socket) -> bytes:
     return _recv_exact(sock, size)
 
 
-# -- pickling with the server state left behind ----------------------------------------
+# -- pickling ---------------------------------------------------------------------------
 class _Pickler(pickle.Pickler):
-    def __init__(self, file, state_type: type | None) -> None:
-        super().__init__(file, pickle.HIGHEST_PROTOCOL)
-        self._state_type = state_type
+    """Standard pickling, plus the read-only maps of a cluster view (which pickle cannot copy)."""
 
-    def persistent_id(self, obj):
-        if self._state_type is not None and type(obj) is self._state_type:
-            return _STATE_ID
-        return None
-
-    def reducer_override(self, obj):
-        if type(obj) is MappingProxyType:  # the cluster view's read-only maps
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is MappingProxyType:
             return _mappingproxy, (dict(obj),)
-        if type(obj) is random.Random:
-            # the worker continues this generator exactly (seeded answers stay reproducible);
-            # the original then moves on to a new stream, so a generator shared by several
-            # requests never hands two workers the same draws
-            state = obj.getstate()
-            obj.seed(obj.getrandbits(128))
-            return _random_from_state, (state,)
         return NotImplemented
 
 
-def _mappingproxy(items: dict) -> MappingProxyType:
+def _mappingproxy(items: dict[Any, Any]) -> MappingProxyType[Any, Any]:
     return MappingProxyType(items)
 
 
-def _random_from_state(state) -> random.Random:
-    rng = random.Random()
-    rng.setstate(state)
-    return rng
-
-
-def _dumps(obj, state_type: type | None) -> bytes:
-    import io
-
+def _dumps(obj: Any) -> bytes:
     buf = io.BytesIO()
-    _Pickler(buf, state_type).dump(obj)
+    _Pickler(buf, pickle.HIGHEST_PROTOCOL).dump(obj)
     return buf.getvalue()
-
-
-class _Unpickler(pickle.Unpickler):
-    def persistent_load(self, pid):
-        if pid == _STATE_ID:
-            return _WORKER_STATE
-        raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")
-
-
-def _loads(data: bytes):
-    import io
-
-    return _Unpickler(io.BytesIO(data)).load()
 
 
 class _ReplyUnpickler(pickle.Unpickler):
@@ -145,33 +113,23 @@ class _ReplyUnpickler(pickle.Unpickler):
     A plug-in runs in the worker; nothing it sends can make the server import or call
     anything else."""
 
-    def find_class(self, module: str, name: str):
+    def find_class(self, module: str, name: str) -> Any:
         if module == "assignors.errors":
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"a worker may not send {module}.{name}")
 
 
-def _loads_reply(data: bytes):
-    import io
-
+def _loads_reply(data: bytes) -> Any:
     return _ReplyUnpickler(io.BytesIO(data)).load()
 
 
-class WorkerState:
-    """What an assignment reads from the server state, inside a worker process: the
-    assignor (built in the worker) and the configuration."""
-
-    __slots__ = ("assignor", "assignor_name", "config")
-
-    def __init__(self, assignor, assignor_name: str, config) -> None:
-        self.assignor = assignor
-        self.assignor_name = assignor_name
-        self.config = config
-
-
-# The zygote builds it once; every worker inherits it through fork(). Process-wide by
-# nature: it is the state of the worker process itself.
-_WORKER_STATE: WorkerState | None = None
+@functools.cache
+def worker_assignor(name: str) -> ReplicaAssignor:
+    """The assignor ``name`` of the process running placements off the event loop, built
+    on first use and kept. Process-wide by nature: in the zygote it is built before any
+    fork, so every worker has it ready; with ``replica.assignor.isolation=thread`` the
+    server process builds its own on its first placement off the loop."""
+    return create_assignor(name)
 
 
 def _portable(exc: BaseException) -> BaseException:
@@ -196,15 +154,12 @@ def zygote_main() -> None:
         init = pickle.loads(_recv(ctrl))
     except EOFError:
         return
-    global _WORKER_STATE
     try:
         import importlib
 
-        from assignors import create_assignor
-
         for module in init["preload"]:
             importlib.import_module(module)
-        _WORKER_STATE = WorkerState(create_assignor(init["assignor"]), init["assignor"], init["config"])
+        worker_assignor(init["assignor"])
     except BaseException as exc:  # noqa: BLE001 - reported to the server, which refuses to start
         _send(ctrl, pickle.dumps(("error", f"{type(exc).__name__}: {exc}")))
         return
@@ -241,7 +196,7 @@ def _worker_loop(sock: socket.socket, memory_limit: int) -> None:
             return
         retire = False
         try:
-            fn, args, kwargs = _loads(data)
+            fn, args, kwargs = pickle.loads(data)
             reply = (True, fn(*args, **kwargs))
         except BaseException as exc:  # noqa: BLE001 - a plug-in's failure is an error response
             if isinstance(exc, MemoryError) or isinstance(exc.__cause__, MemoryError):
@@ -373,19 +328,13 @@ class _Zygote:
 class AssignorPool(Executor):
     """Runs submitted calls in killable worker processes (see the module docstring)."""
 
-    def __init__(self, assignor_name: str, *, workers: int, config=None, memory_limit: int = 0,
+    def __init__(self, assignor_name: str, *, workers: int, memory_limit: int = 0,
                  preload: tuple[str, ...] = ("server.handlers.create_replica_assignment",),
-                 state_type: type | None = None, on_restart=None) -> None:
+                 on_restart: Callable[[str], None] | None = None) -> None:
         self.assignor_name = assignor_name
         self.workers = workers
         self.memory_limit = memory_limit
-        self._init = {"assignor": assignor_name, "memory_limit": memory_limit, "preload": tuple(preload),
-                      "config": config}
-        if state_type is None:
-            from .state import ServerState
-
-            state_type = ServerState
-        self._state_type = state_type
+        self._init = {"assignor": assignor_name, "memory_limit": memory_limit, "preload": tuple(preload)}
         self._on_restart = on_restart or (lambda reason: None)
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()  # short sections only: submit() takes it on the event loop
@@ -504,7 +453,7 @@ class AssignorPool(Executor):
             if not call.set_running_or_notify_cancel():
                 continue
             try:
-                payload = _dumps((fn, args, kwargs), self._state_type)
+                payload = _dumps((fn, args, kwargs))
             except Exception as exc:  # noqa: BLE001
                 call.set_exception(ReplicaAssignorError(f"cannot hand the request to an assignor worker: {exc}"))
                 continue

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
-from collections.abc import Coroutine
-from typing import Any
 
 from assignors import UnknownAssignorError, load_assignor_class
 
 from .app import ReplicaAssignorServer
 from .config import ConfigError, load_config
 from .logs import configure_logging
+from .runtime import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, run_server
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--loop", choices=("uvloop", "asyncio"), help="event loop (overrides event.loop)")
     p.add_argument("--health-check", action="store_true",
                    help="do not serve: check that the server so configured answers (exit 0) or not (exit 1)")
+    p.add_argument("--status-file", metavar="FILE",
+                   help="the server records the listener it bound here while it serves; with --health-check, "
+                        "the listener to probe (absent file: unhealthy)")
     return p
 
 
@@ -43,40 +44,20 @@ def main(argv: list[str] | None = None) -> int:
         load_assignor_class(config.replica_assignor_class_name)
     except (ConfigError, UnknownAssignorError) as exc:
         print(f"replica-assignor-server: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     if args.health_check:
         from .health import check
 
-        healthy, line = check(config)
+        healthy, line = check(config, status_file=args.status_file)
         print(line, file=sys.stdout if healthy else sys.stderr)
-        return 0 if healthy else 1
+        return EXIT_OK if healthy else EXIT_FAILURE
     configure_logging(config.log_format, config.log_level)
     if config.num_worker_processes > 1:
         from .workers import supervise
 
-        return supervise(config)
-    server = ReplicaAssignorServer(config)
+        return supervise(config, status_file=args.status_file)
+    server = ReplicaAssignorServer(config, status_file=args.status_file)
     return run_server(server, _serve(server))
-
-
-def run_server(server: ReplicaAssignorServer, serving: Coroutine[Any, Any, None]) -> int:
-    """Run ``serving`` on the configured event loop; the exit code (start-up failures are
-    one line on stderr: 2 for the configuration, 1 when the listener cannot be bound)."""
-    config = server.config
-    try:
-        if config.event_loop == "uvloop":
-            import uvloop
-            uvloop.run(serving)
-        else:
-            asyncio.run(serving)
-    except ConfigError as exc:
-        print(f"replica-assignor-server: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"replica-assignor-server: cannot listen on {config.listeners[0]}: {exc.strerror or exc}",
-              file=sys.stderr)
-        return 1
-    return 0
 
 
 if __name__ == "__main__":

@@ -6,21 +6,16 @@ import asyncio
 import secrets
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from assignors import ClusterView, ReplicaAssignor
+from assignors import ReplicaAssignor
 from assignors.memo import PlacementMemo
 
 from .config import Listener, ServerConfig
 from .metrics import Metrics
 
-
-class ClusterSource(Protocol):
-    """Where the cluster view comes from (a snapshot file, or a live cluster)."""
-
-    async def start(self) -> None: ...
-    async def stop(self) -> None: ...
-    def view(self) -> ClusterView: ...
+if TYPE_CHECKING:  # the one source interface, for typing only (no import at start-up)
+    from .cluster_source import ClusterSource
 
 
 @dataclass
@@ -29,8 +24,9 @@ class ServerState:
     assignor: ReplicaAssignor
     assignor_name: str
     source: ClusterSource
-    # runs assignments that are not done inline: server.isolation.AssignorPool (worker
-    # processes, replica.assignor.isolation=process) or a ThreadPoolExecutor (=thread)
+    # runs the assignments that are not done inline, as calls of plain values (the handler's
+    # place_detached; this state never crosses to them): server.isolation.AssignorPool, worker
+    # processes (replica.assignor.isolation=process, the default), or a ThreadPoolExecutor (=thread)
     executor: Executor
     advertised: Listener
     cluster_id: str = "replica-assignor"
@@ -51,6 +47,9 @@ class ServerState:
     # small placements, validated once per distinct draw (assignors.memo); None: disabled
     # (replica.assignor.memo.max.entries=0)
     memo: PlacementMemo | None = None
+    # queued.max.request.bytes: the request bytes all connections buffer (server.request_memory);
+    # built by the first connection when None
+    request_memory: Any = None
 
     # the assignor is one of ours (assignors.*): small requests may run it on the event loop,
     # and it needs no worker processes ready at start-up

@@ -50,7 +50,11 @@ import structlog
 
 from protocol.frame import recv_exactly
 
+from .app import ReplicaAssignorServer
 from .config import Listener, ServerConfig
+from .health import remove_status, write_status
+from .logs import configure_logging
+from .runtime import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, run_server
 
 log = structlog.get_logger("replica_assignor")
 
@@ -100,8 +104,9 @@ class _Worker:
 class Supervisor:
     """Starts, watches, restarts and stops the workers; serves nothing itself."""
 
-    def __init__(self, config: ServerConfig, port: int) -> None:
+    def __init__(self, config: ServerConfig, port: int, status_file: str | None = None) -> None:
         first = config.listeners[0]
+        self.status_file = status_file  # the bound listener, for the health check (server.health)
         # the workers bind the port the supervisor holds (the one port 0 picked)
         self.config = dataclasses.replace(config, listeners=(Listener(first.security_protocol, first.host, port),
                                                               *config.listeners[1:]))
@@ -110,7 +115,7 @@ class Supervisor:
         self.ready: dict[int, dict] = {}
         self.announced = False
         self.stopping = False
-        self.exit_code = 0
+        self.exit_code = EXIT_OK
         self._stop = asyncio.Event()
         self._first_ready = asyncio.Event()  # set when worker 0 accepts, or when stopping
 
@@ -120,6 +125,8 @@ class Supervisor:
             loop.add_signal_handler(sig, self._on_signal, sig)
         slots = [asyncio.create_task(self._keep(i)) for i in range(self.count)]
         await self._stop.wait()
+        if self.status_file:
+            remove_status(self.status_file)
         for worker in list(self.workers.values()):
             _signal(worker, signal.SIGTERM)
         bound = self.config.shutdown_timeout_ms / 1000.0 + KILL_AFTER_S
@@ -139,7 +146,7 @@ class Supervisor:
         self._request_stop()  # first: stopping must not depend on the log being writable
         log.info("signal_received", signal=signal.Signals(sig).name)
 
-    def _request_stop(self, exit_code: int = 0) -> None:
+    def _request_stop(self, exit_code: int = EXIT_OK) -> None:
         if not self.stopping:
             self.stopping = True
             self.exit_code = exit_code
@@ -156,7 +163,7 @@ class Supervisor:
                 worker = await self._spawn(index)
             except OSError as exc:  # no process could be started (out of memory, pids, ...)
                 log.error("worker_failed", worker=index, reason=f"cannot start a process: {exc}")
-                self._request_stop(1)
+                self._request_stop(EXIT_FAILURE)
                 return
             fields = await _ready(worker)
             if fields is not None:
@@ -171,13 +178,13 @@ class Supervisor:
             if fields is None:
                 failures += 1
                 if not self.announced:
-                    # as without workers: the first worker's exit code (2: configuration)
-                    self._request_stop(code if code in (1, 2) else 1)
+                    # as without workers: the first worker's exit code (configuration, or the port)
+                    self._request_stop(code if code in (EXIT_FAILURE, EXIT_CONFIG) else EXIT_FAILURE)
                     return
                 if failures >= MAX_START_FAILURES:
                     log.error("worker_failed", worker=index, failures=failures,
                               reason="exited before accepting connections, every time")
-                    self._request_stop(1)
+                    self._request_stop(EXIT_FAILURE)
                     return
 
     async def _spawn(self, index: int) -> _Worker:
@@ -213,6 +220,10 @@ class Supervisor:
             self._first_ready.set()
         if not self.announced and len(self.ready) == self.count and not self.stopping:
             self.announced = True
+            if self.status_file:
+                first = self.config.listeners[0]
+                write_status(self.status_file, Listener(first.security_protocol, self.ready[0]["host"],
+                                                        self.ready[0]["port"]), None)
             log.info("server_started", **self.ready[0], workers=self.count)
 
 
@@ -233,32 +244,28 @@ def _signal(worker: _Worker, sig: int) -> None:
             pass
 
 
-def supervise(config: ServerConfig) -> int:
+def supervise(config: ServerConfig, status_file: str | None = None) -> int:
     """Run ``num.worker.processes`` workers until SIGTERM/SIGINT; the process's exit code."""
     listener = config.listeners[0]
     try:
         held = reserve(listener)
     except OSError as exc:
         print(f"replica-assignor-server: cannot listen on {listener}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+        return EXIT_FAILURE
     with held:
-        return asyncio.run(Supervisor(config, held.getsockname()[1]).run())
+        return asyncio.run(Supervisor(config, held.getsockname()[1], status_file).run())
 
 
 # -- in the worker -------------------------------------------------------------------
 
 def worker_main() -> None:
     """Entry point of a worker process: ``worker_main()`` with argv ``[index, channel fd]``."""
-    from .app import ReplicaAssignorServer
-    from .logs import configure_logging
-    from .main import run_server
-
     index, fd = int(sys.argv[1]), int(sys.argv[2])
     channel = socket.socket(fileno=fd)
     try:
         config = pickle.loads(recv_exactly(channel, _LEN.unpack(recv_exactly(channel, _LEN.size))[0]))
     except (OSError, EOFError):
-        sys.exit(1)  # the supervisor is gone before it said anything
+        sys.exit(EXIT_FAILURE)  # the supervisor is gone before it said anything
     configure_logging(config.log_format, config.log_level)
     structlog.contextvars.bind_contextvars(worker=index)  # every line of this process names it
     server = ReplicaAssignorServer(config, worker=index)

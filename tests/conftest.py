@@ -3,9 +3,32 @@ conformance, e2e, spark); fixtures used by more than one kind live here."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
+import structlog
+from hypothesis import HealthCheck, settings
 
 from tests.tansu import TansuBroker
+
+# One Hypothesis profile for every test: the same examples on every run (derandomize: seeded
+# from each test's own source), no per-example deadline and no timing health check (both
+# depend on how busy the machine is). A test states ``max_examples`` only where it needs a
+# count other than this one.
+settings.register_profile(
+    "repository",
+    derandomize=True,
+    deadline=None,
+    max_examples=100,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("repository")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The server logs every connection at debug; tests log from info up, as the server's
+    default ``log.level`` does (``structlog.testing.capture_logs`` too sees info and above)."""
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
 
 
 @pytest.fixture

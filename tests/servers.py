@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from protocol.frame import recv_exactly
 from server.app import ReplicaAssignorServer
 from server.config import load_config
+from server.runtime import new_event_loop
 
 
 def read_frame(sock: socket.socket) -> bytes:
@@ -54,11 +55,7 @@ class ServerThread:
         return self.server.metrics_port
 
     def _run(self) -> None:
-        if self.loop_kind == "uvloop":
-            import uvloop
-            loop = uvloop.new_event_loop()
-        else:
-            loop = asyncio.new_event_loop()
+        loop = new_event_loop(self.loop_kind)
         self._loop = loop
         asyncio.set_event_loop(loop)
 

@@ -16,9 +16,12 @@ import kafka.errors as kafka_errors
 from protocol.frame import RequestHeaderPeek, frame, patch_correlation_id
 from protocol.messages import ApiVersionsRequest, ApiVersionsResponse, decode_body
 
-API_KEY = 18
-MIN_VERSION, MAX_VERSION = 0, 3
-FLEXIBLE_FROM = 3
+from ..state import ServerState
+
+REQUEST = ApiVersionsRequest
+API_KEY = REQUEST.API_KEY
+# the schema goes further (v4); this server answers up to v3, and newer versions get the fallback
+MIN_VERSION, MAX_VERSION = REQUEST.valid_versions[0], 3
 FEATURE_NAME = "replica.assignment"
 FEATURE_VERSION = 1
 
@@ -44,7 +47,7 @@ def build_templates(supported: dict[int, tuple[int, int]]) -> dict[int, bytes]:
     return out
 
 
-def handle(state, header: RequestHeaderPeek, body: memoryview) -> bytes:
+def handle(state: ServerState, header: RequestHeaderPeek, body: memoryview) -> bytes:
     version = header.api_version
     if version > MAX_VERSION or version < MIN_VERSION:
         return patch_correlation_id(state.templates[(API_KEY, -1)], header.correlation_id)

@@ -19,36 +19,44 @@ import hashlib
 import random
 import threading
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 import structlog
 
 from assignors import (
     ANONYMOUS,
+    Assignment,
     AssignmentError,
     AssignmentTimeoutError,
     AuthorizationError,
-    BrokerNotAvailableError,
     ClusterView,
-    InvalidPartitionsError,
-    InvalidReplicaAssignmentError,
-    InvalidReplicationFactorError,
     ReplicaAssignorError,
     create_assignor,
 )
 from assignors.memo import MemoEntry
 from assignors.under_replicated import place_under_replicated
+from assignors.validate import (
+    check_node_ids,
+    check_size,
+    check_topic_name,
+    partitions_to_place,
+    read_current_assignment,
+)
 from protocol.errors import error_for_exception
-from protocol.fast import encode_assignment_body, encode_assignment_frame, frame_body
+from protocol.fast import encode_assignment_body, encode_assignment_frame
 from protocol.frame import RequestHeaderPeek, frame
 from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse, decode_body
 
+from ..isolation import worker_assignor
 from ..security import authorize, current_principal
+from ..state import ServerState
 
-API_KEY = 68
-MIN_VERSION, MAX_VERSION = CreateReplicaAssignmentRequest.valid_versions
-FLEXIBLE_FROM = 0
+REQUEST = CreateReplicaAssignmentRequest
+API_KEY = REQUEST.API_KEY
+MIN_VERSION, MAX_VERSION = REQUEST.valid_versions
 
 log = structlog.get_logger("replica_assignor")
 _SIMPLE = create_assignor("default")
@@ -66,69 +74,23 @@ class Placement:
     timeout_ms: int
 
 
-def interpret(request, version: int, view: ClusterView, max_partitions: int) -> Placement:
-    """Validate the request against the view; raise a typed error with Kafka's wording."""
+def interpret(request: CreateReplicaAssignmentRequest, version: int, view: ClusterView,
+              max_partitions: int) -> Placement:
+    """Translate the request into a placement over the view; the rules (and Kafka's wording)
+    are :mod:`assignors.validate`'s, which raises a typed error for an invalid request."""
     n = request.num_partitions
     rf = request.replication_factor
-    if n > max_partitions:
-        raise InvalidPartitionsError(
-            f"Number of partitions {n} is above this server's limit of {max_partitions} per request.")
-    node_ids = list(request.node_id or [])
-    if node_ids:
-        known = set(view.broker_ids)
-        dup = sorted({b for b in node_ids if node_ids.count(b) > 1})
-        if dup:
-            raise InvalidReplicaAssignmentError(f"Duplicate broker ids in NodeId: {dup}.")
-        unknown = [b for b in node_ids if b not in known]
-        if unknown:
-            raise BrokerNotAvailableError(
-                f"Broker(s) {unknown} not available: the cluster view has brokers {sorted(known)}.")
-        view = view.restricted_to(node_ids)
     topic = request.topic_name if version >= 1 else None
-    current = {}
-    if version >= 1 and request.current_assignment:
-        for entry in request.current_assignment:
-            if entry.partition_id in current:
-                raise InvalidReplicaAssignmentError(
-                    f"Current assignment lists partition {entry.partition_id} twice.")
-            reps = list(entry.replicas or [])
-            if not reps or len(set(reps)) != len(reps):
-                raise InvalidReplicaAssignmentError(
-                    f"Current assignment of partition {entry.partition_id} must list distinct brokers, got {reps}.")
-            current[entry.partition_id] = tuple(reps)
-    if not current:
-        return Placement(topic, range(max(n, 0)), rf, _with_topic(view, topic, {}),
-                         request.force_simple_assignment, request.timeout_ms)
-    count = len(current)
-    if sorted(current) != list(range(count)):
-        missing = sorted(set(range(count)) - set(current))
-        raise InvalidReplicaAssignmentError(
-            f"Unexpected existing replica assignment for topic '{topic}', partition id {missing[0] if missing else 0} is missing.")
-    rfs = {len(r) for r in current.values()}
-    if len(rfs) != 1:
-        raise InvalidReplicaAssignmentError(
-            f"Inconsistent replication factor in the current assignment of topic '{topic}': {sorted(rfs)}.")
-    current_rf = rfs.pop()
-    if rf < current_rf:
-        raise InvalidReplicationFactorError(
-            f"Replication factor {rf} is below the current {current_rf} of topic '{topic}'; it can only be increased.")
-    if n < count or (n == count and rf == current_rf):
-        raise InvalidPartitionsError(
-            f"The number of partitions for a topic can only be increased. Topic {topic} currently has "
-            f"{count} partitions, {n} would not be an increase.")
-    if rf > current_rf:
-        known = set(view.broker_ids)
-        for p, reps in current.items():
-            gone = [b for b in reps if b not in known]
-            if gone:
-                raise InvalidReplicaAssignmentError(
-                    f"Partition {p} of topic '{topic}' has replicas on brokers {gone}, which are not in the "
-                    f"cluster view; repair it before raising the replication factor.")
-        partitions = range(n)
-    else:
-        partitions = range(count, n)
-    return Placement(topic, partitions, rf, _with_topic(view, topic, current),
-                     request.force_simple_assignment, request.timeout_ms)
+    check_topic_name(topic)
+    check_size(n, max_partitions)
+    node_ids = request.node_id
+    if node_ids:
+        check_node_ids(node_ids, set(view.broker_ids))
+        view = view.restricted_to(node_ids)
+    entries = request.current_assignment if version >= 1 else None
+    current = read_current_assignment((e.partition_id, e.replicas or ()) for e in entries) if entries else {}
+    return Placement(topic, partitions_to_place(topic, n, rf, current, view), rf,
+                     _with_topic(view, topic, current), request.force_simple_assignment, request.timeout_ms)
 
 
 def _with_topic(view: ClusterView, topic: str | None, current: dict) -> ClusterView:
@@ -162,9 +124,19 @@ def request_rng(seed: int | None, body: bytes) -> random.Random:
     return random.Random(int.from_bytes(digest[:16], "big"))
 
 
-def compute(state, placement: Placement, rng: random.Random,
-            principal: str = ANONYMOUS) -> dict[int, list[int]] | MemoEntry:
-    """Run the assignor (or Kafka's rack-unaware default when forced) with all checks.
+def hand_over(rng: random.Random) -> tuple[Any, ...]:
+    """The generator's state, for a placement off the loop to continue exactly (seeded answers
+    stay reproducible across the process boundary). The generator itself moves on to a new
+    stream, so the shared unseeded one never hands two placements the same draws."""
+    handed = rng.getstate()
+    rng.seed(rng.getrandbits(128))
+    return handed
+
+
+def compute(state: ServerState, placement: Placement, rng: random.Random,
+            principal: str = ANONYMOUS) -> Assignment | MemoEntry:
+    """On the event loop: run the assignor (or Kafka's rack-unaware default when forced) with
+    all checks.
 
     Small placements by an assignor that supports it come from the memo (assignors.memo):
     the same draws give the same, already validated, entry.
@@ -174,7 +146,7 @@ def compute(state, placement: Placement, rng: random.Random,
         assignor, cluster = _SIMPLE, placement.cluster.without_racks()
     else:
         assignor, cluster = state.assignor, placement.cluster
-    memo = getattr(state, "memo", None)  # a plug-in's worker process has none
+    memo = state.memo
     if memo is not None and placement.replication_factor <= len(cluster.brokers):
         entry = memo.place(assignor, topic, placement.partitions, placement.replication_factor, cluster,
                            principal, rng=rng)
@@ -188,11 +160,33 @@ def compute(state, placement: Placement, rng: random.Random,
         min_insync_replicas=cfg.min_insync_replicas)
 
 
+def place_detached(assignor_name: str, placement: Placement, rng_state: tuple[Any, ...], principal: str,
+                   under_replicated: bool, min_insync_replicas: int) -> Assignment:
+    """Off the event loop: the placement :func:`compute` makes, from plain picklable values.
+
+    What the executor runs (a worker process of server.isolation, or a thread): the
+    generator travels as its state (:func:`hand_over`) and is continued by a fresh one; the
+    assignor is the running process's own (:func:`server.isolation.worker_assignor`, built
+    in the zygote before any worker forks); ``under_replicated`` and ``min_insync_replicas``
+    are the KIP-409 settings. No memo: the same answer as :func:`compute` for the same state.
+    """
+    rng = random.Random()
+    rng.setstate(rng_state)
+    if placement.force_simple:
+        assignor, cluster = _SIMPLE, placement.cluster.without_racks()
+    else:
+        assignor, cluster = worker_assignor(assignor_name), placement.cluster
+    return place_under_replicated(
+        assignor, placement.topic if placement.topic is not None else "", placement.partitions,
+        placement.replication_factor, cluster, principal, rng=rng, enabled=under_replicated,
+        min_insync_replicas=min_insync_replicas)
+
+
 def _encode(version: int, correlation_id: int, assignment: dict[int, list[int]] | MemoEntry | None,
             exc: BaseException | None) -> bytes:
     if type(assignment) is MemoEntry:
         body = assignment.derived(version, functools.partial(encode_assignment_body, version))
-        return frame_body(correlation_id, body)
+        return frame(correlation_id, body, flexible_header=True)
     if exc is None:
         # straight from tuples; byte-identical to the codec (tests/conformance/test_fast_encode.py)
         return encode_assignment_frame(version, correlation_id, assignment)
@@ -204,7 +198,8 @@ def _encode(version: int, correlation_id: int, assignment: dict[int, list[int]] 
     return frame(correlation_id, response.encode(version=version), flexible_header=True)
 
 
-def handle(state, header: RequestHeaderPeek, body: memoryview):
+def handle(state: ServerState, header: RequestHeaderPeek,
+           body: memoryview) -> bytes | Coroutine[Any, Any, bytes]:
     """Decode and validate on the loop; place inline when small, else in the executor."""
     version = header.api_version
     request = decode_body(CreateReplicaAssignmentRequest, body, version)
@@ -230,16 +225,19 @@ def handle(state, header: RequestHeaderPeek, body: memoryview):
         except Exception as exc:  # framework bug: never crash the connection
             return _finish(state, header, None, ReplicaAssignorError(f"internal error: {exc!r}"), started)
         return _finish(state, header, result, None, started)
-    return _run_in_executor(state, header, placement, rng, started, principal)
+    return _run_in_executor(state, header, placement, hand_over(rng), started, principal)
 
 
-async def _run_in_executor(state, header, placement: Placement, rng, started: float, principal: str) -> bytes:
+async def _run_in_executor(state: ServerState, header: RequestHeaderPeek, placement: Placement,
+                           rng_state: tuple[Any, ...], started: float, principal: str) -> bytes:
     loop = asyncio.get_running_loop()
     timeout = max(placement.timeout_ms, 1) / 1000.0
-    future = loop.run_in_executor(state.executor, compute, state, placement, rng, principal)
+    cfg = state.config
+    future = loop.run_in_executor(state.executor, place_detached, state.assignor_name, placement, rng_state,
+                                  principal, cfg.enable_under_replicated_topic_creation, cfg.min_insync_replicas)
     try:
         result = await asyncio.wait_for(future, timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         exc = AssignmentTimeoutError(
             f"Assignor {state.assignor_name} did not finish within timeoutMs={placement.timeout_ms}.")
         return _finish(state, header, None, exc, started)
@@ -250,14 +248,15 @@ async def _run_in_executor(state, header, placement: Placement, rng, started: fl
     return _finish(state, header, result, None, started)
 
 
-def _finish(state, header: RequestHeaderPeek, result, exc, started: float) -> bytes:
+def _finish(state: ServerState, header: RequestHeaderPeek, result: Assignment | MemoEntry | None,
+            exc: BaseException | None, started: float) -> bytes:
     out = _encode(header.api_version, header.correlation_id, result, exc)
     code = 0 if exc is None else error_for_exception(exc).errno
     elapsed = time.perf_counter() - started
     state.metrics.assignment_handled(state.assignor_name, code, elapsed)
     fields = dict(api_key=API_KEY, api_version=header.api_version, correlation_id=header.correlation_id,
                   assignor=state.assignor_name, error_code=code, duration_ms=round(elapsed * 1000, 3),
-                  partitions=(len(result.assignment) if type(result) is MemoEntry else len(result)) if result else 0)
+                  partitions=len(result.assignment) if isinstance(result, MemoEntry) else len(result) if result else 0)
     if exc is not None:
         fields["error_message"] = getattr(exc, "message", str(exc))
         if isinstance(exc, ReplicaAssignorError):

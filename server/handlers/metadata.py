@@ -10,12 +10,15 @@ import kafka.errors as kafka_errors
 from protocol.frame import RequestHeaderPeek, frame, patch_correlation_id
 from protocol.messages import MetadataRequest, MetadataResponse, decode_body
 
-API_KEY = 3
-MIN_VERSION, MAX_VERSION = 0, 12
-FLEXIBLE_FROM = 9
+from ..state import ServerState
+
+REQUEST = MetadataRequest
+API_KEY = REQUEST.API_KEY
+# the schema goes further (v13); this server answers up to v12, and closes on newer versions
+MIN_VERSION, MAX_VERSION = REQUEST.valid_versions[0], 12
 
 
-def _response(state, version: int, topics) -> MetadataResponse:
+def _response(state: ServerState, version: int, topics) -> MetadataResponse:
     adv = state.advertised
     return MetadataResponse(
         version=version,
@@ -30,17 +33,18 @@ def _response(state, version: int, topics) -> MetadataResponse:
     )
 
 
-def build_templates(state) -> dict[int, bytes]:
+def build_templates(state: ServerState) -> dict[int, bytes]:
     """The no-topic response for every version (the common bootstrap request)."""
-    return {v: frame(0, _response(state, v, []).encode(version=v), flexible_header=v >= FLEXIBLE_FROM)
+    return {v: frame(0, _response(state, v, []).encode(version=v),
+                     flexible_header=MetadataResponse.flexible_version_q(v))
             for v in range(MIN_VERSION, MAX_VERSION + 1)}
 
 
-def handle(state, header: RequestHeaderPeek, body: memoryview) -> bytes:
+def handle(state: ServerState, header: RequestHeaderPeek, body: memoryview) -> bytes:
     version = header.api_version
     request = decode_body(MetadataRequest, body, version)
     names = [t.name for t in (request.topics or []) if t.name]
     if not names:
         return patch_correlation_id(state.templates[(API_KEY, version)], header.correlation_id)
     body = _response(state, version, names).encode(version=version)
-    return frame(header.correlation_id, body, flexible_header=version >= FLEXIBLE_FROM)
+    return frame(header.correlation_id, body, flexible_header=MetadataResponse.flexible_version_q(version))

@@ -21,23 +21,26 @@ import kafka.errors as kafka_errors
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslAuthenticateResponse
 
 from protocol.frame import RequestHeaderPeek, frame
+from protocol.messages import decode_body
 
 from ..security import AuthenticationFailed
+from ..state import ServerState
 
-API_KEY = 36
-MIN_VERSION, MAX_VERSION = 0, 2
-FLEXIBLE_FROM = 2
+REQUEST = SaslAuthenticateRequest
+API_KEY = REQUEST.API_KEY
+MIN_VERSION, MAX_VERSION = REQUEST.valid_versions
 AFTER_AUTHENTICATION = "SaslAuthenticate request received after successful authentication"
 _LEN = struct.Struct(">i")
 
 
-def _response(state, header: RequestHeaderPeek, error, message: str | None, token: bytes) -> bytes:
+def _response(state: ServerState, header: RequestHeaderPeek, error, message: str | None, token: bytes) -> bytes:
     version = header.api_version
     state.metrics.note_error_code(error.errno)
     kwargs = {"session_lifetime_ms": 0} if version >= 1 else {}
     body = SaslAuthenticateResponse(version=version, error_code=error.errno, error_message=message,
                                     auth_bytes=token, **kwargs).encode(version=version)
-    return frame(header.correlation_id, body, flexible_header=version >= FLEXIBLE_FROM)
+    return frame(header.correlation_id, body,
+                 flexible_header=SaslAuthenticateResponse.flexible_version_q(version))
 
 
 def _record(conn, mechanism: str, failure: AuthenticationFailed | None) -> None:
@@ -55,7 +58,7 @@ def _evaluate(session, token: bytes) -> tuple[bytes | None, AuthenticationFailed
         return None, exc
 
 
-def _exchange(state, conn, token: bytes, answer):
+def _exchange(state: ServerState, conn, token: bytes, answer):
     """Evaluate one token; ``answer(server_token, failure)`` builds what is sent back.
     Returns bytes, or a coroutine when the answer must wait (PLAIN's key derivation runs
     in a thread; a failure is answered after the configured delay)."""
@@ -80,8 +83,8 @@ def _exchange(state, conn, token: bytes, answer):
     return later(False, response, failure)
 
 
-def handle(state, header: RequestHeaderPeek, body: memoryview, conn):
-    request = SaslAuthenticateRequest.decode(body, version=header.api_version)
+def handle(state: ServerState, header: RequestHeaderPeek, body: memoryview, conn):
+    request = decode_body(SaslAuthenticateRequest, body, header.api_version)
     session = conn.sasl
     if session is None or session.complete:
         return _response(state, header, kafka_errors.IllegalSaslStateError, AFTER_AUTHENTICATION, b"")
@@ -94,7 +97,7 @@ def handle(state, header: RequestHeaderPeek, body: memoryview, conn):
     return _exchange(state, conn, bytes(request.auth_bytes or b""), answer)
 
 
-def handle_raw(state, token: bytes, conn):
+def handle_raw(state: ServerState, token: bytes, conn):
     """A bare SASL token (after SaslHandshake v0): a bare token back, or nothing and a close."""
     def answer(response, failure):
         return b"" if failure is not None else _LEN.pack(len(response)) + response

@@ -19,18 +19,22 @@ import kafka.errors as kafka_errors
 from kafka.protocol.sasl import SaslHandshakeRequest, SaslHandshakeResponse
 
 from protocol.frame import RequestHeaderPeek, frame
+from protocol.messages import decode_body
 
-API_KEY = 17
-MIN_VERSION, MAX_VERSION = 0, 1
-FLEXIBLE_FROM = 1_000  # never flexible
+from ..state import ServerState
+
+REQUEST = SaslHandshakeRequest
+API_KEY = REQUEST.API_KEY
+MIN_VERSION, MAX_VERSION = REQUEST.valid_versions
 
 
-def _response(state, header: RequestHeaderPeek, error: type[kafka_errors.BrokerResponseError],
+def _response(state: ServerState, header: RequestHeaderPeek, error: type[kafka_errors.BrokerResponseError],
               mechanisms: list[str]) -> bytes:
     state.metrics.note_error_code(error.errno)
     body = SaslHandshakeResponse(version=header.api_version, error_code=error.errno,
                                  mechanisms=mechanisms).encode(version=header.api_version)
-    return frame(header.correlation_id, body, flexible_header=False)
+    return frame(header.correlation_id, body,
+                 flexible_header=SaslHandshakeResponse.flexible_version_q(header.api_version))
 
 
 async def _after(delay_s: float, response: bytes) -> bytes:
@@ -38,8 +42,8 @@ async def _after(delay_s: float, response: bytes) -> bytes:
     return response
 
 
-def handle(state, header: RequestHeaderPeek, body: memoryview, conn):
-    request = SaslHandshakeRequest.decode(body, version=header.api_version)
+def handle(state: ServerState, header: RequestHeaderPeek, body: memoryview, conn):
+    request = decode_body(SaslHandshakeRequest, body, header.api_version)
     session = conn.sasl
     if session is None or session.complete:
         return _response(state, header, kafka_errors.IllegalSaslStateError, [])

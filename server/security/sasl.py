@@ -16,6 +16,15 @@ SCRAM follows RFC 5802 without channel binding (``n,,`` or ``y,,``); an unknown 
 through the whole exchange with a salt derived from the user name and a per-process
 secret, and fails at the proof like a wrong password, so the exchange does not reveal
 which users exist. Error messages sent to clients are Kafka's.
+
+The nonce of the client-final-message must be the server-first-message's (RFC 5802, 5.1),
+with one exception, for librdkafka before 2.6.1 (Debian's kcat 1.7.1 links 2.0.2): it sends
+its own nonce again in front of it (``r=`` client nonce + client nonce + server nonce).
+Exactly that form is accepted, nothing else: it still contains this exchange's server nonce,
+the prefix is this exchange's client nonce (not chosen by anybody else), and the proof is
+computed over the message as sent, so it proves the password for *this* exchange just the
+same. Kafka 3.8.1 to 3.9 accepted any prefix (``endsWith``); Kafka 4 refuses it
+(docs/security.md, *SCRAM and librdkafka before 2.6.1*).
 """
 
 from __future__ import annotations
@@ -155,7 +164,9 @@ class ScramServer:
         self._gs2_header = ""
         self._client_first_bare = ""
         self._server_first = ""
+        self._client_nonce = ""
         self._nonce = ""
+        self.repeated_client_nonce = False  # librdkafka < 2.6.1's client-final-message
 
     def _fail(self, detail: str) -> AuthenticationFailed:
         self._step = -1
@@ -205,6 +216,7 @@ class ScramServer:
         self._credential = credential or _decoy_credential(self._secret, self.name, username)
         self._gs2_header = f"{flag},{authzid},"
         self._client_first_bare = bare
+        self._client_nonce = nonce
         self._nonce = nonce + self._server_nonce()
         cred = self._credential
         self._server_first = (f"r={self._nonce},s={base64.b64encode(cred.salt).decode('ascii')},"
@@ -229,14 +241,18 @@ class ScramServer:
             raise self._fail("channel binding is not base64") from None
         if binding != self._gs2_header.encode("utf-8"):
             raise self._fail("channel binding does not repeat the GS2 header")
-        if attrs[1][1] != self._nonce:
-            raise self._fail("Invalid client nonce in the final client message.")
+        nonce = attrs[1][1]
+        if nonce != self._nonce:
+            if nonce != self._client_nonce + self._nonce:  # the only other form accepted (above)
+                raise self._fail("Invalid client nonce in the final client message.")
+            self.repeated_client_nonce = True
         cred = self._credential
+        assert cred is not None  # set by the client-first-message
         if len(proof) != len(cred.stored_key):
             raise self._fail("client proof has the wrong length")
-        auth_message = f"{self._client_first_bare},{self._server_first},{head}".encode("utf-8")
+        auth_message = f"{self._client_first_bare},{self._server_first},{head}".encode()
         signature = hmac_digest(self.name, cred.stored_key, auth_message)
-        client_key = bytes(a ^ b for a, b in zip(proof, signature))
+        client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))  # lengths checked above
         if not (hmac.compare_digest(digest(self.name, client_key), cred.stored_key) and self._known):
             raise self._fail("unknown user" if not self._known else "invalid client proof")
         server_signature = hmac_digest(self.name, cred.server_key, auth_message)
@@ -260,7 +276,7 @@ class SaslSession:
         self.mechanisms = mechanisms
         self.users = users
         self.secret = secret
-        self.mechanism = None
+        self.mechanism: PlainServer | ScramServer | None = None
         self.principal: str | None = None
 
     @property
@@ -290,12 +306,14 @@ class SaslSession:
 
     def evaluate(self, token: bytes) -> bytes:
         """One client token in, the server's token out; raises AuthenticationFailed."""
+        assert self.mechanism is not None, "evaluate() before start()"
         try:
             response = self.mechanism.evaluate(token)
         except AuthenticationFailed:
             self.state = FAILED
             raise
         if self.mechanism.complete:
+            assert self.mechanism.user is not None  # a completed exchange names its user
             self.state = COMPLETE
             self.principal = user_principal(self.mechanism.user)
         return response

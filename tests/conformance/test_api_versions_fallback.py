@@ -11,6 +11,8 @@ import kafka.errors as kafka_errors
 import pytest
 from kafka.net.compat import KafkaNetClient
 
+from conformance.exchange import Exchange
+from conformance.vectors import FEATURE_NAME, load_vectors
 from protocol.frame import patch_correlation_id
 from protocol.messages import (
     ApiVersionsRequest,
@@ -18,7 +20,6 @@ from protocol.messages import (
     CreateReplicaAssignmentRequest,
     CreateReplicaAssignmentResponse,
 )
-from protocol.vectors import FEATURE_NAME, Exchange, load_vectors
 from server.dispatch import supported_versions
 
 API_VERSIONS = 18

@@ -20,13 +20,13 @@ def codec_body(version: int, assignment) -> bytes:
     return Response(version=version, replica_assignment=entries).encode(version=version)
 
 
-@settings(derandomize=True, deadline=None, max_examples=150)
+@settings(max_examples=150)
 @given(version=st.sampled_from([0, 1]), assignment=assignments)
 def test_body_is_byte_identical_to_the_codec(version, assignment):
     assert encode_assignment_body(version, assignment) == codec_body(version, assignment)
 
 
-@settings(derandomize=True, deadline=None, max_examples=60)
+@settings(max_examples=60)
 @given(version=st.sampled_from([0, 1]), assignment=assignments, cid=st.integers(-(2**31), 2**31 - 1))
 def test_frame_is_header_v1_plus_body(version, assignment, cid):
     assert encode_assignment_frame(version, cid, assignment) == frame(cid, codec_body(version, assignment), True)

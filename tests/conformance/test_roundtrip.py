@@ -5,12 +5,12 @@ fields a version lacks, or a sender left unset, read as the schema's defaults.""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from conformance.vectors import fields_of, message_from_fields, request_body, request_frame, response_frame
 from protocol.messages import CreateReplicaAssignmentRequest as Request
 from protocol.messages import CreateReplicaAssignmentResponse as Response
-from protocol.vectors import fields_of, message_from_fields, request_body, request_frame, response_frame
 
 VERSIONS = st.sampled_from(range(Request.max_version + 1))
 int16 = st.integers(-(2**15), 2**15 - 1)
@@ -19,7 +19,6 @@ broker_ids = st.lists(int32, max_size=12)
 names = st.none() | st.text(max_size=40)
 current = st.lists(st.builds(lambda p, r: Request.CurrentPartition(partition_id=p, replicas=r), int32, broker_ids),
                    max_size=8)
-settings_ = settings(derandomize=True, deadline=None, max_examples=100)
 
 
 @st.composite
@@ -43,7 +42,6 @@ def responses(draw, version=None):
     return Response(version=version, **kwargs)
 
 
-@settings_
 @given(message=requests())
 def test_requests_round_trip(message):
     version = message.version
@@ -52,7 +50,6 @@ def test_requests_round_trip(message):
     assert fields_of(decoded, Request.json["fields"], version) == fields_of(message, Request.json["fields"], version)
 
 
-@settings_
 @given(message=responses())
 def test_responses_round_trip(message):
     version = message.version
@@ -61,7 +58,6 @@ def test_responses_round_trip(message):
     assert not decoded.unknown_tags
 
 
-@settings_
 @given(message=requests(), correlation_id=int32, client_id=st.none() | st.text(max_size=20))
 def test_framed_requests_round_trip_with_their_header(message, correlation_id, client_id):
     frame = request_frame(message, correlation_id, client_id=client_id)
@@ -72,7 +68,6 @@ def test_framed_requests_round_trip_with_their_header(message, correlation_id, c
     assert Request.decode(request_body(frame), version=message.version) == message
 
 
-@settings_
 @given(message=responses(), correlation_id=int32)
 def test_framed_responses_round_trip_with_their_header(message, correlation_id):
     frame = response_frame(message, correlation_id)
@@ -80,7 +75,6 @@ def test_framed_responses_round_trip_with_their_header(message, correlation_id):
     assert decoded == message and decoded.header.correlation_id == correlation_id
 
 
-@settings_
 @given(message=responses(version=0))
 def test_v0_error_fields_are_tagged_only_when_set(message):
     body = message.encode(version=0)
@@ -94,7 +88,6 @@ def test_v0_error_fields_are_tagged_only_when_set(message):
     assert body[len(without) - 1] == len(expected)
 
 
-@settings_
 @given(message=responses(version=1))
 def test_v1_error_fields_are_regular_and_never_tagged(message):
     body = message.encode(version=1)
@@ -104,7 +97,6 @@ def test_v1_error_fields_are_regular_and_never_tagged(message):
     assert int.from_bytes(body[4:6], "big", signed=True) == message.error_code  # right after ThrottleTimeMs
 
 
-@settings_
 @given(message=responses(version=0))
 def test_v1_success_is_v0_plus_throttle_and_error_fields(message):
     message.error_code, message.error_message = 0, None
@@ -114,7 +106,6 @@ def test_v1_success_is_v0_plus_throttle_and_error_fields(message):
     assert v1 == bytes(4) + bytes(2) + b"\x00" + v0  # ThrottleTimeMs 0, ErrorCode 0, ErrorMessage null
 
 
-@settings_
 @given(n=int32, rf=int16, version=VERSIONS)
 def test_unset_request_fields_read_as_defaults(n, rf, version):
     sent = Request(version=version, num_partitions=n, replication_factor=rf, node_id=[])
@@ -125,7 +116,6 @@ def test_unset_request_fields_read_as_defaults(n, rf, version):
     assert decoded.topic_name is None and decoded.current_assignment == []
 
 
-@settings_
 @given(message=requests(version=0))
 def test_fields_a_version_lacks_read_as_defaults(message):
     decoded = Request.decode(message.encode(version=0), version=0)
@@ -134,7 +124,6 @@ def test_fields_a_version_lacks_read_as_defaults(message):
     assert (response.throttle_time_ms, response.error_code, response.error_message) == (0, 0, None)
 
 
-@settings_
 @given(message=requests() | responses())
 def test_schema_named_fields_rebuild_the_message(message):
     cls = type(message)

@@ -13,8 +13,8 @@ from importlib import resources
 import pytest
 
 import schemas
-from protocol.messages import CreateReplicaAssignmentRequest
-from protocol.vectors import (
+from conformance.generator import generate
+from conformance.vectors import (
     API_NAMES,
     FORMAT_VERSION,
     REGENERATE,
@@ -22,10 +22,10 @@ from protocol.vectors import (
     VectorFileError,
     default_vectors_path,
     dumps,
-    generate,
     load_vectors,
     parse_vectors,
 )
+from protocol.messages import CreateReplicaAssignmentRequest
 from server.dispatch import supported_versions
 
 PUBLISHED = resources.files(schemas).joinpath(VECTORS_RESOURCE)

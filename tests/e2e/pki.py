@@ -40,7 +40,7 @@ class Authority:
     @classmethod
     def create(cls, directory: Path, common_name: str) -> Authority:
         key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         name = subject_name(O="Replica Assignor Tests", CN=common_name)
         cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
                 .serial_number(x509.random_serial_number())
@@ -60,7 +60,7 @@ class Authority:
               password: str | None = None) -> tuple[Path, Path]:
         """(keystore PEM: key + chain, certificate PEM alone)."""
         key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(self.cert.subject)
                    .public_key(key.public_key()).serial_number(x509.random_serial_number())
                    .not_valid_before(now - datetime.timedelta(minutes=5))

@@ -29,15 +29,18 @@ import pytest
 from kafka.net.compat import KafkaNetClient
 
 from cli import conformance as conformance_cli
+from conformance.generator import REFERENCE_PROPERTIES
+from conformance.listener import VectorListener
+from conformance.report import FAIL, PASS
+from conformance.runner import check_server
+from conformance.vectors import load_vectors, message_from_fields
 from protocol.client import (
     AsyncReplicaAssignorAdminClient,
     CreateReplicaAssignmentOptions,
     ReplicaAssignorAdminClient,
 )
-from protocol.conformance import FAIL, PASS, VectorListener, check_server
 from protocol.errors import error_for_code
 from protocol.messages import CreateReplicaAssignmentRequest
-from protocol.vectors import REFERENCE_PROPERTIES, load_vectors, message_from_fields
 from tests.servers import ServerThread
 
 VECTORS = load_vectors()
@@ -123,7 +126,7 @@ def test_property_mode_catches_a_server_over_another_cluster(tmp_path):
         report = check_server(VECTORS, "127.0.0.1", server.port)
     assert not report.ok
     failed = {o.vector: o.detail for o in report.outcomes if o.status == FAIL}
-    assert "outside" in failed["create-replica-assignment-v0-rack-aware"]
+    assert "is not in the cluster view" in failed["create-replica-assignment-v0-rack-aware"]
     assert "error code 8, expected 0" in failed["create-replica-assignment-v0-broker-list"]
     assert "create-replica-assignment-v0-zero-partitions" not in failed
 

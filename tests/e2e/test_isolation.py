@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import socket
 import statistics
-import struct
 import threading
 import time
 import urllib.request
@@ -20,9 +19,8 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
 from protocol.errors import ReplicaAssignorFailedError
 from tests.e2e.security_plugins import CRASH, HUGE_OUTPUT, MEMORY_HOG, RAISE, SLEEP, SPIN
-from tests.servers import ServerProcess, ServerThread
+from tests.servers import ServerProcess, ServerThread, read_frame
 
-_LEN = struct.Struct(">i")
 MEMORY_LIMIT = 256 * 1024 * 1024
 MISBEHAVING = "tests.e2e.security_plugins.MisbehavingAssignor"
 
@@ -55,17 +53,8 @@ class _ApiVersionsProbe:
     def once(self) -> None:
         started = time.perf_counter()
         self.sock.sendall(self.frame)
-        size = _LEN.unpack(self._read(4))[0]
-        self._read(size)
+        read_frame(self.sock)
         self.latencies.append(time.perf_counter() - started)
-
-    def _read(self, n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            assert chunk, "the server closed the probe connection"
-            buf += chunk
-        return buf
 
 
 @pytest.mark.parametrize("misbehaviour", [SPIN, SLEEP], ids=["cpu-bound-loop", "blocking-hang"])

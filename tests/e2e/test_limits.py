@@ -7,7 +7,6 @@ read) stop the server reading, so its memory stays bounded."""
 from __future__ import annotations
 
 import json
-
 import socket
 import struct
 import time
@@ -43,7 +42,7 @@ def _closed_by_server(sock: socket.socket, within: float = 5.0) -> bool:
         return sock.recv(1) == b""
     except ConnectionResetError:
         return True
-    except socket.timeout:
+    except TimeoutError:
         return False
 
 

@@ -1,6 +1,11 @@
-"""The live metadata source against a real Kafka-protocol broker (Tansu: node 111, no rack).
+"""The live cluster reader and the server's live metadata source against a real Kafka-protocol
+broker (Tansu: node 111, no rack).
 
-The rules shown here (see ``server.cluster_source``):
+The reader (``protocol.cluster_reader``) reads Tansu's topics for the planner and the CLI; Tansu
+does not support DescribeLogDirs, so a read with sizes degrades: every size None, and a note
+saying so (``balance --bootstrap-server`` prints it and plans all the same).
+
+The rules of the server's source shown here (see ``server.cluster_source``):
 
 - a successful DescribeCluster gives the alive brokers; brokers observed before (in the store)
   but absent from it are offline;
@@ -158,11 +163,12 @@ def test_repair_command_reads_the_live_cluster(tansu, capsys):
     from kafka.admin import KafkaAdminClient
 
     from cli.main import main as cli_main
-    from server.cluster_source import describe_live_cluster
+    from protocol.cluster_reader import read_live_cluster
 
     with KafkaAdminClient(bootstrap_servers=tansu.bootstrap, request_timeout_ms=5000) as admin:
         admin.create_topics({"orders": {"num_partitions": 2, "replication_factor": 1}})
-    snapshot, fenced = describe_live_cluster(tansu.bootstrap, 5000)
+    read = read_live_cluster(tansu.bootstrap, request_timeout_ms=5000)
+    snapshot, fenced = read.snapshot, read.fenced
     assert fenced == frozenset()
     assert sorted((p.topic, p.partition, p.replicas, p.leader) for p in snapshot.partitions) == [
         ("orders", 0, (111,), 111), ("orders", 1, (111,), 111)]
@@ -176,3 +182,28 @@ def test_repair_command_reads_the_live_cluster(tansu, capsys):
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1
     assert err.startswith("replica-assignor repair: error:") and "bootstrap" in err
+
+
+def test_sizes_degrade_on_a_cluster_without_describe_log_dirs(tansu, tmp_path, capsys):
+    """Tansu answers ApiVersions without DescribeLogDirs (api key 35): the read with sizes keeps
+    the topology, leaves every size None and says why; ``balance`` prints that as a note."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    from cli.main import main as cli_main
+    from protocol.cluster_reader import read_live_cluster
+
+    with KafkaAdminClient(bootstrap_servers=tansu.bootstrap, request_timeout_ms=5000) as admin:
+        admin.create_topics([NewTopic("orders", 2, 1)])
+    read = read_live_cluster(tansu.bootstrap, request_timeout_ms=5000, with_sizes=True)
+    assert [(p.topic, p.partition, p.replicas, p.size_bytes) for p in read.snapshot.partitions] == [
+        ("orders", 0, (111,), None), ("orders", 1, (111,), None)]
+    assert read.sizes_note == "partition sizes unknown: the cluster does not support DescribeLogDirs"
+    assert read.left_out == () and read.fenced == frozenset()
+
+    out = tmp_path / "plan"
+    assert cli_main(["balance", "--bootstrap-server", tansu.bootstrap, "--mode", "replica",
+                     "--no-charts", "--out", str(out)]) == 0
+    stdout, stderr = capsys.readouterr()
+    assert stderr == "note: partition sizes unknown: the cluster does not support DescribeLogDirs\n"
+    assert stdout.startswith("0 replica move(s)")
+    assert (out / "reassignment.json").exists()

@@ -58,7 +58,7 @@ def test_memo_on_and_off_answer_the_same_bytes():
         reference = _exchange(without.port, requests)
     assert first == reference
     assert again == reference
-    decoded = [CreateReplicaAssignmentResponse.decode(a[5:], version=r.version) for a, r in zip(reference, requests)]
+    decoded = [CreateReplicaAssignmentResponse.decode(a[5:], version=r.version) for a, r in zip(reference, requests, strict=True)]
     assert sum(1 for d in decoded if d.error_code == 0) >= 80
     assert sum(1 for d in decoded if d.error_code != 0) >= 20
 

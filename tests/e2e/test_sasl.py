@@ -31,7 +31,7 @@ from protocol.secure_client import SecureReplicaAssignorAdminClient, SecurityOpt
 from server.security.users import read_users_file, scram_credential, write_users_file
 from tests.e2e.pki import Pki
 from tests.e2e.security_plugins import TRIGGER_PARTITIONS
-from tests.servers import ServerProcess, ServerThread
+from tests.servers import ServerProcess, ServerThread, read_frame
 
 ECHO = "tests.e2e.security_plugins.PrincipalEchoAssignor"
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -113,17 +113,7 @@ class Wire:
         self.sock.sendall(_LEN.pack(len(token)) + token)
 
     def receive(self) -> bytes:
-        size = _LEN.unpack(self._read(4))[0]
-        return self._read(size)
-
-    def _read(self, n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed")
-            buf += chunk
-        return buf
+        return read_frame(self.sock)
 
     def closed_by_server(self, within: float = 5.0) -> bool:
         self.sock.settimeout(within)

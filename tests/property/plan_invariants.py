@@ -13,14 +13,25 @@ is sound); ``check_plan`` asserts there are none. Checked:
 - budgets: replica moves <= ``max_moves``; leader changes (not counting partitions whose leader
   was not usable) <= ``max_leader_changes``;
 - ``data_moves=False`` (leader balance): every replica set is unchanged;
-- optional bands: every usable broker's replica / preferred-leader count inside ``[lo, hi]``.
+- optional bands: every usable broker's replica / preferred-leader count inside ``[lo, hi]``;
+  ``byte_band``: every usable broker's bytes inside ``[lo, hi]``;
+- capacity: no usable broker above its ``capacity_bytes`` after the plan;
+- rack diversity repaired (``diversity=True``): every fully usable partition spans
+  ``min(replicas, groups)`` groups at every level after the plan;
+- topic caps (``topic_caps=True``): every (topic, node of the rack tree) is within the cap of
+  :mod:`planner.replica_balance`, recomputed here from the result, or holds no more replicas of
+  the topic than before;
+- lower bounds: without a move budget, the plan's replica moves and bytes moved are at least
+  its recorded bounds.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
 
+from assignors.snapshot import ClusterSnapshot
 from planner.plan import MoveKind, Plan
 from planner.racks import RackTree
 
@@ -52,10 +63,66 @@ def _replay(plan: Plan) -> list[str]:
     return errors
 
 
+Node = tuple[str, int]
+
+
+def topic_counts(snapshot: ClusterSnapshot, usable: set[int], tree: RackTree) -> Counter[tuple[str, Node]]:
+    """Replicas per (topic, node): node ``("b", id)`` a broker, ``("r", key)`` a rack node,
+    ``("root", 0)`` the whole cluster; fully usable partitions only."""
+    out: Counter[tuple[str, Node]] = Counter()
+    for p in snapshot.partitions:
+        if not usable.issuperset(p.replicas):
+            continue
+        for b in p.replicas:
+            out[(p.topic, ("root", 0))] += 1
+            out[(p.topic, ("b", b))] += 1
+            for key in tree.keys.get(b, ()):
+                out[(p.topic, ("r", key))] += 1
+    return out
+
+
+def topic_cap_violations(plan: Plan, usable: set[int], tree: RackTree) -> list[str]:
+    """The topic cap of :mod:`planner.replica_balance`, recomputed from the result."""
+    after = topic_counts(plan.after, usable, tree)
+    before = topic_counts(plan.before, usable, tree)
+    total = Counter(p.topic for p in plan.after.partitions for _ in p.replicas)
+    groups = tree.groups(usable)
+    spanning: Counter[tuple[str, int]] = Counter()
+    for p in plan.after.partitions:
+        if usable.issuperset(p.replicas):
+            for level, g in enumerate(groups, 1):
+                if len(p.replicas) >= g:
+                    spanning[(p.topic, level)] += 1
+    members: Counter[Node] = Counter()
+    parents: dict[Node, Node] = {}
+    levels: dict[Node, int] = {}
+    for b in usable:
+        chain: list[Node] = [("root", 0), *(("r", k) for k in tree.keys.get(b, ())), ("b", b)]
+        for level, node in enumerate(chain):
+            members[node] += 1
+            if level:
+                parents[node] = chain[level - 1]
+                levels[node] = level
+    errors = []
+    for (topic, node), count in sorted(after.items()):
+        if node[0] == "root":
+            continue
+        m, parent = members[node], parents[node]
+        cap = max(-(-total[topic] * m // members[("root", 0)]),
+                  -(-after[(topic, parent)] * m // members[parent]),
+                  spanning[(topic, levels[node])] if node[0] == "r" else 0) + 1
+        if count > cap and count > before[(topic, node)]:
+            errors.append(f"topic {topic}: {count} replicas on {node}, cap {cap}, "
+                          f"{before[(topic, node)]} before")
+    return errors
+
+
 def plan_violations(plan: Plan, *, forgotten: Iterable[int] = (), max_moves: int | None = None,
                     max_leader_changes: int | None = None, data_moves: bool = True,
                     replica_band: tuple[int, int] | None = None,
-                    leader_band: tuple[int, int] | None = None) -> list[str]:
+                    leader_band: tuple[int, int] | None = None,
+                    byte_band: tuple[int, int] | None = None, diversity: bool = False,
+                    topic_caps: bool = False) -> list[str]:
     before, after = plan.before, plan.after
     forgotten = set(forgotten)
     usable = {b.id for b in before.brokers if b.alive and b.id not in forgotten}
@@ -92,12 +159,33 @@ def plan_violations(plan: Plan, *, forgotten: Iterable[int] = (), max_moves: int
             if y < x:
                 errors.append(f"{name}: rack diversity at level {level} dropped {x} -> {y} "
                               f"({list(a)} -> {list(b)})")
+        if diversity and usable.issuperset(b):
+            for level, (have, most) in enumerate(zip(db, tree.groups(usable), strict=True), 1):
+                if have < min(len(b), most):
+                    errors.append(f"{name}: rack diversity at level {level} is {have}, could be "
+                                  f"{min(len(b), most)} ({list(b)})")
     if max_moves is not None and moves > max_moves:
         errors.append(f"{moves} replica moves, budget {max_moves}")
     if max_leader_changes is not None and leader_changes > max_leader_changes:
         errors.append(f"{leader_changes} leader changes, budget {max_leader_changes}")
     if moves != plan.replica_moves:
         errors.append(f"plan.replica_moves is {plan.replica_moves}, the snapshots differ by {moves}")
+    sizes: Counter[int] = Counter()
+    for p in after.partitions:
+        for x in p.replicas:
+            sizes[x] += p.size_bytes or 0
+    for broker in after.brokers:
+        limit = broker.capacity_bytes
+        if broker.id in usable and limit is not None and sizes[broker.id] > limit:
+            errors.append(f"broker {broker.id} holds {sizes[broker.id]} bytes, capacity {limit}")
+    if byte_band is not None:
+        lo, hi = byte_band
+        outside = {x: sizes[x] for x in sorted(usable) if not lo <= sizes[x] <= hi}
+        if outside:
+            errors.append(f"bytes per broker outside [{lo}, {hi}]: {outside}")
+    if topic_caps:
+        errors += topic_cap_violations(plan, usable, tree)
+    errors += _bound_violations(plan, usable, old, new, moves, sizes)
     if replica_band is not None or leader_band is not None:
         reps = Counter(x for p in after.partitions for x in p.replicas)
         leads = Counter(p.replicas[0] for p in after.partitions)
@@ -111,6 +199,31 @@ def plan_violations(plan: Plan, *, forgotten: Iterable[int] = (), max_moves: int
     return errors
 
 
-def check_plan(plan: Plan, **kwargs) -> None:
+def _bound_violations(plan: Plan, usable: set[int], old: dict[tuple[str, int], tuple[int, ...]],
+                      new: dict[tuple[str, int], tuple[int, ...]], moves: int,
+                      sizes: Counter[int]) -> list[str]:
+    """A plan that reaches its own band (and repairs everything) does at least its bounds."""
+    if any(not usable.issuperset(r) for r in new.values()):
+        return []
+    errors = []
+    counts = Counter(x for r in new.values() for x in r)
+    size_of = {(p.topic, p.partition): p.size_bytes or 0 for p in plan.before.partitions}
+    moved_bytes = sum(size_of[k] * len(set(new[k]) - set(old[k])) for k in old)
+    for band, values, checks in (
+        (("replicas_band_lo", "replicas_band_hi"), counts,
+         (("replica_moves_lower_bound", moves), ("replica_moves_tight_bound", moves))),
+        (("bytes_band_lo", "bytes_band_hi"), sizes, (("bytes_moved_lower_bound", moved_bytes),)),
+    ):
+        lo, hi = plan.bound(band[0]), plan.bound(band[1])
+        if lo is None or hi is None or any(not lo <= values[x] <= hi for x in usable):
+            continue
+        for label, value in checks:
+            bound = plan.bound(label)
+            if bound is not None and value < bound:
+                errors.append(f"{label} is {bound} but the plan does {value}")
+    return errors
+
+
+def check_plan(plan: Plan, **kwargs: Any) -> None:
     errors = plan_violations(plan, **kwargs)
     assert not errors, "plan violates invariants:\n" + "\n".join(errors[:20])

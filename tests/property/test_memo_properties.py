@@ -14,7 +14,7 @@ from assignors.memo import MemoEntry, PlacementMemo
 from tests.property.invariants import check_placement
 from tests.property.test_default_properties import brokers_lists
 
-SETTINGS = settings(derandomize=True, deadline=None, max_examples=150)
+SETTINGS = settings(max_examples=150)
 
 
 def _view(pairs) -> ClusterView:

@@ -1,7 +1,7 @@
 """Property tests of the pure balance planner: every rule keeps the shared invariants
 (``plan_invariants``), reaches its targets where they are reachable, and is deterministic and
 idempotent. Small random clusters: dead and unknown brokers, placeholders, flat racks and rack
-trees."""
+trees, partition sizes (exponential) and broker capacities."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from planner.repair import repair
 from planner.replica_balance import band, replica_balance
 from tests.property.plan_invariants import check_plan
 
-FAST = settings(derandomize=True, deadline=None, max_examples=120)
+FAST = settings(max_examples=120)
 
 RACKS = {
     "none": lambda i: None,
@@ -32,7 +32,8 @@ RACKS = {
 
 
 @st.composite
-def clusters(draw, *, dead: bool = True, racks: tuple[str, ...] = tuple(RACKS)) -> ClusterSnapshot:
+def clusters(draw, *, dead: bool = True, racks: tuple[str, ...] = tuple(RACKS),
+             sized: bool = False) -> ClusterSnapshot:
     n = draw(st.integers(1, 8))
     layout = RACKS[draw(st.sampled_from(racks))]
     alive = [True] * n
@@ -47,7 +48,29 @@ def clusters(draw, *, dead: bool = True, racks: tuple[str, ...] = tuple(RACKS)) 
         for p in range(draw(st.integers(0, 8))):
             rf = draw(st.integers(1, min(4, n)))
             reps = draw(st.lists(st.sampled_from(pool), min_size=rf, max_size=rf, unique=True))
-            parts.append(PartitionEntry(f"t{t}", p, tuple(reps)))
+            size = None
+            if sized:   # roughly exponential: many small partitions, a few large ones
+                size = draw(st.sampled_from([1, 2, 3, 5, 8, 13, 40, 100, 400]))
+            parts.append(PartitionEntry(f"t{t}", p, tuple(reps), size_bytes=size))
+    return ClusterSnapshot(brokers, tuple(parts))
+
+
+@st.composite
+def sized_clusters(draw) -> ClusterSnapshot:
+    """Larger sized clusters without dead brokers; some brokers with a generous capacity."""
+    n = draw(st.integers(2, 9))
+    layout = RACKS[draw(st.sampled_from(tuple(RACKS)))]
+    rnd = random.Random(draw(st.integers(0, 10**6)))
+    parts = []
+    for t in range(draw(st.integers(1, 4))):
+        rf = rnd.randint(1, min(3, n))
+        for p in range(rnd.randint(1, 30)):
+            reps = tuple(rnd.sample(range(1, n + 1), rf))
+            parts.append(PartitionEntry(f"t{t}", p, reps, size_bytes=1 + int(rnd.expovariate(1 / 50))))
+    total = sum(p.size_bytes or 0 for p in parts for _ in p.replicas)
+    capped = draw(st.sets(st.integers(1, n), max_size=2))
+    brokers = tuple(BrokerEntry(i, layout(i - 1), capacity_bytes=2 * total // n + 400 if i in capped else None)
+                    for i in range(1, n + 1))
     return ClusterSnapshot(brokers, tuple(parts))
 
 
@@ -124,8 +147,14 @@ def test_replica_balance_without_racks_makes_the_fewest_moves(snap, threshold):
     counts = Counter(b for p in snap.partitions for b in p.replicas)
     over = sum(max(0, counts[b] - hi) for b in usable(snap))
     under = sum(max(0, lo - counts[b]) for b in usable(snap))
-    assert plan.replica_moves == max(over, under)   # the lower bound, reached
     assert plan.bound("replica_moves_tight_bound") == max(over, under)
+    # the lower bound is reached, plus at most one move per replica above its topic's cap
+    # (ceil(topic replicas / brokers) + 1 per broker): topic evenness comes before fewer moves
+    n = len(usable(snap))
+    per_topic = Counter((p.topic, b) for p in snap.partitions for b in p.replicas)
+    total = Counter(p.topic for p in snap.partitions for _ in p.replicas)
+    excess = sum(max(0, c - (-(-total[t] // n) + 1)) for (t, _), c in per_topic.items())
+    assert max(over, under) <= plan.replica_moves <= max(over, under) + excess
 
 
 @FAST
@@ -154,3 +183,40 @@ def test_cluster_balance_is_idempotent_and_deterministic(snap):
     random.Random(7).shuffle(shuffled)
     other = cluster_balance(ClusterSnapshot(snap.brokers, tuple(shuffled)), threshold=0)
     assert reassignment_json(other.changed()) == reassignment_json(plan.changed())
+
+
+@FAST
+@given(sized_clusters(), st.sampled_from([0, 10, 25]))
+def test_sized_replica_balance_reaches_every_objective_or_says_why(snap, threshold):
+    plan = replica_balance(snap, threshold=threshold)
+    notes = " ".join(plan.notes)
+    bands = {}
+    if "replicas, outside the band" not in notes:
+        bands["replica_band"] = (plan.bound("replicas_band_lo"), plan.bound("replicas_band_hi"))
+    if "bytes, outside the band" not in notes:
+        bands["byte_band"] = (plan.bound("bytes_band_lo"), plan.bound("bytes_band_hi"))
+    # topic caps, capacity, the recorded lower bounds and diversity repaired are checked here
+    check_plan(plan, topic_caps="above the topic's cap" not in notes,
+               diversity="lack rack diversity" not in notes, **bands)
+    assert replica_balance(plan.after, threshold=threshold).moves == ()
+
+
+@FAST
+@given(sized_clusters())
+def test_sized_cluster_balance_is_deterministic_and_idempotent(snap):
+    plan = cluster_balance(snap, threshold=10)
+    check_plan(plan)
+    assert cluster_balance(plan.after, threshold=10).moves == ()
+    again = cluster_balance(snap, threshold=10)
+    assert again.moves == plan.moves and again.after == plan.after
+    shuffled = list(snap.partitions)
+    random.Random(3).shuffle(shuffled)
+    other = cluster_balance(ClusterSnapshot(snap.brokers, tuple(shuffled)), threshold=10)
+    assert reassignment_json(other.changed()) == reassignment_json(plan.changed())
+
+
+@FAST
+@given(clusters(sized=True), st.sampled_from([0, 10]))
+def test_sized_balance_with_dead_brokers_keeps_invariants(snap, threshold):
+    plan = cluster_balance(snap, threshold=threshold)
+    check_plan(plan)

@@ -93,7 +93,7 @@ def scenarios(draw, under_replicated: bool = False) -> Scenario:
     )
 
 
-@settings(derandomize=True, deadline=None, max_examples=300)
+@settings(max_examples=300)
 @given(scenarios())
 def test_placeholders_only_when_enabled_and_allowed(s: Scenario):
     n_alive = len(s.alive)
@@ -123,7 +123,7 @@ def test_placeholders_only_when_enabled_and_allowed(s: Scenario):
         assert all(b in alive_ids for b in replicas if b >= 0)
 
 
-@settings(derandomize=True, deadline=None, max_examples=300)
+@settings(max_examples=300)
 @given(scenarios(under_replicated=True))
 def test_never_a_placeholder_leader_and_the_assignors_choice_is_kept(s: Scenario):
     assert s.allowed
@@ -160,7 +160,7 @@ def back_online(s: Scenario, got: dict[int, list[int]], forgotten: frozenset[int
     return ClusterSnapshot(brokers=brokers, partitions=parts)
 
 
-@settings(derandomize=True, deadline=None, max_examples=200)
+@settings(max_examples=200)
 @given(scenarios(under_replicated=True), st.data())
 def test_repair_fills_every_placeholder_once_brokers_are_back(s: Scenario, data):
     got = s.place()

@@ -9,7 +9,8 @@ import os
 import pytest
 
 from assignors.snapshot import ClusterSnapshot
-from planner.outputs import PlanSettings, make_plan, render_outputs
+from planner.outputs import render_outputs
+from planner.settings import PlanSettings, make_plan
 from planner.pipeline import (
     broker_rows, broker_state, normalise, partition_rows, rack_state, read_snapshots, run_pipeline,
     topic_state, validation_errors,

@@ -1,5 +1,6 @@
-"""Metadata sources: the snapshot file source, the merge with observed brokers, and the
-conversion of kafka-python's describe answers (the live source itself runs against Tansu in
+"""Metadata sources: the snapshot file source, the merge with observed brokers, and the live
+source over a stand-in admin client (the mapping of kafka-python's describe answers is tested in
+``tests/unit/test_cluster_reader.py``; the live source itself runs against Tansu in
 ``tests/e2e/test_live_source_tansu.py``)."""
 
 from __future__ import annotations
@@ -16,14 +17,13 @@ from structlog.testing import capture_logs
 
 from assignors import BrokerMetadata, ClusterView
 from assignors.snapshot import ClusterSnapshot, SnapshotError
+from protocol.cluster_reader import open_admin_client
 from server.cluster_source import (
     LiveClusterSource,
     SnapshotSource,
     create_cluster_source,
     merge_observed,
     observed_offline,
-    open_admin_client,
-    snapshot_from_metadata,
 )
 from server.observed import ObservedBroker, ObservedBrokerStore
 from tests.tansu import free_port
@@ -150,28 +150,44 @@ def test_merge_observed_prefers_the_snapshot_and_keeps_fenced_alive_only():
         (0, "a", True), (1, "b", True), (2, "c", False), (9, None, False)]
 
 
-def test_snapshot_from_metadata():
-    cluster = {"cluster_id": "c", "controller_id": 1, "brokers": [
-        {"broker_id": 1, "host": "h1", "port": 9092, "rack": None},
-        {"broker_id": 2, "host": "h2", "port": 9093, "rack": "r2", "is_fenced": True},
-        {"broker_id": 3, "host": "h3", "port": 9094, "rack": ""},
-    ]}
-    topics = [
-        {"name": "t", "error_code": 0, "partitions": [
-            {"partition_index": 1, "leader_id": -1, "replica_nodes": [2, 5], "isr_nodes": [],
-             "error_code": 0},
-            {"partition_index": 0, "leader_id": 1, "replica_nodes": [1, 2], "isr_nodes": [1, 2],
-             "error_code": 0},
-            {"partition_index": 2, "leader_id": 1, "replica_nodes": [], "isr_nodes": [], "error_code": 0},
-        ]},
-        {"name": "denied", "error_code": 29, "partitions": []},
-    ]
-    snapshot, fenced = snapshot_from_metadata(cluster, topics)
-    assert fenced == frozenset({2})
-    assert [(b.id, b.rack, b.alive, b.host, b.port) for b in snapshot.brokers] == [
-        (1, None, True, "h1", 9092), (2, "r2", True, "h2", 9093), (3, None, True, "h3", 9094)]
-    assert [(p.topic, p.partition, p.replicas, p.leader, p.isr) for p in snapshot.partitions] == [
-        ("t", 1, (2, 5), None, ()), ("t", 0, (1, 2), 1, (1, 2))]
+class Admin:
+    """A stand-in for kafka-python's admin client, answering what ``topics`` holds."""
+
+    def __init__(self, topics: list[dict]) -> None:
+        self.topics = topics
+
+    def describe_cluster(self) -> dict:
+        return {"brokers": [{"broker_id": 1, "host": "h1", "port": 9092, "rack": "a"},
+                            {"broker_id": 2, "host": "h2", "port": 9092, "rack": "b", "is_fenced": True}]}
+
+    def describe_topics(self) -> list[dict]:
+        return self.topics
+
+    def close(self) -> None:
+        return None
+
+
+async def test_live_source_keeps_fenced_brokers_and_logs_what_is_left_out():
+    bad = {"name": "new", "error_code": 5, "partitions": []}
+    good = {"name": "t", "error_code": 0, "partitions": [
+        {"partition_index": 0, "leader_id": 1, "replica_nodes": [1, 2], "isr_nodes": [1], "error_code": 0}]}
+    admin = Admin([good, bad])
+    source = LiveClusterSource("127.0.0.1:9092", 3_600_000, None)
+    source._admin = admin  # already connected
+    with capture_logs() as logs:
+        await source.start()
+        assert await source.refresh() is True  # the same entries left out: logged once
+        admin.topics = [good]
+        assert await source.refresh() is True
+        admin.topics = [good, bad]
+        assert await source.refresh() is True
+    view = source.view()
+    assert view == ClusterView(brokers=(B(1, "a"), B(2, "b")), fenced=frozenset({2}),
+                               topics={"t": {0: (1, 2)}})
+    assert [e for e in logs if e["event"] == "metadata_entries_left_out"] == 2 * [
+        {"event": "metadata_entries_left_out", "log_level": "warning", "source": "live",
+         "left_out": ["topic 'new': LeaderNotAvailableError (5)"]}]
+    await source.stop()
 
 
 # kafka-python 3.0.12 leaves the socket of a refused connection open (kafka/net/inet.py,

@@ -378,11 +378,11 @@ def test_assignor_validation_order_and_negative_ids():
     cluster = ClusterView.of([(0, "a"), (1, None)])
     assignor = DefaultReplicaAssignor()
     with pytest.raises(InvalidPartitionsError):
-        assignor.assign_replicas_to_brokers("t", [], 0, cluster, rng=random.Random(0))
+        place(assignor, "t", [], 0, cluster, rng=random.Random(0))
     with pytest.raises(ReplicaAssignorError, match="Not all brokers have rack information"):
-        assignor.assign_replicas_to_brokers("t", [0], 2, cluster, rng=random.Random(0))
+        place(assignor, "t", [0], 2, cluster, rng=random.Random(0))
     with pytest.raises(InvalidPartitionsError, match="must not be negative"):
-        assignor.assign_replicas_to_brokers("t", [-1, 0], 1, cluster.without_racks(), rng=random.Random(0))
+        place(assignor, "t", [-1, 0], 1, cluster.without_racks(), rng=random.Random(0))
 
 
 def test_force_simple_assignment_strips_racks():
@@ -475,13 +475,13 @@ def test_raise_replication_factor_and_add_partitions_together():
 def test_lowering_replication_factor_is_refused():
     grown = ClusterView.of((b, None) for b in range(4)).with_assignment("t", {0: [0, 1, 2]})
     with pytest.raises(InvalidReplicationFactorError, match="would not be an increase"):
-        DefaultReplicaAssignor().assign_replicas_to_brokers("t", [0], 2, grown, rng=ScriptedRandom())
+        place(DefaultReplicaAssignor(), "t", [0], 2, grown, rng=ScriptedRandom())
 
 
 def test_current_replica_on_unavailable_broker_is_refused():
     grown = ClusterView.of((b, None) for b in range(4)).with_assignment("t", {0: [0, 9]})
     with pytest.raises(ReplicaAssignorError, match=r"current replicas \[9\] are not available"):
-        DefaultReplicaAssignor().assign_replicas_to_brokers("t", [0], 3, grown, rng=ScriptedRandom())
+        place(DefaultReplicaAssignor(), "t", [0], 3, grown, rng=ScriptedRandom())
 
 
 def test_extend_replicas_prefers_unused_racks_then_order():

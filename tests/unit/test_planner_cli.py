@@ -101,19 +101,13 @@ def test_argument_errors_exit_2():
         assert exc.value.code == 2
 
 
-@pytest.mark.tansu
-def test_state_and_balance_of_a_live_cluster(tansu, tmp_path, capsys):
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    admin = KafkaAdminClient(bootstrap_servers=tansu.bootstrap, client_id="planner-cli-test")
-    try:
-        admin.create_topics([NewTopic("events", 4, 1)])
-    finally:
-        admin.close()
-    assert run("state", "--bootstrap-server", tansu.bootstrap, "--json") == 0
-    data = json.loads(capsys.readouterr().out)
-    assert data["brokers"] == [{"id": 111, "rack": None, "alive": True, "replicas": 4, "leaders": 4}]
+def test_capacity_smaller_than_what_must_stay_is_a_clear_error(tmp_path, capsys):
+    snap = {"brokers": [{"id": 1, "capacity_bytes": 100}, {"id": 2, "capacity_bytes": 100}],
+            "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2], "size_bytes": 150}]}
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(snap))
     out = tmp_path / "plan"
-    assert run("balance", "--bootstrap-server", tansu.bootstrap, "--mode", "cluster", "--out", str(out),
-               "--no-charts") == 0
-    assert json.loads((out / "reassignment.json").read_text()) == {"version": 1, "partitions": []}
+    assert run("balance", "--snapshot", str(path), "--mode", "cluster", "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "capacity infeasible" in err
+    assert not out.exists()

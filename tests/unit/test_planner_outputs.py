@@ -9,7 +9,8 @@ import os
 import pytest
 
 from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from planner.outputs import PlanSettings, make_plan, render_outputs, write_outputs
+from planner.outputs import render_outputs, write_outputs
+from planner.settings import PlanSettings, make_plan
 
 
 def cluster() -> ClusterSnapshot:

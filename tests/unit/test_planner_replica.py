@@ -1,9 +1,12 @@
-"""Replica balance and cluster balance on hand-made clusters: the bound reached, racks kept,
-followers first, uneven racks explained, threshold, forgotten brokers."""
+"""Replica balance and cluster balance on hand-made clusters: the bound reached, racks kept and
+repaired, topics spread, bytes balanced, capacity respected, followers first, uneven racks
+explained, threshold, forgotten brokers."""
 
 from __future__ import annotations
 
 from collections import Counter
+
+import pytest
 
 from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.cluster_balance import cluster_balance
@@ -46,15 +49,30 @@ def test_docstring_example_three_follower_moves():
     assert all(m.destination == 4 for m in plan.moves)
 
 
-def test_new_brokers_in_every_rack_reach_the_lower_bound_inside_racks():
+def test_new_brokers_in_every_rack_get_the_band_and_diversity_repaired():
     brokers = [BrokerEntry(i, f"r{i % 3}") for i in range(24)]
     snap = round_robin(brokers, 600, 3, used=21)        # brokers 21, 22, 23 are new, one per rack
     plan = replica_balance(snap, threshold=0)
-    check_plan(plan, replica_band=(75, 75))
-    assert plan.replica_moves == plan.bound("replica_moves_lower_bound") == 225
+    # the layout leaves 360 partitions with two replicas in one rack: all are repaired
+    assert plan.bound("diversity_repairs_needed") == 360
+    check_plan(plan, replica_band=(75, 75), diversity=True, topic_caps=True)
+    assert plan.replica_moves >= max(plan.bound("replica_moves_lower_bound"), 360)
+
+
+def test_new_brokers_in_every_rack_stay_inside_racks_when_diverse():
+    brokers = [BrokerEntry(i, f"r{i % 3}") for i in range(24)]
+    # one replica per rack, rotating inside each rack over its first 7 brokers; every old
+    # broker holds 12 replicas of each of the 7 topics
+    parts = [PartitionEntry(f"t{p // 7 % 7}", p, tuple(3 * ((p + k) % 7) + k for k in range(3)))
+             for p in range(588)]
+    snap = ClusterSnapshot(tuple(brokers), tuple(parts))   # 21, 22, 23 (one per rack) are new
+    plan = replica_balance(snap, threshold=0)
+    check_plan(plan, replica_band=(73, 74), diversity=True, topic_caps=True)
     rack = {b.id: b.rack for b in brokers}
     assert all(rack[m.source] == rack[m.destination] for m in plan.moves)
-    assert plan.leader_changes == 0
+    assert plan.replica_moves == plan.bound("replica_moves_tight_bound") == 219
+    # rack r0 holds only leaders: its new broker's 73 replicas are leader moves, the others none
+    assert plan.leader_changes == 73
 
 
 def test_uneven_racks_keep_diversity_and_say_why_the_band_is_missed():
@@ -68,7 +86,7 @@ def test_uneven_racks_keep_diversity_and_say_why_the_band_is_missed():
     assert after[8] == after[9] == 20          # rack c holds one replica of all 40 partitions
     assert {after[b] for b in range(8)} == {10}
     assert any("rack c" in n and "diversity" in n for n in plan.notes)
-    assert plan.bound("replica_moves_bound_given_racks") == plan.replica_moves == 20
+    assert plan.replica_moves == 20            # broker 8 hands half of rack c's share to 9
 
 
 def test_rack_tree_diversity_is_kept_at_every_level():
@@ -78,19 +96,82 @@ def test_rack_tree_diversity_is_kept_at_every_level():
     tree = RackTree.of({b.id: b.rack for b in brokers})
     plan = cluster_balance(snap, threshold=0)
     check_plan(plan, replica_band=(33, 34), leader_band=(16, 17))
-    for before, after in zip(snap.partitions, plan.after.partitions):
-        assert all(x <= y for x, y in zip(tree.diversity(before.replicas), tree.diversity(after.replicas)))
+    for before, after in zip(snap.partitions, plan.after.partitions, strict=True):
+        assert all(x <= y for x, y in zip(tree.diversity(before.replicas), tree.diversity(after.replicas), strict=True))
 
 
-def test_threshold_widens_the_band_and_saves_moves():
+def test_threshold_widens_the_band():
     brokers = [BrokerEntry(i) for i in range(10)]
     snap = round_robin(brokers, 300, 3, used=9)          # broker 9 is new: avg 90
     tight = replica_balance(snap, threshold=0)
     loose = replica_balance(snap, threshold=10)
-    check_plan(tight, replica_band=(90, 90))
-    check_plan(loose, replica_band=(81, 100))
-    assert loose.replica_moves == 81 < tight.replica_moves == 90
+    check_plan(tight, replica_band=(90, 90), topic_caps=True)
+    check_plan(loose, replica_band=(81, 99), topic_caps=True)
+    # the bound is 81 (90 at threshold 0); each topic of 43 partitions holds up to 18 replicas
+    # on an old broker, above its cap of 14: evening the topics costs the moves beyond it
+    assert 81 <= loose.replica_moves <= tight.replica_moves
     assert replica_balance(loose.after, threshold=10).moves == ()
+
+
+def topic_counts(snap: ClusterSnapshot) -> Counter:
+    return Counter((p.topic, b) for p in snap.partitions for b in p.replicas)
+
+
+def test_new_brokers_get_every_topic_not_whole_topics():
+    # finding 1: topics a and b, 12 partitions of RF 2 each on brokers 0-3; 4 and 5 are new.
+    # Giving in (topic, partition) order hands the new brokers all of topic a.
+    brokers = tuple(BrokerEntry(i) for i in range(6))
+    parts = [PartitionEntry(t, p, (p % 4, (p + 1 + p // 4) % 4)) for t in "ab" for p in range(12)]
+    snap = ClusterSnapshot(brokers, tuple(parts))
+    plan = replica_balance(snap, threshold=0)
+    check_plan(plan, replica_band=(8, 8), topic_caps=True)
+    assert plan.replica_moves == plan.bound("replica_moves_lower_bound") == 16
+    after = topic_counts(plan.after)
+    assert max(after.values()) <= 24 // 6 + 1            # ceil(24 / 6) + 1 of a topic per broker
+    assert after[("a", 4)] == after[("b", 4)] == after[("a", 5)] == after[("b", 5)] == 4
+
+
+def test_disk_skew_is_evened_by_swaps():
+    # finding 2: counts are even (10 each) but bytes are 300, 100 and 200
+    brokers = tuple(BrokerEntry(i) for i in (1, 2, 3))
+    sizes = {1: 30, 2: 10, 3: 20}
+    parts = [PartitionEntry("t", 10 * b + p, (b,), size_bytes=sizes[b]) for b in (1, 2, 3) for p in range(10)]
+    snap = ClusterSnapshot(brokers, tuple(parts))
+    plan = replica_balance(snap, threshold=10)
+    # mean 200, slack max(10%, the largest partition 30): [170, 230]; counts [9, 11]
+    assert (plan.bound("bytes_band_lo"), plan.bound("bytes_band_hi")) == (170, 230)
+    check_plan(plan, replica_band=(9, 11), byte_band=(170, 230))
+    assert all({m.source, m.destination} == {1, 2} for m in plan.moves)   # broker 3 is in band
+    assert replica_balance(plan.after, threshold=10).moves == ()
+
+
+def test_partitions_with_two_replicas_in_one_rack_are_repaired():
+    # finding 3: racks a (0, 1), b (2, 3), c (4, 5); partitions 0-5 keep both replicas in rack
+    # a or b; moving each one's follower to rack c balances every broker at 4
+    brokers = tuple(BrokerEntry(i, "abc"[i // 2]) for i in range(6))
+    reps = [(0, 1), (1, 0), (2, 3), (3, 2), (0, 1), (3, 2),
+            (4, 1), (5, 2), (0, 2), (1, 3), (1, 2), (0, 3)]
+    snap = ClusterSnapshot(brokers, tuple(PartitionEntry("t", p, r) for p, r in enumerate(reps)))
+    plan = replica_balance(snap, threshold=0)
+    assert plan.bound("diversity_repairs_needed") == 6
+    check_plan(plan, replica_band=(4, 4), diversity=True)
+    assert plan.replica_moves == 6                        # one follower per doubled partition
+    assert plan.leader_changes == 0
+
+
+def test_capacity_is_never_exceeded():
+    brokers = (BrokerEntry(1), BrokerEntry(2), BrokerEntry(3, capacity_bytes=50))
+    parts = [PartitionEntry("t", p, (1 + p % 2,), size_bytes=10 * (1 + p % 3)) for p in range(12)]
+    snap = ClusterSnapshot(brokers, tuple(parts))
+    plan = replica_balance(snap, threshold=0)
+    check_plan(plan, replica_band=(4, 4))
+
+
+def test_capacity_smaller_than_what_must_stay_is_an_error():
+    brokers = (BrokerEntry(1, capacity_bytes=10), BrokerEntry(2, capacity_bytes=10))
+    snap = ClusterSnapshot(brokers, (PartitionEntry("t", 0, (1, 2), size_bytes=30),))
+    with pytest.raises(ValueError, match="capacity infeasible"):
+        replica_balance(snap)
 
 
 def test_forgotten_broker_is_drained():
@@ -107,7 +188,19 @@ def test_cluster_balance_counts_leader_changes_against_the_input():
     snap = round_robin(brokers, 160, 2, used=6)
     plan = cluster_balance(snap, threshold=0)
     check_plan(plan, replica_band=(40, 40), leader_band=(20, 20))
-    changed = sum(1 for a, b in zip(snap.partitions, plan.after.partitions) if a.replicas[0] != b.replicas[0])
+    changed = sum(1 for a, b in zip(snap.partitions, plan.after.partitions, strict=True) if a.replicas[0] != b.replicas[0])
     assert plan.leader_changes == changed
     assert plan.bound("leader_changes_optimum") == changed
     assert cluster_balance(plan.after, threshold=0).moves == ()
+
+
+def test_module_docstring_example():
+    brokers = tuple(BrokerEntry(i, "a" if i in (1, 2, 5) else "b") for i in range(1, 7))
+    lists = {("x", 0): (1, 3), ("x", 1): (3, 1), ("x", 2): (2, 4), ("x", 3): (4, 2),
+             ("y", 0): (1, 4), ("y", 1): (2, 1)}
+    snap = ClusterSnapshot(brokers, tuple(PartitionEntry(t, p, r) for (t, p), r in lists.items()))
+    plan = replica_balance(snap, threshold=0)
+    check_plan(plan, replica_band=(2, 2), diversity=True, topic_caps=True)
+    assert [(m.topic, m.partition, m.source, m.destination) for m in plan.moves] == [
+        ("y", 1, 1, 6), ("x", 1, 1, 5), ("x", 3, 2, 5), ("x", 2, 4, 6)]
+    assert plan.leader_changes == 0

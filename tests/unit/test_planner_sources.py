@@ -1,10 +1,11 @@
-"""Inputs: ``kafka-topics.sh --describe`` text with a racks file, and a live cluster (Tansu)."""
+"""Inputs: ``kafka-topics.sh --describe`` text with a racks file (the live cluster source runs
+against Tansu in ``tests/e2e/test_planner_live_tansu.py``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from planner.sources import SourceError, from_bootstrap, from_describe, parse_racks
+from planner.sources import SourceError, from_describe, parse_racks
 from planner.state import describe
 
 # kafka-topics.sh --bootstrap-server ... --describe, Kafka 3.7 (KRaft), tabs as printed
@@ -63,19 +64,3 @@ def test_bad_describe_text():
         from_describe("\tTopic: t\tPartition: 0\tLeader: 1\tReplicas: 1,1\tIsr: 1\n", RACKS)
     with pytest.raises(SourceError, match="not a list of broker ids"):
         from_describe("\tTopic: t\tPartition: 0\tLeader: 1\tReplicas: 1,x\tIsr: 1\n", RACKS)
-
-
-@pytest.mark.tansu
-def test_live_cluster_through_kafka_python(tansu):
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    admin = KafkaAdminClient(bootstrap_servers=tansu.bootstrap, client_id="planner-test")
-    try:
-        admin.create_topics([NewTopic("orders", 3, 1), NewTopic("audit", 2, 1)])
-    finally:
-        admin.close()
-    snap = from_bootstrap(tansu.bootstrap)
-    assert [(b.id, b.rack, b.alive, b.host) for b in snap.brokers] == [(111, None, True, "127.0.0.1")]
-    assert {(p.topic, p.partition, p.replicas) for p in snap.partitions} >= {
-        ("orders", 0, (111,)), ("orders", 2, (111,)), ("audit", 1, (111,))}
-    assert describe(snap).replica_moves_lower_bound == 0

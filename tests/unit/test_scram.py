@@ -27,8 +27,8 @@ from server.security.sasl import (
 from server.security.users import (
     MIN_ITERATIONS,
     ScramCredential,
-    UserStore,
     UsersFileError,
+    UserStore,
     password_matches,
     read_users_file,
     scram_credential,
@@ -139,7 +139,7 @@ def test_malformed_scram_messages_fail_cleanly(store, first, final, detail):
         server.evaluate(b"n,,n=alice,r=abc")
 
 
-@settings(derandomize=True, deadline=None, max_examples=300)
+@settings(max_examples=300)
 @given(first=st.binary(max_size=200), final=st.binary(max_size=200), mechanism=st.sampled_from(MECHANISMS))
 def test_arbitrary_tokens_only_ever_raise_authentication_failed(store, first, final, mechanism):
     for tokens in ([first, final], [b"n,,n=alice,r=abc", final]):
@@ -153,7 +153,6 @@ def test_arbitrary_tokens_only_ever_raise_authentication_failed(store, first, fi
         assert not session.complete
 
 
-@settings(derandomize=True, deadline=None, max_examples=100)
 @given(token=st.binary(max_size=80))
 def test_arbitrary_plain_tokens_only_ever_raise_authentication_failed(store, token):
     server = PlainServer(store, SECRET)

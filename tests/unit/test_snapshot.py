@@ -26,7 +26,7 @@ from assignors.snapshot import (
     _partitions_in_bulk,
 )
 
-SETTINGS = settings(derandomize=True, deadline=None, max_examples=300)
+SETTINGS = settings(max_examples=300)
 
 
 # -- the reference: the entry-by-entry parser ------------------------------------------------
@@ -98,6 +98,9 @@ def valid_snapshots(draw) -> dict:
     absent or null, negative (placeholder) and unknown replica ids."""
     ids = draw(broker_ids)
     brokers = [{"id": i, "rack": draw(st.sampled_from([None, "", "r0", "r1"]))} for i in ids]
+    for broker in brokers:
+        if draw(st.booleans()):
+            broker["capacity_bytes"] = draw(st.sampled_from([None, 0, 2**40, 2**70]))
     keys = draw(st.lists(st.tuples(topics, st.integers(0, 40)), max_size=12, unique=True))
     replica_ids = st.integers(-3, 14)
     partitions = []
@@ -221,6 +224,9 @@ OK = {"topic": "t", "partition": 0, "replicas": [0, 1]}
     ({**OK, "isr": 0}, "partitions[1].isr must be a list"),
     ({**OK, "isr": [0, None]}, "partitions[1].isr[] must be an integer, got None"),
     ({**OK, "size_bytes": 1.5}, "partitions[1].size_bytes must be an integer, got 1.5"),
+    ({**OK, "size_bytes": True}, "partitions[1].size_bytes must be an integer, got True"),
+    ({**OK, "size_bytes": "12"}, "partitions[1].size_bytes must be an integer, got '12'"),
+    ({**OK, "size_bytes": -1}, "partitions[1].size_bytes must be >= 0, got -1"),
     (OK, "duplicate partition t-0"),
 ])
 @pytest.mark.parametrize("later", [None, {**OK, "partition": -5}])
@@ -232,6 +238,38 @@ def test_each_bad_entry_is_named_with_its_message(entry, message, later):
         ClusterSnapshot.from_dict(data)
     assert str(info.value) == message
     assert_same(data)
+
+
+@pytest.mark.parametrize("sizes", [[0, -1], [-5, None], [None, 7, 0, -2**70]])
+def test_a_negative_size_anywhere_leaves_the_bulk_path(sizes):
+    parts = [{**OK, "partition": n, "size_bytes": size} for n, size in enumerate(sizes)]
+    assert _partitions_in_bulk(parts) is None
+    kind, message = assert_same(snapshot_with(*parts))
+    assert kind == "SnapshotError" and "size_bytes must be >= 0" in message
+
+
+@pytest.mark.parametrize(("capacity", "message"), [
+    (-1, "brokers[1].capacity_bytes must be >= 0, got -1"),
+    (1.5, "brokers[1].capacity_bytes must be an integer, got 1.5"),
+    (False, "brokers[1].capacity_bytes must be an integer, got False"),
+    ("1T", "brokers[1].capacity_bytes must be an integer, got '1T'"),
+])
+def test_a_bad_capacity_names_the_broker(capacity, message):
+    data = {"brokers": [{"id": 0}, {"id": 1, "capacity_bytes": capacity}], "partitions": [OK]}
+    with pytest.raises(SnapshotError) as info:
+        ClusterSnapshot.from_dict(data)
+    assert str(info.value) == message
+
+
+def test_sizes_and_capacities_survive_a_round_trip():
+    data = {"brokers": [{"id": 0, "rack": "r0", "capacity_bytes": 10**12},
+                        {"id": 1, "rack": None, "capacity_bytes": 0}, {"id": 2, "rack": None}],
+            "partitions": [{**OK, "size_bytes": 0}, {**OK, "partition": 1, "size_bytes": 2**50}]}
+    snapshot = ClusterSnapshot.from_dict(data)
+    assert [b.capacity_bytes for b in snapshot.brokers] == [10**12, 0, None]
+    assert [p.size_bytes for p in snapshot.partitions] == [0, 2**50]
+    assert snapshot.to_dict() == data
+    assert ClusterSnapshot.from_dict(snapshot.to_dict()) == snapshot
 
 
 def test_the_first_duplicate_is_named_after_every_entry_is_checked():

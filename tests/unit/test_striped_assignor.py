@@ -268,7 +268,7 @@ def test_raise_replication_factor_keeps_current_replicas():
 def test_lowering_replication_factor_is_refused():
     grown = ClusterView.of([(b, None) for b in range(4)]).with_assignment("t", {0: [0, 1, 2]})
     with pytest.raises(InvalidReplicationFactorError, match="would not be an increase"):
-        StripedReplicaAssignor().assign_replicas_to_brokers("t", [0], 2, grown, rng=random.Random(0))
+        place(StripedReplicaAssignor(), "t", [0], 2, grown, rng=random.Random(0))
 
 
 @st.composite
@@ -283,7 +283,7 @@ def fenced_clusters(draw):
     return cluster, draw(st.integers(1, n)), draw(st.integers(1, 30))
 
 
-@settings(derandomize=True, deadline=None, max_examples=150)
+@settings(max_examples=150)
 @given(fenced_clusters(), st.integers(0, 2**32))
 def test_fenced_brokers_never_lead_and_are_used_last(case, seed):
     cluster, rf, n_partitions = case
@@ -295,7 +295,6 @@ def test_fenced_brokers_never_lead_and_are_used_last(case, seed):
         assert all(not set(r) & cluster.fenced for r in got.values())
 
 
-@settings(derandomize=True, deadline=None, max_examples=100)
 @given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 40), st.integers(0, 2**32), st.data())
 def test_even_racks_without_fencing_spread_over_racks(n_racks, per_rack, n_partitions, seed, data):
     cluster = ClusterView.of([(b, f"r{b % n_racks}") for b in range(n_racks * per_rack)])

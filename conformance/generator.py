@@ -1,21 +1,15 @@
-"""The published wire vectors: load them, and regenerate them from the codec and a
-deterministic server.
-
-``schemas/vectors/create-replica-assignment-v1.json`` (shipped in the package; ``-v1`` is the
-version of the file format, not of a message) holds, for every message and version this
-server speaks, one or more exchanges: the request frame and the response frame in hex
-(length, header and body), the decoded fields of both under the schemas' own field names,
-which tagged fields were on the wire, and what a server must do (``expect``), so that an
-implementation that is not byte-identical can still be held to the same properties.
+"""Regenerate the published conformance vectors from the codec and a deterministic server.
 
 Most vectors come from the reference server (``source: "server"``): ``replica-assignor-server``
-in deterministic mode (``replica.assignor.random.seed``) over the cluster written in the file.
-A few come from the codec alone (``source: "codec"``): responses no server gives on demand,
-such as REQUEST_TIMED_OUT; they are served to clients under test but not asked of servers.
+in deterministic mode (``replica.assignor.random.seed``) over the cluster written in the file,
+started in a subprocess. A few come from the codec alone (``source: "codec"``): responses no
+server gives on demand, such as REQUEST_TIMED_OUT; they are served to clients under test but
+not asked of servers. Every reference answer must pass :func:`conformance.properties.check_properties`
+before it is recorded.
 
 Regenerate after a change to a schema, a handler or an assignor, and review the diff::
 
-    python -m protocol.vectors --write
+    python -m conformance.generator --write
 
 ``tests/conformance/test_vectors_fresh.py`` fails while the file differs from what this
 generator produces, so the file cannot drift from the code.
@@ -25,54 +19,51 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import kafka.errors as kafka_errors
 from kafka.protocol.api_header import RequestHeader
-from kafka.protocol.schemas import BaseField
 
-from .errors import ReplicaAssignorFailedError
-from .frame import peek_header, skip_tagged_fields
-from .messages import (
-    CREATE_REPLICA_ASSIGNMENT_API_KEY,
-    ApiVersionsRequest,
-    ApiVersionsResponse,
-    CreateReplicaAssignmentRequest,
-    CreateReplicaAssignmentResponse,
-    MetadataRequest,
-    MetadataResponse,
+from protocol.errors import ReplicaAssignorFailedError
+
+from .exchange import Exchange
+from .properties import check_properties
+from .vectors import (
+    API_NAMES,
+    API_VERSIONS,
+    CLIENT_ID,
+    CREATE_REPLICA_ASSIGNMENT,
+    FEATURE_NAME,
+    FORMAT,
+    FORMAT_VERSION,
+    METADATA,
+    REGENERATE,
+    decode_response,
+    default_vectors_path,
+    dumps,
+    fields_of,
+    message_from_fields,
+    parse_vectors,
+    request_body,
+    request_class,
+    request_frame,
+    request_header_flexible,
+    response_class,
+    response_frame,
+    tagged_fields_present,
 )
 
-FORMAT = "kafka-replica-assignor/conformance-vectors"
-FORMAT_VERSION = 1
-VECTORS_RESOURCE = "vectors/create-replica-assignment-v1.json"
-CLIENT_ID = "conformance-kit"
-FEATURE_NAME = "replica.assignment"
-REGENERATE = "python -m protocol.vectors --write"
-
-API_VERSIONS, METADATA, CREATE_REPLICA_ASSIGNMENT = 18, 3, CREATE_REPLICA_ASSIGNMENT_API_KEY
-API_NAMES = {API_VERSIONS: "ApiVersions", METADATA: "Metadata", CREATE_REPLICA_ASSIGNMENT: "CreateReplicaAssignment"}
-_CLASSES = {
-    API_VERSIONS: (ApiVersionsRequest, ApiVersionsResponse),
-    METADATA: (MetadataRequest, MetadataResponse),
-    CREATE_REPLICA_ASSIGNMENT: (CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse),
-}
 _LEN = struct.Struct(">i")
-MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 
 # The cluster and properties of the reference server the vectors were recorded against.
 # A server under test must know these brokers (and racks) for the property checks to apply.
@@ -87,259 +78,6 @@ REFERENCE_PROPERTIES: Mapping[str, str] = {
     "advertised.listeners": "PLAINTEXT://127.0.0.1:9095",
     "node.id": "0",
 }
-
-
-class VectorFileError(ValueError):
-    """The vectors file is missing, of an unknown format version, or malformed."""
-
-
-# -- the codec, both ways, under the schemas' own field names ---------------------------
-
-def request_class(api_key: int):
-    return _CLASSES[api_key][0]
-
-
-def response_class(api_key: int):
-    return _CLASSES[api_key][1]
-
-
-def request_header_flexible(api_key: int, version: int) -> bool:
-    """Request header v2 (with tagged fields) from the first flexible version on."""
-    cls = request_class(api_key)
-    return cls.flexible_version_q(min(version, cls.max_version))
-
-
-def response_header_flexible(api_key: int, version: int) -> bool:
-    """Response header v1 for flexible versions; ApiVersions always uses header v0."""
-    return api_key != API_VERSIONS and response_class(api_key).flexible_version_q(version)
-
-
-def _versions(spec: str | None) -> tuple[int, int] | None:
-    return BaseField.parse_versions(spec)
-
-
-def _in(version: int, spec: str | None) -> bool:
-    rng = _versions(spec)
-    return rng is not None and rng[0] <= version <= rng[1]
-
-
-def _to_json(value: Any, kind: str) -> Any:
-    if value is None:
-        return None
-    if kind == "uuid":
-        return str(value)
-    if kind == "bitfield":
-        return sorted(value)
-    if kind in {"bytes", "records"}:
-        return bytes(value).hex()
-    return value
-
-
-def _from_json(value: Any, kind: str) -> Any:
-    if value is None:
-        return None
-    if kind == "uuid":
-        return uuid.UUID(value)
-    if kind == "bitfield":
-        return set(value)
-    if kind in {"bytes", "records"}:
-        return bytes.fromhex(value)
-    return value
-
-
-def fields_of(message, schema_fields: Sequence[Mapping], version: int) -> dict[str, Any]:
-    """A decoded message as ``{SchemaFieldName: value}``, fields of ``version`` only, in schema order."""
-    out: dict[str, Any] = {}
-    for spec in schema_fields:
-        if not _in(version, spec["versions"]):
-            continue
-        value = getattr(message, BaseField.underscore_name(spec["name"]))
-        kind = spec["type"]
-        if "fields" in spec:
-            if kind.startswith("[]"):
-                value = None if value is None else [fields_of(v, spec["fields"], version) for v in value]
-            else:
-                value = None if value is None else fields_of(value, spec["fields"], version)
-        elif kind.startswith("[]"):
-            value = None if value is None else [_to_json(v, kind[2:]) for v in value]
-        else:
-            value = _to_json(value, kind)
-        out[spec["name"]] = value
-    return out
-
-
-def _kwargs(holder, schema_fields: Sequence[Mapping], values: Mapping[str, Any]) -> dict[str, Any]:
-    known = {spec["name"]: spec for spec in schema_fields}
-    unknown = sorted(set(values) - set(known))
-    if unknown:
-        raise VectorFileError(f"unknown fields {unknown} for {getattr(holder, '__name__', holder)}")
-    kwargs: dict[str, Any] = {}
-    for name, value in values.items():
-        spec = known[name]
-        kind = spec["type"]
-        if "fields" in spec and value is not None:
-            child = getattr(holder, kind[2:] if kind.startswith("[]") else kind)
-            if kind.startswith("[]"):
-                value = [child(**_kwargs(child, spec["fields"], v)) for v in value]
-            else:
-                value = child(**_kwargs(child, spec["fields"], value))
-        elif kind.startswith("[]") and value is not None:
-            value = [_from_json(v, kind[2:]) for v in value]
-        else:
-            value = _from_json(value, kind)
-        kwargs[BaseField.underscore_name(name)] = value
-    return kwargs
-
-
-def message_from_fields(cls, version: int, values: Mapping[str, Any]):
-    """The message of class ``cls`` at ``version`` holding ``values`` (schema field names)."""
-    return cls(version=version, **_kwargs(cls, cls.json["fields"], values))
-
-
-def tagged_fields_present(message, cls, version: int) -> list[str]:
-    """Schema names of the top-level tagged fields the decoded message carried on the wire."""
-    present = set(message.tags or ())
-    return [spec["name"] for spec in cls.json["fields"]
-            if _in(version, spec.get("taggedVersions")) and BaseField.underscore_name(spec["name"]) in present]
-
-
-def request_frame(message, correlation_id: int, client_id: str | None = CLIENT_ID) -> bytes:
-    """A framed request (length, request header, body) through the codec."""
-    message.with_header(correlation_id=correlation_id, client_id=client_id)
-    return message.encode(header=True, framed=True)
-
-
-def response_frame(message, correlation_id: int) -> bytes:
-    """A framed response (length, response header, body) through the codec."""
-    message.with_header(correlation_id=correlation_id)
-    return message.encode(header=True, framed=True)
-
-
-def request_body(frame: bytes) -> bytes:
-    """The body of a framed request: what is left after the length and the request header."""
-    payload = memoryview(frame)[4:]
-    head = peek_header(payload)
-    offset = head.body_offset
-    if head.api_key in _CLASSES and request_header_flexible(head.api_key, head.api_version):
-        offset = skip_tagged_fields(payload, offset)
-    return bytes(payload[offset:])
-
-
-def decode_response(api_key: int, body_version: int, frame: bytes):
-    """A framed response decoded by the codec (header included)."""
-    return response_class(api_key).decode(frame, version=body_version, header=True, framed=True)
-
-
-# -- the vectors file --------------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class WireMessage:
-    """One side of an exchange."""
-
-    version: int  # the version the body is encoded in (the fallback answers v0 to a v4 request)
-    header: Mapping[str, Any]
-    fields: Mapping[str, Any] | None  # None for a request that is malformed on purpose
-    tagged_fields: tuple[str, ...]
-    frame: bytes
-
-    @property
-    def correlation_id(self) -> int:
-        return self.header["CorrelationId"]
-
-
-@dataclass(frozen=True, slots=True)
-class Vector:
-    name: str
-    summary: str
-    api_key: int
-    api_version: int
-    roles: tuple[str, ...]  # "server": asked of servers under test; "client": served to clients
-    source: str  # "server" (the reference server's bytes) or "codec"
-    deterministic: bool  # False when bytes depend on the deployment (Metadata: host, port)
-    request: WireMessage
-    response: WireMessage | None  # None: the server closes the connection
-    expect: Mapping[str, Any]
-
-    @property
-    def api_name(self) -> str:
-        return API_NAMES.get(self.api_key, str(self.api_key))
-
-    @property
-    def expects_disconnect(self) -> bool:
-        return self.response is None
-
-    @property
-    def request_body(self) -> bytes:
-        return request_body(self.request.frame)
-
-
-@dataclass(frozen=True, slots=True)
-class VectorSet:
-    format_version: int
-    reference: Mapping[str, Any]
-    apis: Mapping[str, Any]
-    vectors: tuple[Vector, ...]
-    path: str = ""
-
-    def for_role(self, role: str) -> tuple[Vector, ...]:
-        return tuple(v for v in self.vectors if role in v.roles)
-
-    def named(self, name: str) -> Vector:
-        for v in self.vectors:
-            if v.name == name:
-                return v
-        raise KeyError(name)
-
-    @property
-    def brokers(self) -> dict[int, str | None]:
-        return {b["id"]: b.get("rack") for b in self.reference["cluster"]["brokers"]}
-
-
-def default_vectors_path() -> str:
-    import schemas
-
-    return str(resources.files(schemas).joinpath(VECTORS_RESOURCE))
-
-
-def _message(data: Mapping[str, Any]) -> WireMessage:
-    return WireMessage(version=data["version"], header=dict(data["header"]), fields=data.get("fields"),
-                       tagged_fields=tuple(data.get("tagged_fields", ())), frame=bytes.fromhex(data["hex"]))
-
-
-def parse_vectors(data: Mapping[str, Any], path: str = "") -> VectorSet:
-    if data.get("format") != FORMAT:
-        raise VectorFileError(f"{path or 'vectors'}: not a conformance vectors file (format {data.get('format')!r})")
-    if data.get("format_version") != FORMAT_VERSION:
-        raise VectorFileError(f"{path or 'vectors'}: format version {data.get('format_version')!r}; "
-                              f"this kit reads version {FORMAT_VERSION}")
-    try:
-        vectors = tuple(
-            Vector(name=v["name"], summary=v["summary"], api_key=v["api_key"], api_version=v["api_version"],
-                   roles=tuple(v["roles"]), source=v["source"], deterministic=v["deterministic"],
-                   request=_message(v["request"]),
-                   response=None if v["response"] is None else _message(v["response"]),
-                   expect=dict(v["expect"]))
-            for v in data["vectors"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise VectorFileError(f"{path or 'vectors'}: malformed vector: {type(exc).__name__}: {exc}") from None
-    names = [v.name for v in vectors]
-    if len(set(names)) != len(names):
-        raise VectorFileError(f"{path or 'vectors'}: duplicate vector names")
-    return VectorSet(data["format_version"], data["reference_server"], data["apis"], vectors, path)
-
-
-def load_vectors(path: str | os.PathLike | None = None) -> VectorSet:
-    """The published vectors (or the file at ``path``)."""
-    where = str(path) if path is not None else default_vectors_path()
-    try:
-        text = Path(where).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise VectorFileError(f"cannot read vectors {where}: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise VectorFileError(f"vectors {where} is not valid JSON: {exc}") from None
-    return parse_vectors(data, where)
 
 
 # -- the cases the generator records -----------------------------------------------------
@@ -564,8 +302,6 @@ def _expect(case: Case, request: Mapping[str, Any], response: Mapping[str, Any] 
 def record(exchange: Callable[[bytes], bytes | None], reference: Mapping[str, Any]) -> dict[str, Any]:
     """Run every case through ``exchange`` (one request frame in, the response frame or None
     when the server closed the connection out) and return the vectors file's content."""
-    from .conformance import check_properties  # the same checks the runner applies
-
     brokers = {b["id"]: b.get("rack") for b in reference["cluster"]["brokers"]}
     vectors: list[dict[str, Any]] = []
     for index, case in enumerate(cases(), start=1):
@@ -602,7 +338,7 @@ def record(exchange: Callable[[bytes], bytes | None], reference: Mapping[str, An
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
-        "about": "Wire vectors for CreateReplicaAssignment (apiKey 68, KIP-879) and the APIs a client needs "
+        "about": f"Wire vectors for CreateReplicaAssignment (apiKey {CREATE_REPLICA_ASSIGNMENT}, KIP-879) and the APIs a client needs "
                  "around it. Frames are hex: 4-byte length, header, body. Field names are the schemas' own. "
                  "See docs/conformance.md and schemas/README.md.",
         "regenerate": REGENERATE,
@@ -631,58 +367,6 @@ def reference_description() -> dict[str, Any]:
         "cluster": {"brokers": [{"id": b, "rack": r} for b, r in REFERENCE_BROKERS], "partitions": []},
     }
 
-
-# -- a deterministic server to record from -----------------------------------------------
-
-class Exchange:
-    """One blocking connection that sends a frame and returns the response frame, or None
-    when the far end closes the connection (it reconnects on the next call)."""
-
-    def __init__(self, host: str, port: int, timeout: float = 5.0) -> None:
-        self.host, self.port, self.timeout = host, port, timeout
-        self._sock: socket.socket | None = None
-
-    def connect(self) -> socket.socket:
-        if self._sock is None:
-            self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
-        return self._sock
-
-    def __call__(self, frame: bytes) -> bytes | None:
-        try:
-            self.connect().sendall(frame)
-        except (BrokenPipeError, ConnectionResetError):  # closed by the far end since the last call
-            self.close()
-            self.connect().sendall(frame)
-        head = self._read(4)
-        if head is None:
-            return None
-        (size,) = _LEN.unpack(head)
-        if not 0 <= size <= MAX_RESPONSE_BYTES:
-            self.close()
-            raise ConnectionError(f"implausible response size {size}")
-        body = self._read(size)
-        if body is None:
-            return None
-        return head + body
-
-    def _read(self, n: int) -> bytes | None:
-        chunks, got = [], 0
-        while got < n:
-            try:
-                chunk = self._sock.recv(n - got)
-            except ConnectionResetError:
-                chunk = b""
-            if not chunk:
-                self.close()
-                return None
-            chunks.append(chunk)
-            got += len(chunk)
-        return b"".join(chunks)
-
-    def close(self) -> None:
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
 
 
 @contextmanager
@@ -744,25 +428,9 @@ def generate() -> dict[str, Any]:
             exchange.close()
 
 
-def dumps(data: Mapping[str, Any]) -> str:
-    """Stable, reviewable JSON: one line per small object or list, two-space indents."""
-    return _dump(data, 0) + "\n"
-
-
-def _dump(value: Any, indent: int) -> str:
-    flat = json.dumps(value, ensure_ascii=False)
-    if not isinstance(value, (dict, list)) or len(flat) + indent <= 100 or not value:
-        return flat
-    pad, inner = " " * indent, " " * (indent + 2)
-    if isinstance(value, list):
-        items = [inner + _dump(v, indent + 2) for v in value]
-        return "[\n" + ",\n".join(items) + "\n" + pad + "]"
-    items = [f"{inner}{json.dumps(k)}: {_dump(v, indent + 2)}" for k, v in value.items()]
-    return "{\n" + ",\n".join(items) + "\n" + pad + "}"
-
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m protocol.vectors",
+    parser = argparse.ArgumentParser(prog="python -m conformance.generator",
                                      description="Regenerate the published conformance vectors.")
     parser.add_argument("--write", action="store_true", help="write the file (default: print to stdout)")
     parser.add_argument("--output", metavar="FILE", help="where to write (default: the packaged vectors file)")

@@ -1,0 +1,364 @@
+"""Attacks on a live server, one at a time, while a bystander measures how long it waits.
+
+Each attack gets a fresh server (``python -m server.main`` in a subprocess, loopback, port 0,
+``queued.max.request.bytes`` small enough to show the cap). A bystander client sends
+ApiVersions every 50 ms on its own connection during the attack; the server's resident memory
+is polled from /proc (VmRSS) and its high-water mark read at the end (VmHWM). One Markdown table:
+
+| attack | bystander requests | p99 ms | max ms | server peak RSS MiB |
+
+Bounded: at most ``--connections`` (<= 2,000) connections, ``--seconds`` (<= 120) per attack,
+127.0.0.1 only. The attacks are the hardening issue's (docs/security.md, "Fair scheduling and
+bounded memory"):
+
+- ``varint``: an array length made of 200 KB of varint continuation bytes, again and again;
+- ``varint-before-sasl``: the same in ApiVersions v3 (293 KiB) on a SASL listener, unauthenticated;
+- ``tagged-entries``: 40,000 CurrentAssignment entries with a tagged field in each;
+- ``pipelining``: 5,000 pipelined 1,000-partition requests, never read back;
+- ``partial-frames``: ten connections each sending 99 MiB of a 100 MiB frame, then waiting;
+- ``malformed``: a tag declaring 2^28 bytes, trailing bytes, duplicate tags, again and again;
+- ``node-ids``: 40,000 distinct NodeIds in one request, again and again.
+
+    python bench/adversarial.py [--seconds 8] [--queued-max-mib 200] [--only ATTACK ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from protocol.frame import recv_exactly  # noqa: E402
+from protocol.messages import ApiVersionsRequest, CreateReplicaAssignmentRequest  # noqa: E402
+
+HOST = "127.0.0.1"
+
+
+def _framed(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _header(api_key: int, api_version: int, correlation_id: int, flexible: bool) -> bytes:
+    return struct.pack(">hhih", api_key, api_version, correlation_id, 3) + b"adv" + (b"\x00" if flexible else b"")
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _encoded(request, correlation_id: int = 1) -> bytes:
+    request.with_header(correlation_id=correlation_id, client_id="adv")
+    return bytes(request.encode(header=True, framed=True))
+
+
+def _read_frame(sock: socket.socket) -> bytes:
+    (size,) = struct.unpack(">i", recv_exactly(sock, 4))
+    return recv_exactly(sock, size)
+
+
+class Server:
+    """The real server command on 127.0.0.1:0; its JSON log is read (and dropped) by a thread."""
+
+    def __init__(self, overrides: dict[str, str]) -> None:
+        argv = [sys.executable, "-m", "server.main", "--override", "log.format=json"]
+        for key, value in {"listeners": f"PLAINTEXT://{HOST}:0", **overrides}.items():
+            argv += ["--override", f"{key}={value}"]
+        self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.port = 0
+        self.rejected = 0
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if '"server_started"' in line:
+                self.port = json.loads(line)["port"]
+                break
+        if not self.port:
+            raise RuntimeError(f"the server did not start (exit {self.proc.wait()})")
+        threading.Thread(target=self._drain, daemon=True).start()
+        self.peak_rss = 0
+        self._watching = True
+        threading.Thread(target=self._watch_rss, daemon=True).start()
+
+    def _drain(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if '"frame_rejected"' in line:
+                self.rejected += 1
+
+    def _status(self, key: str) -> int:
+        try:
+            with open(f"/proc/{self.proc.pid}/status", encoding="ascii") as f:
+                for line in f:
+                    if line.startswith(key):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return 0
+
+    def _watch_rss(self) -> None:
+        while self._watching:
+            self.peak_rss = max(self.peak_rss, self._status("VmRSS:"))
+            time.sleep(0.02)
+
+    def stop(self) -> int:
+        self.peak_rss = max(self.peak_rss, self._status("VmHWM:"))
+        self._watching = False
+        self.proc.terminate()
+        try:
+            return self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+
+class Bystander(threading.Thread):
+    """ApiVersions every ``interval`` s on one connection (``reconnect``: a new connection for each,
+    as on a SASL listener, where ApiVersions comes once before authentication); latencies in seconds."""
+
+    def __init__(self, port: int, interval: float = 0.05, reconnect: bool = False) -> None:
+        super().__init__(daemon=True)
+        self.port, self.interval, self.reconnect = port, interval, reconnect
+        self.latencies: list[float] = []
+        self.errors = 0
+        self.stop_event = threading.Event()
+        self.frame = _encoded(ApiVersionsRequest(version=3, client_software_name="bystander",
+                                                 client_software_version="1"))
+
+    def run(self) -> None:
+        sock = None
+        try:
+            while not self.stop_event.is_set():
+                started = time.perf_counter()
+                try:
+                    if sock is None:
+                        sock = socket.create_connection((HOST, self.port), timeout=30)
+                    sock.sendall(self.frame)
+                    _read_frame(sock)
+                except OSError:
+                    self.errors += 1
+                    return
+                self.latencies.append(time.perf_counter() - started)
+                if self.reconnect:
+                    sock.close()
+                    sock = None
+                self.stop_event.wait(max(self.interval - (time.perf_counter() - started), 0))
+        finally:
+            if sock is not None:
+                sock.close()
+
+
+def _until(stop: threading.Event, each: Callable[[], None]) -> None:
+    while not stop.is_set():
+        try:
+            each()
+        except OSError:
+            time.sleep(0.01)
+
+
+def _send_until_closed(port: int, data: bytes) -> None:
+    with socket.create_connection((HOST, port), timeout=30) as sock:
+        try:
+            sock.sendall(data)
+            while sock.recv(1 << 16):
+                pass
+        except OSError:
+            pass
+
+
+def _request_answered(port: int, data: bytes) -> None:
+    with socket.create_connection((HOST, port), timeout=60) as sock:
+        sock.sendall(data)
+        _read_frame(sock)
+
+
+# --- the attacks: each runs until ``stop`` is set, within the connection bound ---------------------
+
+def attack_varint(port: int, stop: threading.Event, connections: int) -> None:
+    body = struct.pack(">ih?", 6, 3, False) + b"\x80" * 200_000 + b"\x01"
+    data = _framed(_header(68, 0, 1, True) + body)
+    _until(stop, lambda: _send_until_closed(port, data))
+
+
+def attack_varint_before_sasl(port: int, stop: threading.Event, connections: int) -> None:
+    data = _framed(_header(18, 3, 1, True) + b"\x80" * (293 * 1024) + b"\x01")
+    _until(stop, lambda: _send_until_closed(port, data))
+
+
+def _tagged_entries(n: int) -> bytes:
+    entries = b"".join(struct.pack(">i", p) + b"\x02" + struct.pack(">i", p % 6) + b"\x01\x05\x02ab" for p in range(n))
+    body = (struct.pack(">ih?", n + 1, 1, False) + b"\x01" + struct.pack(">i", 30_000) + b"\x02t"
+            + _uvarint(n + 1) + entries + b"\x00")
+    return _framed(_header(68, 1, 1, True) + body)
+
+
+def attack_tagged_entries(port: int, stop: threading.Event, connections: int) -> None:
+    data = _tagged_entries(40_000)
+    _until(stop, lambda: _request_answered(port, data))
+
+
+def attack_pipelining(port: int, stop: threading.Event, connections: int) -> None:
+    request = _encoded(CreateReplicaAssignmentRequest(version=0, num_partitions=1_000, replication_factor=3,
+                                                      node_id=[], timeout_ms=30_000))
+    with socket.create_connection((HOST, port), timeout=30) as sock:
+        sock.setblocking(False)
+        pending = memoryview(request * 5_000)
+        while pending and not stop.is_set():  # never read back
+            try:
+                pending = pending[sock.send(pending):]
+            except BlockingIOError:
+                time.sleep(0.01)
+        stop.wait()
+
+
+def attack_partial_frames(port: int, stop: threading.Event, connections: int) -> None:
+    size = 100 * 1024 * 1024
+    chunk = b"\x00" * (1 << 20)
+    socks = []
+    try:
+        for _ in range(min(10, connections)):
+            sock = socket.create_connection((HOST, port), timeout=30)
+            sock.setblocking(False)
+            socks.append([sock, 4 + 99 * 1024 * 1024, True])
+        for entry in socks:
+            entry[0].send(struct.pack(">i", size))
+            entry[1] -= 4
+        while not stop.is_set() and any(left > 0 and open_ for _, left, open_ in socks):
+            progressed = False
+            for entry in socks:
+                sock, left, open_ = entry
+                if left <= 0 or not open_:
+                    continue
+                try:
+                    sent = sock.send(chunk[:left])
+                    entry[1] -= sent
+                    progressed = True
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    entry[2] = False
+            if not progressed:
+                time.sleep(0.01)
+        stop.wait()
+    finally:
+        for sock, _, _ in socks:
+            sock.close()
+
+
+def attack_malformed(port: int, stop: threading.Event, connections: int) -> None:
+    head = struct.pack(">ih?", 6, 3, False) + b"\x01" + struct.pack(">i", 5_000)
+    bodies = [head + b"\x01\x07" + _uvarint(1 << 28) + b"ab", head + b"\x00" + b"trailing",
+              head + b"\x02\x07\x01a\x07\x01b"]
+    frames = [_framed(_header(68, 0, 1, True) + body) for body in bodies]
+    i = 0
+
+    def once() -> None:
+        nonlocal i
+        _send_until_closed(port, frames[i % len(frames)])
+        i += 1
+
+    _until(stop, once)
+
+
+def attack_node_ids(port: int, stop: threading.Event, connections: int) -> None:
+    data = _encoded(CreateReplicaAssignmentRequest(version=0, num_partitions=6, replication_factor=3,
+                                                   node_id=list(range(1000, 41_000)), timeout_ms=30_000))
+    _until(stop, lambda: _request_answered(port, data))
+
+
+def attack_none(port: int, stop: threading.Event, connections: int) -> None:
+    stop.wait()
+
+
+ATTACKS: dict[str, Callable[[int, threading.Event, int], None]] = {
+    "none (baseline)": attack_none,
+    "varint": attack_varint,
+    "varint-before-sasl": attack_varint_before_sasl,
+    "tagged-entries": attack_tagged_entries,
+    "pipelining": attack_pipelining,
+    "partial-frames": attack_partial_frames,
+    "malformed": attack_malformed,
+    "node-ids": attack_node_ids,
+}
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def run(name: str, seconds: float, queued_max: int, connections: int, users_file: str) -> dict:
+    overrides = {"queued.max.request.bytes": str(queued_max), "replica.assignor.isolation": "thread",
+                 "max.connections": str(connections + 10)}
+    if name == "varint-before-sasl":
+        overrides.update({"listeners": f"SASL_PLAINTEXT://{HOST}:0", "sasl.users.file": users_file,
+                          "sasl.enabled.mechanisms": "SCRAM-SHA-256"})
+    server = Server(overrides)
+    try:
+        bystander = Bystander(server.port, reconnect=name == "varint-before-sasl")
+        bystander.start()
+        time.sleep(0.5)
+        # the attacker in its own process: its client work must not hold the bystander's interpreter
+        spawn = mp.get_context("spawn")
+        stop = spawn.Event()
+        attacker = spawn.Process(target=ATTACKS[name], args=(server.port, stop, connections), daemon=True)
+        attacker.start()
+        time.sleep(seconds)
+        stop.set()
+        bystander.stop_event.set()
+        attacker.join(30)
+        if attacker.is_alive():
+            attacker.kill()
+        bystander.join(30)
+    finally:
+        code = server.stop()
+    lat = bystander.latencies
+    return {"attack": name, "requests": len(lat), "p99_ms": _percentile(lat, 0.99) * 1e3,
+            "max_ms": max(lat, default=float("nan")) * 1e3, "rss_mib": server.peak_rss / 2**20,
+            "rejected": server.rejected, "bystander_errors": bystander.errors, "exit": code}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=8.0, help="per attack (at most 120)")
+    parser.add_argument("--queued-max-mib", type=int, default=200, help="queued.max.request.bytes, MiB (>= 100)")
+    parser.add_argument("--connections", type=int, default=100, help="at most 2,000")
+    parser.add_argument("--only", nargs="*", choices=list(ATTACKS), help="these attacks only")
+    args = parser.parse_args(argv)
+    seconds = min(args.seconds, 120.0)
+    connections = min(args.connections, 2_000)
+    queued_max = max(args.queued_max_mib, 100) * 2**20
+    from server.security.users import scram_credential, write_users_file
+
+    with tempfile.TemporaryDirectory() as tmp:
+        users = os.path.join(tmp, "users.json")
+        write_users_file(users, {"alice": {"SCRAM-SHA-256": scram_credential("SCRAM-SHA-256", "x", iterations=4096)}})
+        print(f"# adversarial: {seconds:g} s per attack, bystander ApiVersions every 50 ms, "
+              f"queued.max.request.bytes={queued_max // 2**20} MiB, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+        print("| attack | bystander requests | p99 ms | max ms | server peak RSS MiB | frames rejected |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for name in args.only or list(ATTACKS):
+            r = run(name, seconds, queued_max, connections, users)
+            note = f" ({r['bystander_errors']} bystander errors)" if r["bystander_errors"] else ""
+            print(f"| {r['attack']}{note} | {r['requests']} | {r['p99_ms']:.1f} | {r['max_ms']:.1f} | "
+                  f"{r['rss_mib']:.0f} | {r['rejected']} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""What a plan is asked for, and the one function that turns that request into a plan.
+
+:class:`PlanSettings` is the request (mode, threshold, budgets, batch size, forgotten brokers,
+source name, echoed in the report); :func:`make_plan` dispatches it to the balancing rule of its
+mode. The command line and the Spark pipeline both plan through :func:`make_plan`, so one snapshot
+and one set of settings give the same plan everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from assignors.snapshot import ClusterSnapshot
+
+from .cluster_balance import cluster_balance
+from .leader_balance import leader_balance
+from .plan import Plan
+from .repair import repair
+from .replica_balance import replica_balance
+
+MODES = ("leader", "replica", "cluster", "repair")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSettings:
+    """How the plan was asked for (echoed in the report)."""
+
+    mode: str
+    threshold: float | int | str = 10
+    max_moves: int | None = None
+    max_leader_changes: int | None = None
+    batch_size: int | None = None
+    forgotten: tuple[int, ...] = ()
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        for name in ("max_moves", "max_leader_changes"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name.replace('_', '-')} must be >= 0, got {value}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError(f"batch-size must be >= 1, got {self.batch_size}")
+
+
+def make_plan(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
+    """The plan a mode asks for: the one entry point of the command line and the pipeline."""
+    if settings.mode == "leader":
+        return leader_balance(snapshot, max_leader_changes=settings.max_leader_changes,
+                              forgotten=settings.forgotten)
+    if settings.mode == "replica":
+        return replica_balance(snapshot, threshold=settings.threshold, max_moves=settings.max_moves,
+                               forgotten=settings.forgotten)
+    if settings.mode == "repair":
+        return repair(snapshot, settings.forgotten, max_moves=settings.max_moves)
+    return cluster_balance(snapshot, threshold=settings.threshold, max_moves=settings.max_moves,
+                           max_leader_changes=settings.max_leader_changes, forgotten=settings.forgotten)

@@ -1,0 +1,85 @@
+"""``queued.max.request.bytes``: one budget for the request bytes every connection buffers.
+
+Kafka's memory pool, for our frames: a connection that has read the size of a frame it has
+not read whole must reserve the whole frame before it reads on; while the budget is spent it
+stops reading its socket (the kernel's buffers, then TCP, push back on the client) and waits,
+first come first served, until requests are processed and their bytes given back. A frame
+already being read always has its bytes reserved, so it can finish and free them; bytes that
+arrived before a reservation was refused (at most one socket read per connection) are
+counted, never dropped. When every byte held belongs to connections that are waiting, nothing
+would ever be given back, so the first of them gets its frame anyway (the overshoot is at
+most one frame, at most ``socket.request.max.bytes``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Protocol
+
+
+class MemoryWaiter(Protocol):
+    def memory_granted(self, n: int) -> None:
+        """The reservation it waited for is made: read on."""
+
+
+class RequestMemory:
+    """The bytes of requests buffered by all connections, against ``limit`` (-1: unbounded)."""
+
+    __slots__ = ("limit", "used", "_waiters", "_held_by_waiters")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        # (connection, bytes it asks for, bytes it holds while it waits), first come first served
+        self._waiters: deque[tuple[MemoryWaiter, int, int]] = deque()
+        self._held_by_waiters = 0
+
+    def charge(self, n: int) -> None:
+        """Bytes already in memory: counted whatever the budget says."""
+        self.used += n
+
+    def release(self, n: int) -> None:
+        self.used -= n
+        if self._waiters:
+            self._wake()
+
+    def reserve(self, waiter: MemoryWaiter, n: int, held: int) -> bool:
+        """Reserve ``n`` bytes for ``waiter`` (which holds ``held``): True when done now; else it
+        waits its turn and :meth:`MemoryWaiter.memory_granted` is called when it comes."""
+        if not self._waiters and self._fits(n):
+            self.used += n
+            return True
+        self._waiters.append((waiter, n, held))
+        self._held_by_waiters += held
+        if self._waiters[0][0] is waiter and self.used <= self._held_by_waiters:
+            self._waiters.popleft()  # nothing held by anyone who would give it back
+            self._held_by_waiters -= held
+            self.used += n
+            return True
+        return False
+
+    def cancel(self, waiter: MemoryWaiter) -> None:
+        for entry in self._waiters:
+            if entry[0] is waiter:
+                self._waiters.remove(entry)
+                self._held_by_waiters -= entry[2]
+                break
+        if self._waiters:
+            self._wake()
+
+    def _fits(self, n: int) -> bool:
+        return self.limit < 0 or self.used + n <= self.limit
+
+    def _wake(self) -> None:
+        while self._waiters:
+            waiter, n, held = self._waiters[0]
+            if not (self._fits(n) or self.used <= self._held_by_waiters):
+                return
+            self._waiters.popleft()
+            self._held_by_waiters -= held
+            self.used += n
+            waiter.memory_granted(n)
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiters)
