@@ -167,7 +167,9 @@ def _assign_unaware(
         first = (a + start) % n
         offsets = [0] + [1 + (shift + j) % nm1 for j in range(rf - 1)]
         columns = [tripled[first + o:first + o + length] for o in offsets]
-        out.update(zip(range(a, a + length), map(list, zip(*columns))))
+        # a run stays inside one block of n ids (length <= n) and first + o + length < 3n: every
+        # column holds exactly ``length`` brokers
+        out.update(zip(range(a, a + length), map(list, zip(*columns, strict=True)), strict=True))
     return out
 
 
@@ -185,7 +187,7 @@ def _aware_layout(pairs: tuple[tuple[int, str], ...]) -> tuple[tuple[int, ...], 
 
 
 def _assign_aware(
-    alternated: Sequence[int], racks: Sequence[int], n_racks: int, ids: Sequence[int], rf: int,
+    alternated: tuple[int, ...], racks: tuple[int, ...], n_racks: int, ids: Sequence[int], rf: int,
     start: int, shift0: int, p0: int,
 ) -> Assignment:
     n = len(alternated)

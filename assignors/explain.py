@@ -9,14 +9,15 @@ paths, the last level the brokers; without racks there is only the broker level.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import ReplicaAssignorError
 from .model import ClusterView
 from .multi_level import format_rack, rack_paths
 
-__all__ = ["LevelLoad", "NodeLoad", "explain", "format_levels"]
+__all__ = ["LevelLoad", "NodeLoad", "explain", "format_levels", "level_kind"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,7 @@ class LevelLoad:
     level: int
     title: str
     nodes: tuple[NodeLoad, ...]
+    kind: str = ""      # what the level is: "data centre", "zone", "rack", "broker", ...
 
     @property
     def replica_range(self) -> tuple[int, int]:
@@ -76,12 +78,35 @@ def explain(assignment: Mapping[int, Sequence[int]], cluster: ClusterView) -> li
             load[1] += replicas_on[b]
             load[2] += leaders_on[b]
         nodes = tuple(NodeLoad(format_rack(prefix), *loads[prefix]) for prefix in sorted(loads))
-        levels.append(LevelLoad(level, f"level {level}", nodes))
+        kind = level_kind({path[level - 1] for path in paths.values()}, level, depth)
+        levels.append(LevelLoad(level, f"level {level}", nodes, kind))
     brokers = tuple(
         NodeLoad(f"broker {b}", 1, replicas_on[b], leaders_on[b]) for b in sorted(paths)
     )
-    levels.append(LevelLoad(depth + 1, "brokers", brokers))
+    levels.append(LevelLoad(depth + 1, "brokers", brokers, "broker"))
     return levels
+
+
+_KINDS = {"dc": "data centre", "datacenter": "data centre", "datacentre": "data centre",
+          "region": "region", "zone": "zone", "az": "zone", "room": "room", "row": "row",
+          "rack": "rack", "r": "rack", "pod": "pod", "host": "host"}
+_POSITIONAL = {1: ("rack",), 2: ("data centre", "rack"), 3: ("data centre", "zone", "rack")}
+
+
+def level_kind(components: Iterable[str], level: int, depth: int) -> str:
+    """What a level of the rack tree is, as its paths name it: the word the components share
+    once their numbering is dropped (``dc1``, ``dc2``: data centre; ``zone-a``: zone;
+    ``rack-3``, ``r1``: rack), else by position (data centre, zone, rack from the top)."""
+    words = {"" if len(c) == 1 else _WORD.sub("", c).lower() for c in components}
+    if len(words) == 1:
+        word = words.pop()
+        if word:
+            return _KINDS.get(word, word)
+    names = _POSITIONAL.get(depth)
+    return names[level - 1] if names else f"level {level}"
+
+
+_WORD = re.compile(r"([-_.]?[0-9]+|[-_.][A-Za-z])$")
 
 
 def format_levels(levels: Sequence[LevelLoad], max_nodes: int | None = None) -> str:

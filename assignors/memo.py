@@ -43,13 +43,19 @@ from .model import Assignment, ClusterView
 __all__ = ["MemoEntry", "MemoizableAssignor", "PlacementMemo"]
 
 
-class MemoizableAssignor(abc.ABC):
+class MemoizableAssignor:
     """The optional capability the memo uses: an assignor whose answer is a pure function of
     a few random draws and a small part of its input.
 
     A :class:`ReplicaAssignor` declares it by also inheriting this class
     (``class MyAssignor(ReplicaAssignor, MemoizableAssignor)``) and implementing both methods;
     a plug-in that does not is placed the ordinary way and never asked to draw.
+
+    A plain class, not an ``abc.ABC``: the memo checks it with ``isinstance`` on every
+    small request, and against an ABC that check runs Python code (about 1% of such a
+    request's instructions, ``bench/request_cost.py --callgrind``). mypy still refuses a
+    subclass that leaves a method out; at run time a stub left in place is harmless
+    (``draw`` declines, an answer from ``assign_drawn`` is validated and refused).
     """
 
     @abc.abstractmethod

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 Assignment = dict[int, list[int]]
 """partition id -> replica broker ids; the first replica is the preferred leader."""
@@ -76,7 +77,7 @@ class ClusterView:
         )
 
     @classmethod
-    def of(cls, brokers: Iterable[BrokerMetadata | tuple[int, str | None]], **kwargs) -> ClusterView:
+    def of(cls, brokers: Iterable[BrokerMetadata | tuple[int, str | None]], **kwargs: Any) -> ClusterView:
         """Build a view from BrokerMetadata values or ``(id, rack)`` pairs."""
         return cls(
             brokers=tuple(b if isinstance(b, BrokerMetadata) else BrokerMetadata(*b) for b in brokers),

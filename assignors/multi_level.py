@@ -140,8 +140,9 @@ from __future__ import annotations
 import heapq
 import random
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
+from typing import cast
 
 from .base import ANONYMOUS, ReplicaAssignor
 from .errors import ReplicaAssignorError
@@ -195,20 +196,20 @@ def rack_paths(brokers: Iterable[BrokerMetadata]) -> dict[int, RackPath]:
     Empty paths when no broker has a rack. See the module docstring for the rule.
     """
     brokers = sorted(brokers, key=lambda b: b.id)
-    with_rack = [b for b in brokers if b.rack is not None]
+    with_rack = [(b.id, b.rack) for b in brokers if b.rack is not None]
     if not with_rack:
         return {b.id: () for b in brokers}
     without = [b.id for b in brokers if b.rack is None]
     if without:
         shown = ", ".join(str(b) for b in without[:10]) + (", ..." if len(without) > 10 else "")
         many = len(without) > 1
-        first = with_rack[0]
+        first_id, first_rack = with_rack[0]
         raise ReplicaAssignorError(
             f"Broker{'s' if many else ''} {shown} ha{'ve' if many else 's'} no rack while broker "
-            f"{first.id} has rack {first.rack!r}: multi-level rack-aware assignment needs a rack "
+            f"{first_id} has rack {first_rack!r}: multi-level rack-aware assignment needs a rack "
             "for every broker, or for none."
         )
-    raw = {b.id: parse_rack(b.id, b.rack) for b in with_rack}
+    raw = {broker_id: parse_rack(broker_id, rack) for broker_id, rack in with_rack}
     first_broker: dict[RackPath, int] = {}
     for broker_id, path in raw.items():
         first_broker.setdefault(path, broker_id)
@@ -268,7 +269,9 @@ class _Tree:
         self.children.append(children)
         self.broker.append(broker_id)
         self.level.append(level)
-        self.children[parent].append(node)
+        siblings = self.children[parent]
+        assert siblings is not None  # a parent is a rack or a group of racks, never a broker
+        siblings.append(node)
         return node
 
     def inner_nodes(self) -> list[int]:
@@ -278,7 +281,7 @@ class _Tree:
     def balanced(self) -> bool:
         """Every node of a level has as many children as the others (so every rack as many brokers)."""
         return all(
-            len({len(self.children[n]) for n in nodes}) == 1
+            len({len(cast("list[int]", self.children[n])) for n in nodes}) == 1
             for nodes in self.levels if self.children[nodes[0]] is not None
         )
 
@@ -394,7 +397,7 @@ class _Rings:
         t[node] += 1
         return node
 
-    def _smallest(self, kids: list[int], free) -> int:
+    def _smallest(self, kids: list[int], free: Callable[[int], bool]) -> int:
         """The free child with the smallest ``(p, t, rank)``, or -1 (a linear scan)."""
         p, t = self.p, self.t
         best_key, best = None, -1
@@ -416,26 +419,27 @@ class _Rings:
         tree, ring, p, fenced = self.tree, self.ring, self.p, self.fenced
 
         def free(child: int) -> bool:
-            if ring[child] is None:
+            kids = ring[child]
+            if kids is None:
                 return p[child] == 0 and tree.broker[child] not in fenced
-            return any(free(c) for c in ring[child])
+            return any(free(c) for c in kids)
 
         paths = [tree.path_to(node) for node in placed]
         for depth in range(len(paths[0]) - 2, -1, -1):
             for index, path in enumerate(paths):
-                top = path[depth]
-                if any(free(c) for c in ring[top]):
+                top = path[depth]  # above the broker: a node with children
+                if any(free(c) for c in cast("list[int]", ring[top])):
                     self.unwalk(placed[index])
                     placed[index] = self._walk_from(path[:depth + 1], free)
                     return
         raise ReplicaAssignorError("No unfenced broker is free to lead a new partition.")
 
-    def _walk_from(self, forced: list[int], free) -> int:
+    def _walk_from(self, forced: list[int], free: Callable[[int], bool]) -> int:
         """Count a replica down ``forced`` (root first), then on by the rule among ``free``."""
         ring, t, p, heaps, rank = self.ring, self.t, self.p, self.heaps, self.rank
         node, step = forced[0], 1
-        while ring[node] is not None:
-            kids = ring[node]
+        kids = ring[node]
+        while kids is not None:
             if step < len(forced):
                 child = forced[step]
                 step += 1
@@ -445,6 +449,7 @@ class _Rings:
             p[node] += 1
             t[node] += 1
             node = child
+            kids = ring[node]
         p[node] += 1
         t[node] += 1
         return node
@@ -458,7 +463,7 @@ class _Rings:
             t[node] -= 1
             up = tree.parent[node]
             if up >= 0:
-                heapq.heappush(heaps[up], t[node] * len(self.ring[up]) + self.rank[node])
+                heapq.heappush(heaps[up], t[node] * len(cast("list[int]", self.ring[up])) + self.rank[node])
             node = up
 
 
@@ -553,8 +558,8 @@ def _even_round(tree: _Tree, rings: _Rings, units: list[tuple[list[int], int]],
     p = [0] * len(tree.path)
     targets: list[list[int]] = []
     arcs = 0
-    for existing in kinds:
-        for node in existing:
+    for kind in kinds:
+        for node in kind:
             while node >= 0:
                 p[node] += 1
                 node = parent[node]
@@ -562,7 +567,7 @@ def _even_round(tree: _Tree, rings: _Rings, units: list[tuple[list[int], int]],
         arcs += len(targets[-1])
         if arcs > _EVEN_ROUND_BUDGET:
             return None
-        for node in existing:
+        for node in kind:
             while node >= 0:
                 p[node] = 0
                 node = parent[node]
@@ -581,12 +586,12 @@ def _even_round(tree: _Tree, rings: _Rings, units: list[tuple[list[int], int]],
     bounded(first_node, sink, len(units), len(units))
     if not net.feasible(len(units)):
         return None
-    placed = [0] * len(units)
+    out = [0] * len(units)
     for k, members in enumerate(kinds.values()):
         chosen = [b for b, arc in kind_arcs[k] for _ in range(net.flow_on(arc))]
         for index, broker_node in zip(members, chosen, strict=True):
-            placed[index] = broker_node
-    return placed
+            out[index] = broker_node
+    return out
 
 
 def _even_leaders(orders: Sequence[list[int]], leader: list[int], counts: dict[int, int],
@@ -686,7 +691,7 @@ def _even_leader_levels(tree: _Tree, orders: Sequence[list[int]], leader: list[i
             broker_id = previous
 
     def search(level: int, group: int) -> bool:
-        kids = children[group]
+        kids = cast("list[int]", children[group])  # a group of subtrees: never a broker
         top = max(led[c] for c in kids)
         targets = {c for c in kids if led[c] <= top - 2}
         starts = sorted(b for b in unfenced if led[node_of[b]] == high
@@ -718,10 +723,12 @@ def _even_leader_levels(tree: _Tree, orders: Sequence[list[int]], leader: list[i
         return False
 
     for level in range(1, depth + 1):
-        groups = [n for n in tree.levels[level - 1] if len(children[n]) > 1]
+        # levels above the brokers: every node has children
+        groups = [n for n in tree.levels[level - 1] if len(cast("list[int]", children[n])) > 1]
         while True:
             uneven = [g for g in groups
-                      if max(led[c] for c in children[g]) - min(led[c] for c in children[g]) > 1]
+                      if max(led[c] for c in cast("list[int]", children[g]))
+                      - min(led[c] for c in cast("list[int]", children[g])) > 1]
             if not any(search(level, g) for g in uneven):
                 break
 
@@ -762,10 +769,10 @@ def _even_leader_round(tree: _Tree, orders: Sequence[list[int]], leader: Sequenc
                 return None
             bounded(first_node + node, first_node + parent[node], max(0, low - base[node]), high - base[node])
     kind_arcs = []
-    for k, (nodes, members) in enumerate(kinds.items()):
+    for k, (kind, members) in enumerate(kinds.items()):
         bounded(source, first_kind + k, len(members), len(members))
         kind_arcs.append([(node, net.add_edge(first_kind + k, first_node + node, len(members)))
-                          for node in nodes])
+                          for node in kind])
     bounded(first_node, sink, len(orders), len(orders))
     if not net.feasible(len(orders)):
         return None
@@ -822,8 +829,8 @@ def assign(topic_name: str | None, partitions: Sequence[int], replication_factor
         raise ReplicaAssignorError(
             "All brokers are currently fenced: a new partition needs an unfenced leader.")
 
-    draws = {node: rng.randrange(len(tree.children[node]))
-             for node in tree.inner_nodes() if len(tree.children[node]) > 1}
+    draws = {node: rng.randrange(len(cast("list[int]", tree.children[node])))
+             for node in tree.inner_nodes() if len(cast("list[int]", tree.children[node])) > 1}
     counts = tree.counts(current.values())
     # 1. replication factor raised: one more replica per partition and round
     grown = {p: list(current[p]) for p in requested if p in current}
@@ -934,6 +941,7 @@ def _walk_new(tree: _Tree, ring: list[list[int] | None], counts: list[int], fenc
             rings.swap_for_unfenced(placed)
             chosen = [broker_of[node] for node in placed]
             best = _least_leading(chosen, led, order_of, fenced)
+            assert best is not None  # swap_for_unfenced placed an unfenced broker (or raised)
         rings.leave(placed)
         for node in order_of[best]:
             led[node] += 1
@@ -979,16 +987,16 @@ def _rings(tree: _Tree, draws: Mapping[int, int], counts: Sequence[int],
     two partitions per broker plus :data:`_HISTORY_LIMIT` (a ring's pattern repeats within
     that). Otherwise (a new topic, or no clear trace) the random draw.
     """
-    out: list[list[int] | None] = [None] * len(tree.path)
+    offsets: list[int | None] = [None] * len(tree.path)
     children = tree.children
     pending: dict[int, None] = {}
     for node in tree.inner_nodes():
-        kids = children[node]
+        kids = cast("list[int]", children[node])  # inner nodes have children
         values = [counts[c] for c in kids]
         offset = _ring_offset(values) if len(kids) > 1 else 0
         if offset is None and len(kids) > 1 and counts[node] and min(values) == max(values):
             pending[node] = None
-        out[node] = offset
+        offsets[node] = offset
     node_of, parent = tree.node_of_broker, tree.parent
     for partition in sorted(history, reverse=True)[:_HISTORY_LIMIT + 2 * len(node_of)]:
         if not pending:
@@ -999,17 +1007,19 @@ def _rings(tree: _Tree, draws: Mapping[int, int], counts: Sequence[int],
             while node >= 0:
                 per_node[node] = per_node.get(node, 0) + 1
                 node = parent[node]
-        for node in [n for n in pending if per_node.get(n, 0) % len(children[n])]:
+        # pending nodes are inner nodes: they have children
+        for node in [n for n in pending if per_node.get(n, 0) % len(cast("list[int]", children[n]))]:
             del pending[node]
-            values = [per_node.get(c, 0) for c in children[node]]
+            values = [per_node.get(c, 0) for c in cast("list[int]", children[node])]
             start = _ring_offset(values)
             if start is not None:
-                out[node] = (start + per_node[node]) % len(values)
+                offsets[node] = (start + per_node[node]) % len(values)
+    out: list[list[int] | None] = [None] * len(tree.path)
     for node in tree.inner_nodes():
-        offset = out[node]
+        offset = offsets[node]
         if offset is None:
             offset = draws.get(node, 0)
-        kids = children[node]
+        kids = cast("list[int]", children[node])
         out[node] = kids[offset:] + kids[:offset]
     return out
 
@@ -1061,11 +1071,12 @@ def _round_bounds(tree: _Tree, counts: Sequence[int]) -> list[tuple[int, int]] |
                 bounds[node] = (low, high)
     else:
         for node in tree.inner_nodes():
-            if len(tree.children[node]) == 1:
-                bounds[tree.children[node][0]] = bounds[node]
+            kids = cast("list[int]", tree.children[node])  # inner nodes have children
+            if len(kids) == 1:
+                bounds[kids[0]] = bounds[node]
                 continue
             groups: dict[int, list[int]] = {}
-            for child in tree.children[node]:
+            for child in kids:
                 groups.setdefault(tree.cap[child], []).append(child)
             for group in groups.values():
                 total = sum(counts[c] for c in group)

@@ -34,14 +34,16 @@ Algorithm
 
     1. the levels of the rack tree, from the top, at which the rack is new to the partition
        (replicas on kept brokers count: their racks are used);
-    2. the rack the replaced broker was on, when it is known (a dead or forgotten broker;
+    2. the fewest replicas on the broker, counting the repairs made so far;
+    3. the rack the replaced broker was on, when it is known (a dead or forgotten broker;
        a placeholder or an unknown broker has none);
-    3. the fewest replicas on the broker, counting the repairs made so far;
     4. the lowest broker id.
 
     Ranking diversity before the old rack matters only when the old rack is already used by the
     partition (a rack violation is not carried over); a placeholder stands for a rack the
-    partition does not use yet. The replacement takes the slot's position, so the
+    partition does not use yet. Ranking the load before the old rack keeps the replicas of a
+    dead broker from piling onto the fullest broker of its rack when another rack that the
+    partition may use has emptier brokers; the old rack only breaks ties. The replacement takes the slot's position, so the
     preferred-leader order is kept. Each rack keeps a lazy heap of its brokers by load, so a
     slot costs O(racks + RF log B).
 
@@ -174,7 +176,7 @@ def _choose(index: _LoadIndex, levels: Levels, depth: int, present: list[int],
         if offer is None:
             continue
         gain = tuple(0 if key in used[level] else -1 for level, key in enumerate(keys))
-        rank = (gain, old_leaf is None or leaf != old_leaf, offer[0], offer[1])
+        rank = (gain, offer[0], old_leaf is None or leaf != old_leaf, offer[1])
         if best_rank is None or rank < best_rank:
             best_rank, best = rank, (offer[1], leaf)
     return best
@@ -216,12 +218,14 @@ def repair_lists(replicas: Sequence[list[int]], order: Iterable[int], eligible: 
             pick = _choose(index, levels, depth, present, reps[j]) if index else None
             if pick is None:
                 break
+            assert index is not None  # a pick comes from the index
             broker, leaf = pick
             index.add(broker, leaf, +1)
             present.append(broker)
             chosen.append((j, broker, leaf))
         if len(chosen) < len(slots):
             for _, broker, leaf in chosen:
+                assert index is not None  # chosen is empty without one
                 index.add(broker, leaf, -1)
             unrepaired.append(i)
             continue

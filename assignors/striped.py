@@ -64,6 +64,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, MutableSequence, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .base import ANONYMOUS, ReplicaAssignor
 from .default import extend_replicas, java_string_key
@@ -90,7 +91,10 @@ class UsableBroker:
     fenced: bool = False
 
 
-def java_shuffle(items: MutableSequence, rng: random.Random) -> None:
+_T = TypeVar("_T")
+
+
+def java_shuffle(items: MutableSequence[_T], rng: random.Random) -> None:
     """``Collections.shuffle(list, random)``: for i from size down to 2, swap(i-1, nextInt(i))."""
     for i in range(len(items), 1, -1):
         j = rng.randrange(i)

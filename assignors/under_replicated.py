@@ -49,12 +49,12 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from .base import ANONYMOUS, ReplicaAssignor, place
 from .errors import InvalidReplicationFactorError, ReplicaAssignorError
 from .model import Assignment, ClusterView
-from .validate import validate_assignment
+from .validate import check_placeholders, validate_assignment
 
 
 def observed_view(cluster: ClusterView) -> ClusterView:
@@ -128,21 +128,6 @@ def place_under_replicated(
     return validated
 
 
-def check_placeholders(partition: int, replicas: Sequence[int], alive_ids: Container[int]) -> None:
-    """Placeholders are numbered -1, -2, ... in order of appearance; the leader is alive."""
-    expected = -1
-    for b in replicas:
-        if b < 0:
-            if b != expected:
-                raise ReplicaAssignorError(
-                    f"partition {partition}: placeholders must be numbered -1, -2, ... in order, "
-                    f"got {list(replicas)}"
-                )
-            expected -= 1
-    if not replicas or replicas[0] not in alive_ids:
-        raise ReplicaAssignorError(f"partition {partition}: the leader must be an alive broker")
-
-
 def _alive_needed(replication_factor: int, min_insync_replicas: int) -> int:
     return max(1, min(min_insync_replicas, replication_factor))
 
@@ -202,7 +187,6 @@ def _replace_one_offline(partition: int, reps: list[int], kept: set[int], cluste
 
 
 __all__ = [
-    "check_placeholders",
     "observed_view",
     "place_under_replicated",
     "refusal_message",

@@ -49,7 +49,7 @@ Example
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
@@ -502,3 +502,18 @@ def _validate_batch(result: Mapping[int, Any], partitions: Sequence[int], replic
             return None
     # lists are taken over as they are (the assignor hands its answer over); tuples become lists
     return dict(zip(partitions, values if types == {list} else map(list, values), strict=True))
+
+
+def check_placeholders(partition: int, replicas: Sequence[int], alive_ids: Container[int]) -> None:
+    """Placeholders are numbered -1, -2, ... in order of appearance; the leader is alive."""
+    expected = -1
+    for b in replicas:
+        if b < 0:
+            if b != expected:
+                raise ReplicaAssignorError(
+                    f"partition {partition}: placeholders must be numbered -1, -2, ... in order, "
+                    f"got {list(replicas)}"
+                )
+            expected -= 1
+    if not replicas or replicas[0] not in alive_ids:
+        raise ReplicaAssignorError(f"partition {partition}: the leader must be an alive broker")

@@ -1,7 +1,8 @@
 """Attacks on a live server, one at a time, while a bystander measures how long it waits.
 
 Each attack gets a fresh server (``python -m server.main`` in a subprocess, loopback, port 0,
-``queued.max.request.bytes`` small enough to show the cap). A bystander client sends
+``queued.max.request.bytes`` small enough to show the cap, placements off the loop in worker
+processes as by default). A bystander client sends
 ApiVersions every 50 ms on its own connection during the attack; the server's resident memory
 is polled from /proc (VmRSS) and its high-water mark read at the end (VmHWM). One Markdown table:
 
@@ -16,8 +17,12 @@ bounded memory"):
 - ``tagged-entries``: 40,000 CurrentAssignment entries with a tagged field in each;
 - ``pipelining``: 5,000 pipelined 1,000-partition requests, never read back;
 - ``partial-frames``: ten connections each sending 99 MiB of a 100 MiB frame, then waiting;
-- ``malformed``: a tag declaring 2^28 bytes, trailing bytes, duplicate tags, again and again;
-- ``node-ids``: 40,000 distinct NodeIds in one request, again and again.
+- ``malformed``: a tag declaring 2^28 bytes, an array of a million entries in 5 bytes, duplicate tags,
+  again and again;
+- ``node-ids``: 40,000 distinct NodeIds in one request, again and again;
+- ``assignment-1m``: a new topic of 1,000,000 partitions with replication factor 3 (an 18 MB
+  answer), again and again;
+- ``assignment-1m-x4``: the same on four connections at once.
 
     python bench/adversarial.py [--seconds 8] [--queued-max-mib 200] [--only ATTACK ...]
 """
@@ -263,8 +268,9 @@ def attack_partial_frames(port: int, stop: threading.Event, connections: int) ->
 
 def attack_malformed(port: int, stop: threading.Event, connections: int) -> None:
     head = struct.pack(">ih?", 6, 3, False) + b"\x01" + struct.pack(">i", 5_000)
-    bodies = [head + b"\x01\x07" + _uvarint(1 << 28) + b"ab", head + b"\x00" + b"trailing",
-              head + b"\x02\x07\x01a\x07\x01b"]
+    # (bytes after a body are ignored, as by Kafka: librdkafka sends some)
+    short_array = struct.pack(">ih?", 6, 3, False) + _uvarint(1_000_001) + struct.pack(">i", 5_000) + b"\x00"
+    bodies = [head + b"\x01\x07" + _uvarint(1 << 28) + b"ab", short_array, head + b"\x02\x07\x01a\x07\x01b"]
     frames = [_framed(_header(68, 0, 1, True) + body) for body in bodies]
     i = 0
 
@@ -282,6 +288,25 @@ def attack_node_ids(port: int, stop: threading.Event, connections: int) -> None:
     _until(stop, lambda: _request_answered(port, data))
 
 
+def _assignment_1m(port: int, stop: threading.Event) -> None:
+    data = _encoded(CreateReplicaAssignmentRequest(version=0, num_partitions=1_000_000, replication_factor=3,
+                                                   node_id=[], timeout_ms=120_000))
+    _until(stop, lambda: _request_answered(port, data))
+
+
+def attack_assignment_1m(port: int, stop: threading.Event, connections: int) -> None:
+    _assignment_1m(port, stop)
+
+
+def attack_assignment_1m_x4(port: int, stop: threading.Event, connections: int) -> None:
+    threads = [threading.Thread(target=_assignment_1m, args=(port, stop), daemon=True)
+               for _ in range(min(4, connections))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 def attack_none(port: int, stop: threading.Event, connections: int) -> None:
     stop.wait()
 
@@ -295,6 +320,8 @@ ATTACKS: dict[str, Callable[[int, threading.Event, int], None]] = {
     "partial-frames": attack_partial_frames,
     "malformed": attack_malformed,
     "node-ids": attack_node_ids,
+    "assignment-1m": attack_assignment_1m,
+    "assignment-1m-x4": attack_assignment_1m_x4,
 }
 
 
@@ -304,8 +331,8 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def run(name: str, seconds: float, queued_max: int, connections: int, users_file: str) -> dict:
-    overrides = {"queued.max.request.bytes": str(queued_max), "replica.assignor.isolation": "thread",
-                 "max.connections": str(connections + 10)}
+    # placements off the loop run as a server runs them by default: in worker processes
+    overrides = {"queued.max.request.bytes": str(queued_max), "max.connections": str(connections + 10)}
     if name == "varint-before-sasl":
         overrides.update({"listeners": f"SASL_PLAINTEXT://{HOST}:0", "sasl.users.file": users_file,
                           "sasl.enabled.mechanisms": "SCRAM-SHA-256"})

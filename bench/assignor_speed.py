@@ -10,6 +10,7 @@ default assignor <= 1 us per placed replica, the encode <= 0.5 us per replica.
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import sys
 import time
@@ -26,7 +27,6 @@ from assignors.striped import StripedReplicaAssignor  # noqa: E402
 # "encode" is what the server sends: protocol.fast writes the response body straight from the
 # assignment (byte-identical to the schema codec: tests/conformance/test_fast_encode.py).
 # "codec" is kafka-python's schema codec on the same data, for reference.
-
 from protocol.fast import encode_assignment_body  # noqa: E402
 from protocol.messages import CreateReplicaAssignmentResponse  # noqa: E402
 
@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> None:
     for label, fn in cases:
         seconds, result = best_of(args.repeat, fn)
         assert len(result) == n
-        encode_seconds, body = best_of(args.repeat, lambda: encode_response(result))
-        codec_seconds, reference = best_of(1, lambda: codec_encode(result))
+        encode_seconds, body = best_of(args.repeat, functools.partial(encode_response, result))
+        codec_seconds, reference = best_of(1, functools.partial(codec_encode, result))
         assert body == reference, "fast encoder differs from the codec"
         print(f"| {label:<34} | {seconds:>8.3f} | {seconds / replicas * 1e6:>10.3f} | {encode_seconds:>8.3f} "
               f"| {encode_seconds / replicas * 1e6:>10.3f} | {seconds + encode_seconds:>14.3f} | {codec_seconds:>8.3f} |")

@@ -492,7 +492,7 @@ class Fuzzer:
             return False
         try:
             response = await conn.read_frame(self.answer_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.fail(f"{case.mutation}: no answer and no close within {self.answer_timeout}s: {case.data[:60].hex()}")
             return False
         if response is None:

@@ -169,7 +169,7 @@ def run_load(host: str, port: int, frame: bytes, connections: int, depth: int, t
     go, out = ctx.Event(), ctx.Queue()
     readies = [ctx.Event() for _ in groups]
     procs = [ctx.Process(target=_client_main, args=(host, port, frame, counts, depth, warmup, r, go, out),
-                         daemon=True) for counts, r in zip(groups, readies)]
+                         daemon=True) for counts, r in zip(groups, readies, strict=True)]
     for p in procs:
         p.start()
     try:

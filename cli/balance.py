@@ -6,7 +6,9 @@
 
 One snapshot is planned by the pure planner in this process (``--spark`` sends it through the
 Spark pipeline instead); ``--fleet`` always uses the pipeline. The files written are described
-in :mod:`planner.outputs`. Bad input: one line on stderr, exit code 2, nothing written.
+in :mod:`planner.outputs`; ``--batch-size``, ``--max-moves-per-broker`` and
+``--max-bytes-per-batch`` split the plan into batches, ``--throttle`` times them
+(:mod:`planner.execution`); ``replica-assignor verify-plan`` checks a cluster before it runs. Bad input: one line on stderr, exit code 2, nothing written.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ import sys
 import time
 
 from planner.log_dirs import merge_sizes, read_log_dirs
-from planner.outputs import render_outputs, write_outputs
 from planner.settings import MODES, PlanSettings, make_plan
 from planner.sources import SourceError
 
-from .state import add_input_arguments, input_name, load_input
+from .common import EXIT_CODES, CommandError, fail
+from .state import add_input_arguments, check_local_input, input_name, load_input
 
 
 def _count(text: str) -> int:
@@ -64,7 +66,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "balance", help="plan leader-, replica- or cluster-balance for Kafka's tools",
         description="Compute a reassignment plan with the fewest replica moves and leader changes. "
                     "Writes reassignment.json (kafka-reassign-partitions.sh), leader-election.json "
-                    "(kafka-leader-election.sh), rollback.json, moves.csv, report.md and charts.",
+                    "(kafka-leader-election.sh), rollback.json, starting-replicas.json, summary.json, "
+                    "moves.csv, report.md and charts.",
+        epilog=EXIT_CODES,
     )
     add_input_arguments(parser, fleet=True)
     parser.add_argument("--mode", required=True, choices=MODES,
@@ -77,7 +81,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--max-leader-changes", type=_count, metavar="N",
                         help="at most N preferred-leader changes")
     parser.add_argument("--batch-size", type=_positive, metavar="N",
-                        help="also split the reassignment into files of N partitions")
+                        help="also split the reassignment into batches of at most N partitions "
+                             "(reassignment-0001.json, ...)")
+    parser.add_argument("--max-moves-per-broker", type=_positive, metavar="K",
+                        help="batches in which no broker is the source or destination of more than "
+                             "K replica moves")
+    parser.add_argument("--max-bytes-per-batch", type=_positive, metavar="BYTES",
+                        help="batches that copy at most BYTES (size_bytes; a bigger partition gets "
+                             "a batch of its own)")
+    parser.add_argument("--throttle", type=_positive, metavar="BYTES_PER_S",
+                        help="the --throttle you will pass to kafka-reassign-partitions.sh: the "
+                             "report estimates each batch's time with it and writes the commands")
     parser.add_argument("--forget", type=_ids, default=(), metavar="IDS",
                         help="brokers being decommissioned (comma-separated): move everything off")
     parser.add_argument("--out", required=True, metavar="DIR", help="where to write the plan")
@@ -101,6 +115,8 @@ def settings_of(args: argparse.Namespace) -> PlanSettings:
         mode=args.mode, threshold=threshold, max_moves=args.max_moves,
         max_leader_changes=args.max_leader_changes, batch_size=args.batch_size,
         forgotten=tuple(args.forget), source=input_name(args),
+        max_moves_per_broker=args.max_moves_per_broker, max_bytes_per_batch=args.max_bytes_per_batch,
+        throttle=args.throttle,
     )
 
 
@@ -114,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
                 raise SourceError("--log-dirs sizes the one cluster planned here, not with --fleet or --spark")
             if args.spark and args.snapshot is None and not args.fleet:
                 raise SourceError("--spark plans a --snapshot FILE or a --fleet DIR")
+            check_local_input(args)  # before Spark starts
             summary = run_pipeline(args.fleet or args.snapshot, args.out, settings,
                                    charts=not args.no_charts, progress=True)
             print(summary)
@@ -126,10 +143,17 @@ def run(args: argparse.Namespace) -> int:
             marks.append(("log_dirs", time.perf_counter()))
         plan = make_plan(snapshot, settings)
         marks.append(("plan", time.perf_counter()))
+        try:  # the report and charts need the planner extras (numpy, matplotlib); --help does not
+            from planner.outputs import render_outputs, write_outputs
+        except ModuleNotFoundError as exc:
+            raise CommandError(f"the report needs the planner extras ({exc.name} is not installed): "
+                               "pip install '.[planner]'", 2) from None
         files = render_outputs(plan, settings, charts=not args.no_charts)
         marks.append(("render", time.perf_counter()))
         write_outputs(files, args.out)
         marks.append(("write", time.perf_counter()))
+    except CommandError as exc:  # an unreachable cluster (1), a bad --command-config (2)
+        return fail("replica-assignor balance", exc)
     except (SourceError, ValueError, OSError) as exc:
         print(f"replica-assignor balance: error: {exc}", file=sys.stderr)
         return 2
@@ -138,6 +162,8 @@ def run(args: argparse.Namespace) -> int:
           f"wrote {len(files)} files to {args.out}")
     for note in plan.notes:
         print(f"note: {note}")
+    print(f"before executing, check that nothing moved since: replica-assignor verify-plan --plan {args.out} "
+          f"(--bootstrap-server HOST:PORT | --snapshot FILE)", file=sys.stderr)
     if args.timings:
         seconds = {f"{name}_s": round(end - begin, 3) for (_, begin), (name, end) in zip(marks, marks[1:], strict=False)}
         print(json.dumps(seconds), file=sys.stderr)

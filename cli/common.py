@@ -1,10 +1,24 @@
-"""Helpers shared by the subcommands: one-line errors, JSON output, Kafka's plan formats."""
+"""Helpers shared by the subcommands: connection options, exit codes, one-line errors, JSON
+output, Kafka's plan formats."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import sys
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from protocol.client_config import SecurityOptions
+
+#: every subcommand's exit status
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_CODES = ("exit codes: 0 ok; 1 the operation failed (unreachable server or cluster, failed "
+              "authentication, a refused request); 2 bad input or configuration (arguments, files, "
+              "--command-config)")
+DEFAULT_TIMEOUT_MS = 15_000
 
 
 class CommandError(Exception):
@@ -15,10 +29,96 @@ class CommandError(Exception):
         self.code = code
 
 
-def fail(prog: str, exc: BaseException, code: int = 1) -> int:
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    print(f"{prog}: error: {message}", file=sys.stderr)
-    return getattr(exc, "code", code) if isinstance(exc, CommandError) else code
+def error_message(exc: BaseException) -> str:
+    """One line for ``exc``: its own message, without the exception name kafka-python's
+    errors put in front of it (``[Error 58] SaslAuthenticationFailedError: ...``)."""
+    import kafka.errors as kafka_errors
+
+    text = str(exc.args[0]) if isinstance(exc, kafka_errors.KafkaError) and exc.args else str(exc)
+    text = text.strip()
+    if isinstance(exc, kafka_errors.KafkaError):
+        text = re.sub(r"^(\[Error -?\d+\] )?\w+(Error|Exception|Failed|Unavailable)\w*: ", "", text)
+        if isinstance(exc, kafka_errors.SaslAuthenticationFailedError):
+            if "authentication failed" not in text.lower():
+                text = f"authentication failed: {text}" if text else "authentication failed"
+        elif isinstance(exc, kafka_errors.BrokerResponseError):  # an error code in an answer: name it once
+            code = f" ({exc.errno})" if isinstance(getattr(exc, "errno", None), int) else ""
+            text = f"{type(exc).__name__}{code}: {text}" if text else f"{type(exc).__name__}{code}"
+        if not text:
+            text = type(exc).__name__
+    lines = text.splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def exit_code(exc: BaseException, default: int = EXIT_FAILED) -> int:
+    """2 for bad input or configuration, the code a :class:`CommandError` carries, else ``default``."""
+    from protocol.client_config import ClientConfigError
+
+    if isinstance(exc, CommandError):
+        return exc.code
+    if isinstance(exc, ClientConfigError):
+        return EXIT_USAGE
+    return default
+
+
+def fail(prog: str, exc: BaseException, code: int = EXIT_FAILED) -> int:
+    print(f"{prog}: error: {error_message(exc)}", file=sys.stderr)
+    return exit_code(exc, code)
+
+
+def help_text(doc: str | None) -> str:
+    """A module docstring as ``--help`` text: reStructuredText's double backticks and roles dropped."""
+    text = re.sub(r":\w+:`~?([^`]+)`", r"\1", doc or "")
+    return text.replace("``", "")
+
+
+def timeout_ms(text: str) -> int:
+    """``--timeout-ms``: a positive number of milliseconds."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of milliseconds: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 milliseconds, got {value}")
+    return value
+
+
+def host_port(text: str) -> str:
+    """``--bootstrap-server``: ``HOST:PORT``, or several separated by commas."""
+    for entry in text.split(","):
+        host, sep, port = entry.strip().rpartition(":")
+        if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+            raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {entry.strip()!r}")
+    return text
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser, *, what: str = "the server",
+                             config_flag: str = "--command-config", timeout: bool = True) -> None:
+    """``--command-config FILE`` (Kafka client properties) and ``--timeout-ms``."""
+    parser.add_argument(config_flag, metavar="FILE", dest=config_flag.lstrip("-").replace("-", "_"),
+                        help=f"Kafka client properties for connecting to {what}: security.protocol, "
+                             "sasl.mechanism, sasl.jaas.config, ssl.truststore.location, "
+                             "ssl.keystore.location, ssl.key.password (PEM files), "
+                             "ssl.endpoint.identification.algorithm")
+    if timeout:
+        parser.add_argument("--timeout-ms", type=timeout_ms, default=DEFAULT_TIMEOUT_MS, metavar="MS",
+                            help=f"give up connecting or waiting for an answer after this long "
+                                 f"(default {DEFAULT_TIMEOUT_MS})")
+
+
+def security_options(path: str | None) -> SecurityOptions:
+    """The :class:`SecurityOptions` of a ``--command-config`` file (exit 2 when it is bad)."""
+    from protocol.client_config import ClientConfigError, SecurityOptions
+
+    try:
+        return SecurityOptions.from_file(path)
+    except ClientConfigError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+
+
+def kafka_admin_configs(security: SecurityOptions, client_id: str) -> dict[str, Any]:
+    """kafka-python ``KafkaAdminClient`` settings for a Kafka cluster."""
+    return {"client_id": client_id, **security.kafka_configs()}
 
 
 def read_json(path: str, what: str):
@@ -45,7 +145,10 @@ def current_assignment_from_reassignment(data, topic: str | None) -> tuple[str, 
     if topic is None:
         if len(topics) != 1:
             raise CommandError(f"current assignment holds topics {sorted(map(str, topics))}: name one with --topic", 2)
-        topic = topics.pop()
+        only = topics.pop()
+        if not isinstance(only, str):
+            raise CommandError("current assignment partitions need a 'topic' name", 2)
+        topic = only
     out: dict[int, list[int]] = {}
     for i, p in enumerate(data["partitions"]):
         if not isinstance(p, Mapping) or p.get("topic") != topic:

@@ -15,18 +15,31 @@ import argparse
 import asyncio
 import json
 import signal
+import socket
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .common import add_connection_arguments, help_text, host_port, timeout_ms
+
+if TYPE_CHECKING:
+    from protocol.client_config import SecurityOptions
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Any) -> None:
     p = sub.add_parser("conformance", help="check a server or client against the published wire vectors",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=help_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="exit codes: 0 every check passed; 1 a check failed, or the server could not be "
+                              "reached or authenticated with; 2 bad arguments, vectors file or --command-config")
     p.add_argument("--role", choices=("server", "client"), default="server",
                    help="what is under test (default: server)")
-    p.add_argument("--bootstrap-server", metavar="HOST:PORT", help="server role: the server under test")
+    p.add_argument("--bootstrap-server", type=host_port, metavar="HOST:PORT",
+                   help="server role: the server under test")
     p.add_argument("--exact", action="store_true",
                    help="server role: compare bytes (the server runs with the vectors' reference properties)")
-    p.add_argument("--timeout-ms", type=int, default=5_000, help="server role: per-request timeout (default 5000)")
+    add_connection_arguments(p, what="the server under test (server role)", timeout=False)
+    p.add_argument("--timeout-ms", type=timeout_ms, default=5_000, metavar="MS",
+                   help="server role: connecting and each request time out after this long (default 5000)")
     p.add_argument("--listen", metavar="HOST:PORT", help="client role: where to listen (port 0 picks one)")
     p.add_argument("--max-requests", type=int, metavar="N", help="client role: stop after N requests")
     p.add_argument("--vectors", metavar="FILE", help="a vectors file (default: the one shipped in the package)")
@@ -37,10 +50,12 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from protocol.client import parse_bootstrap
-    from conformance.vectors import VectorFileError, load_vectors
+    from kafka.errors import KafkaError
 
-    from .common import CommandError, fail
+    from conformance.vectors import VectorFileError, load_vectors
+    from protocol.client import parse_bootstrap
+
+    from .common import CommandError, fail, security_options
 
     prog = "replica-assignor conformance"
     try:
@@ -54,12 +69,23 @@ def run(args: argparse.Namespace) -> int:
         if args.role == "server":
             if not args.bootstrap_server:
                 raise CommandError("the server role needs --bootstrap-server HOST:PORT", 2)
-            if args.timeout_ms <= 0:
-                raise CommandError("--timeout-ms must be positive", 2)
+            security = security_options(args.command_config)
             host, port = parse_bootstrap(args.bootstrap_server)
-            return _check_server(vectors, host, port, args.exact, args.timeout_ms / 1000.0)
+    except (CommandError, VectorFileError, ValueError) as exc:
+        return fail(prog, exc, 2)
+    if args.role == "server":
+        opener = _opener(args.bootstrap_server, security, args.timeout_ms)
+        try:
+            _probe(opener, args.bootstrap_server, args.timeout_ms)
+        except (KafkaError, OSError) as exc:  # unreachable, silent, refusing the credentials
+            return fail(prog, exc, 1)
+        return _check_server(vectors, host, port, args.exact, args.timeout_ms / 1000.0,
+                             opener if security.security_protocol != "PLAINTEXT" else None)
+    try:
         if not args.listen:
             raise CommandError("the client role needs --listen HOST:PORT", 2)
+        if args.command_config:
+            raise CommandError("--command-config is for the server role (the client role listens on PLAINTEXT)", 2)
         host, port = parse_bootstrap(args.listen)
         if args.max_requests is not None and args.max_requests <= 0:
             raise CommandError("--max-requests must be positive", 2)
@@ -71,10 +97,42 @@ def run(args: argparse.Namespace) -> int:
         return fail(prog, CommandError(f"cannot listen on {args.listen}: {exc.strerror or exc}"), 1)
 
 
-def _check_server(vectors, host: str, port: int, exact: bool, timeout: float) -> int:
+def _opener(bootstrap: str, security: SecurityOptions, timeout_ms: int) -> Callable[[], socket.socket]:
+    """Sets up one connection to the server under test (TCP, TLS, SASL), nothing else sent."""
+    from protocol.client import ReplicaAssignorAdminClient
+
+    def open_socket() -> socket.socket:
+        client = ReplicaAssignorAdminClient(bootstrap, "replica-assignor-conformance", timeout_ms, security=security)
+        return client.open_socket()
+
+    return open_socket
+
+
+def _probe(opener: Callable[[], socket.socket], where: str, timeout_ms: int) -> None:
+    """One connection and an ApiVersions v0 that must get some answer in time: a server that
+    is down or does not answer is one line, not a table of failures. What the answer says is
+    for the checks to judge."""
+    from protocol.frame import recv_exactly
+    from protocol.messages import ApiVersionsRequest
+
+    request = ApiVersionsRequest(version=0)
+    request.with_header(correlation_id=1, client_id="replica-assignor-conformance")
+    with opener() as sock:
+        sock.settimeout(timeout_ms / 1000.0)
+        try:
+            sock.sendall(request.encode(header=True, framed=True))
+            recv_exactly(sock, 4)
+        except TimeoutError:
+            raise TimeoutError(f"no answer from {where} within {timeout_ms} ms") from None
+        except ConnectionError:
+            pass  # closed: the checks say what was wrong with the request
+
+
+def _check_server(vectors: Any, host: str, port: int, exact: bool, timeout: float,
+                  opener: Callable[[], socket.socket] | None) -> int:
     from conformance.runner import check_server
 
-    report = check_server(vectors, host, port, exact=exact, timeout=timeout)
+    report = check_server(vectors, host, port, exact=exact, timeout=timeout, opener=opener)
     print(report.format(), flush=True)
     return 0 if report.ok else 1
 

@@ -1,33 +1,44 @@
 """``replica-assignor``: the operator's command line.
 
-Subcommands: assign, state, balance, repair, observed, conformance, users. Results go to
-stdout (Kafka's own JSON formats where Kafka has one); logs and errors to stderr. Bad
-input is one line on stderr and a non-zero exit.
+Subcommands: assign, create-topic, add-partitions, state, balance, verify-plan, repair, observed,
+conformance, users. Results go to stdout (Kafka's own JSON formats where Kafka has one);
+logs and errors to stderr, one line per error. Every subcommand exits 0 when it succeeded,
+1 when the operation failed (a server or cluster unreachable or refusing, failed
+authentication) and 2 on bad input or configuration (arguments, files, --command-config).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 
-# subcommand -> module exposing add_parser(subparsers) and run(args) -> int
-SUBCOMMANDS = {
-    "assign": "cli.assign",
-    "state": "cli.state",
-    "balance": "cli.balance",
-    "repair": "cli.repair",
-    "observed": "cli.observed",
-    "conformance": "cli.conformance",
-    "users": "cli.users",
-}
+from protocol.version import package_version
+
+from .common import EXIT_CODES
+
+# module exposing add_parser(subparsers) and run(args) -> int, in --help order
+SUBCOMMAND_MODULES = (
+    "cli.assign",
+    "cli.topics",       # create-topic, add-partitions
+    "cli.state",
+    "cli.balance",
+    "cli.verify",       # verify-plan
+    "cli.repair",
+    "cli.observed",
+    "cli.conformance",
+    "cli.users",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="replica-assignor",
-                                     description="Kafka replica placement: assign, inspect and balance.")
+                                     description="Kafka replica placement: assign, inspect and balance.",
+                                     epilog=EXIT_CODES)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, module_name in SUBCOMMANDS.items():
+    for module_name in SUBCOMMAND_MODULES:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -41,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # kafka-python logs its retries; errors reach the operator as one line from the subcommand
+    logging.getLogger("kafka").addHandler(logging.NullHandler())
+    logging.getLogger("kafka").propagate = False
     try:
         return int(args.run(args) or 0)
     except KeyboardInterrupt:

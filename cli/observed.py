@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from datetime import UTC, datetime
 
 from server.observed import DEFAULT_OBSERVED_PATH, ObservedBroker, ObservedBrokerStore, ObservedStoreError
@@ -26,7 +27,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     listing = commands.add_parser("list", help="list every observed broker")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     forget = commands.add_parser("forget", help="forget a broker id that will never return")
-    forget.add_argument("broker_id", metavar="ID", help="the broker id")
+    forget.add_argument("broker_id", metavar="ID", help="the broker id (warns when it was seen alive recently)")
     for sub in (listing, forget):
         sub.add_argument("--path", default=DEFAULT_OBSERVED_PATH, metavar="FILE",
                          help=f"the observed broker store (default: {DEFAULT_OBSERVED_PATH})")
@@ -43,12 +44,32 @@ def run(args: argparse.Namespace) -> int:
             if args.observed_command == "list":
                 _print_list(store.list(), args.json)
                 return 0
-            if not store.forget(broker_id):
+            seen = {b.id: b for b in store.list()}.get(broker_id)
+            if seen is None or not store.forget(broker_id):
                 raise CommandError(f"broker {broker_id} is not in {args.path}")
+            warning = recently_seen_warning(seen, time.time())
+            if warning:
+                print(f"replica-assignor observed forget: warning: {warning}", file=sys.stderr)
             print(f"forgot broker {broker_id}")
             return 0
     except (CommandError, ObservedStoreError) as exc:
         return fail(f"replica-assignor observed {args.observed_command}", exc)
+
+
+#: a broker seen this recently is probably alive: the server records alive brokers at every
+#: metadata refresh (metadata.refresh.interval.ms, 30 s by default)
+RECENTLY_SEEN_S = 300.0
+
+
+def recently_seen_warning(broker: ObservedBroker, now: float) -> str | None:
+    """A warning when ``broker`` was seen alive within :data:`RECENTLY_SEEN_S`: forgetting
+    a live broker does not last (the server records it again at its next refresh)."""
+    age = now - broker.last_seen
+    if age > RECENTLY_SEEN_S:
+        return None
+    return (f"broker {broker.id} was seen alive {max(age, 0):.0f} s ago ({_iso(broker.last_seen)}): if it is "
+            "still running, the server records it again at its next metadata refresh; forget a broker "
+            "after it has been shut down for good")
 
 
 def _broker_id(text: str) -> int:

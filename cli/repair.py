@@ -22,7 +22,16 @@ import sys
 from assignors.repair import RepairPlan, expected_back, repair
 from assignors.snapshot import ClusterSnapshot, SnapshotError
 
-from .common import CommandError, fail, print_json, read_json
+from .common import (
+    EXIT_CODES,
+    CommandError,
+    add_connection_arguments,
+    fail,
+    host_port,
+    print_json,
+    read_json,
+    security_options,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -31,14 +40,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "repair", help="print a reassignment that fills placeholders",
         description="Print Kafka reassignment JSON (version 1) replacing placeholder replicas "
                     "and replicas on forgotten or unknown brokers with alive brokers.",
+        epilog=EXIT_CODES,
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--snapshot", metavar="FILE", help="a cluster snapshot JSON file")
-    source.add_argument("--bootstrap-server", metavar="HOST:PORT", help="a live Kafka cluster")
+    source.add_argument("--bootstrap-server", type=host_port, metavar="HOST:PORT", help="a live Kafka cluster")
     parser.add_argument("--observed-path", metavar="FILE",
                         help="the observed broker store: its offline brokers are expected back")
-    parser.add_argument("--timeout-ms", type=int, default=10_000, metavar="MS",
-                        help="how long to wait for the live cluster (default: 10000)")
+    add_connection_arguments(parser, what="the Kafka cluster (with --bootstrap-server)")
     parser.set_defaults(run=run)
     return parser
 
@@ -59,15 +68,17 @@ def run(args: argparse.Namespace) -> int:
 def load_cluster(args: argparse.Namespace) -> tuple[ClusterSnapshot, frozenset[int]]:
     """The cluster to repair, with the observed store's offline brokers added, and the brokers
     that were forgotten (listed as not alive but no longer in the store)."""
+    if args.command_config:
+        security_options(args.command_config)
     if args.snapshot is not None:
         try:
             snapshot = ClusterSnapshot.from_dict(read_json(args.snapshot, "snapshot"))
         except SnapshotError as exc:
             raise CommandError(f"snapshot {args.snapshot}: {exc}", 2) from None
     else:
-        from protocol.cluster_reader import read_live_cluster
+        from .state import read_live
 
-        read = read_live_cluster(args.bootstrap_server, request_timeout_ms=args.timeout_ms)
+        read = read_live(args)
         for note in read.notes():
             print(f"replica-assignor repair: note: {note}", file=sys.stderr)
         snapshot = read.snapshot

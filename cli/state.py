@@ -4,7 +4,9 @@
     replica-assignor state --bootstrap-server HOST:PORT
     replica-assignor state --describe topics.txt --racks racks.txt
 
-Bad input: one line on stderr, exit code 2.
+A live cluster is read with kafka-python; --command-config takes the Kafka client properties
+of a secured cluster (SSL, SASL_PLAINTEXT, SASL_SSL). Bad input: one line on stderr, exit
+code 2; a cluster that cannot be reached or read: one line, exit code 1.
 """
 
 from __future__ import annotations
@@ -12,10 +14,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from assignors.snapshot import ClusterSnapshot
-from planner.sources import SourceError, load_snapshot, read_bootstrap, read_describe
-from planner.state import describe, render
+from planner.sources import SourceError, load_snapshot, read_describe
+from planner.state import ClusterState, describe, render
+
+from .common import EXIT_CODES, CommandError, add_connection_arguments, fail, help_text, host_port, security_options
+
+if TYPE_CHECKING:
+    from protocol.cluster_reader import ClusterRead
 
 
 def add_input_arguments(parser: argparse.ArgumentParser, *, fleet: bool = False) -> None:
@@ -26,21 +34,53 @@ def add_input_arguments(parser: argparse.ArgumentParser, *, fleet: bool = False)
         group.add_argument("--fleet", metavar="DIR",
                            help="many snapshots: a directory of JSON files, JSON lines or Parquet "
                                 "with a cluster_id column (planned by the Spark pipeline)")
-    group.add_argument("--bootstrap-server", metavar="HOST:PORT", help="read a live cluster")
+    group.add_argument("--bootstrap-server", type=host_port, metavar="HOST:PORT", help="read a live Kafka cluster")
     group.add_argument("--describe", metavar="FILE",
                        help="the output of kafka-topics.sh --describe (needs --racks)")
     parser.add_argument("--racks", metavar="FILE",
                         help="with --describe: lines '<broker id> [<rack>] [dead]', every live broker")
+    add_connection_arguments(parser, what="the Kafka cluster (with --bootstrap-server)")
+
+
+def read_live(args: argparse.Namespace, *, with_sizes: bool = False,
+              client_id: str = "replica-assignor") -> ClusterRead:
+    """Read the live cluster of ``--bootstrap-server`` with ``--command-config`` and
+    ``--timeout-ms``. Unreachable or unreadable: a :class:`CommandError` (exit 1)."""
+    from protocol.cluster_reader import ClusterReadError, read_live_cluster
+
+    security = security_options(args.command_config)
+    configs = {"client_id": client_id, **security.kafka_configs()}
+    try:
+        return read_live_cluster(args.bootstrap_server, request_timeout_ms=args.timeout_ms,
+                                 admin_configs=configs, with_sizes=with_sizes)
+    except ClusterReadError as exc:
+        raise CommandError(str(exc), 1) from None
+
+
+def check_local_input(args: argparse.Namespace) -> None:
+    """What can be checked without reading anything big: the named files and directories
+    exist and --command-config is valid (before, say, a Spark session starts)."""
+    import os
+
+    if args.command_config:
+        security_options(args.command_config)
+    for flag in ("fleet", "snapshot", "describe", "racks"):
+        path = getattr(args, flag, None)
+        if path and not os.path.exists(path):
+            what = "directory or file" if flag == "fleet" else "file"
+            raise SourceError(f"--{flag} {path}: no such {what}")
 
 
 def load_input(args: argparse.Namespace, *, with_sizes: bool = False) -> ClusterSnapshot:
     """The snapshot named by the input arguments (not a fleet). A live cluster is read with
     partition sizes when ``with_sizes``; what its snapshot could not hold (left-out topics,
     fenced brokers, unknown sizes) is printed on stderr as ``note:`` lines."""
+    if args.command_config:
+        security_options(args.command_config)  # a bad file is refused whatever the input
     if args.snapshot:
         return load_snapshot(args.snapshot)
     if args.bootstrap_server:
-        read = read_bootstrap(args.bootstrap_server, with_sizes=with_sizes)
+        read = read_live(args, with_sizes=with_sizes, client_id="replica-assignor-planner")
         for note in read.notes():
             print(f"note: {note}", file=sys.stderr)
         return read.snapshot
@@ -58,7 +98,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "state", help="show replicas, leaders, racks and skew of a cluster",
         description="Per broker replicas and preferred leaders, per rack totals, skew, partitions "
-                    "lacking rack diversity, replicas on dead or unknown brokers, placeholders.",
+                    "lacking rack diversity, replicas on dead or unknown brokers, placeholders. "
+                    + help_text(__doc__.split("\n\n", 2)[2] if __doc__ else ""),
+        epilog=EXIT_CODES,
     )
     add_input_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
@@ -70,12 +112,38 @@ def run(args: argparse.Namespace) -> int:
     try:
         snapshot = load_input(args)
     except SourceError as exc:
-        print(f"replica-assignor state: error: {exc}", file=sys.stderr)
-        return 2
+        return fail("replica-assignor state", exc, 2)
+    except CommandError as exc:
+        return fail("replica-assignor state", exc)
     state = describe(snapshot)
+    unreachable = _unreachable(snapshot)
     if args.json:
-        json.dump(state.to_dict(), sys.stdout, separators=(",", ":"))
+        data = state.to_dict()
+        data["lower_bounds"]["threshold_percent"] = 0   # the ideal bands
+        data["ideal_unreachable"] = unreachable
+        json.dump(data, sys.stdout, separators=(",", ":"))
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render(state))
+        sys.stdout.write(render(state) + "".join(line + "\n" for line in _bound_notes(state, unreachable)))
     return 0
+
+
+def _unreachable(snapshot: ClusterSnapshot) -> dict[str, int] | None:
+    """Partitions with more replicas than alive brokers: no plan reaches the ideal band."""
+    alive = sum(b.alive for b in snapshot.brokers)
+    wide = [len(p.replicas) for p in snapshot.partitions if len(p.replicas) > alive]
+    if not wide:
+        return None
+    return {"partitions": len(wide), "largest_replication_factor": max(wide), "alive_brokers": alive}
+
+
+def _bound_notes(state: ClusterState, unreachable: dict[str, int] | None) -> list[str]:
+    lines = ["these bounds are for the ideal bands (threshold 0%); balance --threshold PERCENT aims at a "
+             "wider band, may need fewer moves, and its report states its bound at that threshold"]
+    if unreachable:
+        rs = state.replicas_spread
+        lines.append(f"the ideal {rs.floor}-{rs.ceil} replicas per alive broker is unreachable: "
+                     f"{unreachable['partitions']} partition(s) have more replicas (up to "
+                     f"{unreachable['largest_replication_factor']}) than the {unreachable['alive_brokers']} "
+                     f"alive broker(s), and a broker holds at most one replica of a partition")
+    return lines

@@ -6,6 +6,9 @@ checked against the same credentials. A running server picks up changes without 
 The password comes from ``--password-stdin`` (first line of standard input), or a prompt
 when standard input is a terminal. ``--password`` exists for scripts that have no better
 choice; it is visible to other users in the process list.
+
+Exit codes: 0 done; 1 the user to delete is not in the file; 2 bad input (arguments, an
+unreadable or unwritable users file, no password).
 """
 
 from __future__ import annotations
@@ -15,19 +18,20 @@ import getpass
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from .common import CommandError, fail
+from .common import CommandError, fail, help_text
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("users", help="manage the SASL users file (salted SCRAM credentials)", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("users", help="manage the SASL users file (salted SCRAM credentials)",
+                       description=help_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     add = actions.add_parser("add", help="add a user, or replace its credentials")
     add.add_argument("--file", required=True, metavar="FILE", help="the users file (created if missing)")
-    add.add_argument("--user", required=True)
+    add.add_argument("--user", required=True, help="the SASL user name")
     add.add_argument("--mechanism", action="append", choices=MECHANISMS,
                      help="credential to store (repeatable; default: both SCRAM mechanisms)")
     add.add_argument("--iterations", type=int, default=None, help="PBKDF2 iterations (default 8192, min 4096)")
@@ -35,10 +39,10 @@ def add_parser(sub) -> None:
     source.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
     source.add_argument("--password", help="the password on the command line (visible to other users)")
     listing = actions.add_parser("list", help="list users and their mechanisms (JSON)")
-    listing.add_argument("--file", required=True, metavar="FILE")
+    listing.add_argument("--file", required=True, metavar="FILE", help="the users file")
     delete = actions.add_parser("delete", help="remove a user")
-    delete.add_argument("--file", required=True, metavar="FILE")
-    delete.add_argument("--user", required=True)
+    delete.add_argument("--file", required=True, metavar="FILE", help="the users file")
+    delete.add_argument("--user", required=True, help="the SASL user name")
     p.set_defaults(run=run)
 
 
@@ -56,19 +60,33 @@ def _read(path: str, must_exist: bool):
 def _password(args) -> str:
     if args.password is not None:
         password = args.password
-    elif args.password_stdin or not sys.stdin.isatty():
+    elif args.password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
+    elif not sys.stdin.isatty():
+        raise CommandError("no terminal to ask for the password: pipe it with --password-stdin "
+                           "(or give --password)", 2)
     else:
         password = getpass.getpass(f"Password for {args.user}: ")
         if getpass.getpass("Again: ") != password:
             raise CommandError("the passwords differ", 2)
     if not password:
-        raise CommandError("empty password", 2)
+        raise CommandError("the password is empty" + (" (--password-stdin read an empty first line)"
+                                                      if args.password_stdin else ""), 2)
     return password
 
 
+def _write(path: str, users: Any) -> None:
+    """Write the users file; a failure names the user's path, not the temporary file beside it."""
+    from server.security.users import write_users_file
+
+    try:
+        write_users_file(path, users)
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc.strerror or type(exc).__name__}", 2) from None
+
+
 def run(args: argparse.Namespace) -> int:
-    from server.security.users import DEFAULT_ITERATIONS, scram_credential, write_users_file
+    from server.security.users import DEFAULT_ITERATIONS, scram_credential
 
     try:
         if args.action == "list":
@@ -80,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             if args.user not in users:
                 raise CommandError(f"no user {args.user!r} in {args.file}", 1)
             del users[args.user]
-            write_users_file(args.file, users)
+            _write(args.file, users)
             return 0
         if not args.user or any(c in args.user for c in "\x00\r\n"):
             raise CommandError("the user name must be non-empty and on one line", 2)
@@ -92,7 +110,11 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise CommandError(str(exc), 2) from None
         users[args.user] = creds
-        write_users_file(args.file, users)
+        _write(args.file, users)
         return 0
-    except (CommandError, OSError) as exc:
+    except CommandError as exc:
         return fail(f"replica-assignor users {args.action}", exc)
+    except OSError as exc:
+        name = f" {exc.filename}" if exc.filename == args.file else ""
+        return fail(f"replica-assignor users {args.action}",
+                    CommandError(f"cannot use{name or ' ' + args.file}: {exc.strerror or exc}", 2))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Callable
 
 from protocol.frame import recv_exactly
 
@@ -19,13 +20,18 @@ class Exchange:
     """One blocking connection that sends a frame and returns the response frame, or None
     when the far end closes the connection (it reconnects on the next call)."""
 
-    def __init__(self, host: str, port: int, timeout: float = 5.0) -> None:
+    def __init__(self, host: str, port: int, timeout: float = 5.0,
+                 opener: Callable[[], socket.socket] | None = None) -> None:
         self.host, self.port, self.timeout = host, port, timeout
+        self.opener = opener  # a connection set up some other way (TLS, SASL): the CLI's --command-config
         self._sock: socket.socket | None = None
 
     def connect(self) -> socket.socket:
         if self._sock is None:
-            self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+            if self.opener is not None:
+                self._sock = self.opener()
+            else:
+                self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
         return self._sock
 
     def __call__(self, frame: bytes) -> bytes | None:

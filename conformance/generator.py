@@ -203,7 +203,7 @@ def cases() -> list[Case]:
              roles=("server",)),
     ]
     for v in (0, 1):
-        topic = {"TopicName": "slow-topic"} if v else {}
+        topic: dict[str, Any] = {"TopicName": "slow-topic"} if v else {}
         out.append(Case(
             f"create-replica-assignment-v{v}-request-timed-out",
             "client role only: the assignor overran timeoutMs 1; REQUEST_TIMED_OUT (retriable)",
@@ -268,7 +268,9 @@ def _expect(case: Case, request: Mapping[str, Any], response: Mapping[str, Any] 
     """What any conforming server must answer, derived from the request and the reference cluster."""
     if case.disconnect:
         return {"disconnect": True}
+    assert response is not None  # the recorder refuses a case answered otherwise than it says
     fields = response["fields"]
+    out: dict[str, Any]
     if case.api_key == API_VERSIONS:
         lists = {str(k["ApiKey"]): [k["MinVersion"], k["MaxVersion"]] for k in fields["ApiKeys"]}
         out = {"error_code": case.error_code, "body_version": response["version"], "lists": lists}
@@ -288,7 +290,7 @@ def _expect(case: Case, request: Mapping[str, Any], response: Mapping[str, Any] 
     n = req["NumPartitions"]
     partitions = list(range(n)) if not current or rf > current_rf else list(range(len(current), n))
     racks = {brokers[b] for b in allowed}
-    out: dict[str, Any] = {"error_code": 0, "partitions": partitions, "replication_factor": rf,
+    out = {"error_code": 0, "partitions": partitions, "replication_factor": rf,
                            "brokers": allowed}
     if not req["ForceSimpleAssignment"] and None not in racks:
         out["racks_per_partition"] = min(rf, len(racks))
@@ -383,7 +385,9 @@ def reference_server(extra: Mapping[str, str] | None = None, timeout: float = 30
         for key, value in props.items():
             argv += ["--override", f"{key}={value}"]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        drain = threading.Thread(target=proc.stdout.read, daemon=True)  # keeps the pipe from filling up
+        stdout = proc.stdout
+        assert stdout is not None  # stdout=PIPE
+        drain = threading.Thread(target=stdout.read, daemon=True)  # keeps the pipe from filling up
         try:
             port = _started_port(proc, timeout)
             drain.start()
@@ -398,14 +402,16 @@ def reference_server(extra: Mapping[str, str] | None = None, timeout: float = 30
                 proc.wait()
             if drain.is_alive():
                 drain.join(5)
-            proc.stdout.close()
+            stdout.close()
 
 
-def _started_port(proc: subprocess.Popen, timeout: float) -> int:
+def _started_port(proc: subprocess.Popen[str], timeout: float) -> int:
+    stdout = proc.stdout
+    assert stdout is not None  # started with stdout=PIPE
     deadline = time.monotonic() + timeout
     seen: list[str] = []
     while time.monotonic() < deadline:
-        line = proc.stdout.readline()
+        line = stdout.readline()
         if not line:
             raise GenerationError(f"the reference server exited with {proc.wait()}: {''.join(seen[-5:])}")
         seen.append(line)

@@ -71,13 +71,15 @@ class VectorListener:
     async def serve(self) -> None:
         if self._server is None:
             await self.start()
+        server = self._server
+        assert server is not None  # set by start()
         try:
             await self._stop.wait()
         finally:
-            self._server.close()
+            server.close()
             for writer in list(self._writers):  # idle clients too: wait_closed waits for them
                 writer.close()
-            await asyncio.wait_for(self._server.wait_closed(), 5)
+            await asyncio.wait_for(server.wait_closed(), 5)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         host, port = writer.get_extra_info("peername")[:2]
@@ -112,7 +114,9 @@ class VectorListener:
     def _serve(self, vector: Vector, correlation_id: int, peer: str, frame: bytes | None = None) -> bytes:
         self.served[vector.name] += 1
         self.on_event(f"served {vector.name} to {peer}")
-        return patch_correlation_id(frame or vector.response.frame, correlation_id)
+        response = vector.response
+        assert response is not None  # only vectors with an answer (self._answers) are served
+        return patch_correlation_id(frame or response.frame, correlation_id)
 
     def _answer(self, payload: bytes, peer: str) -> bytes | None:
         try:
@@ -155,7 +159,9 @@ class VectorListener:
 
     def _metadata(self, vector: Vector, version: int, request) -> bytes:
         """The vector's Metadata answer, with this listener as the broker and the named topics unknown."""
-        fields = dict(vector.response.fields)
+        response = vector.response
+        assert response is not None and response.fields is not None  # one of self._answers: decoded fields
+        fields = dict(response.fields)
         fields["Brokers"] = [{**b, "Host": self.host, "Port": self.port} for b in fields["Brokers"]]
         fields["Topics"] = []
         message = message_from_fields(MetadataResponse, version, fields)

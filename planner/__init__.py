@@ -11,7 +11,10 @@ function ``snapshot -> Plan`` (:mod:`planner.plan`):
 - :mod:`planner.cluster_balance` - ``cluster_balance(...)``: both, with budgets.
 
 Around it: :mod:`planner.settings` (what a plan is asked for, and ``make_plan``),
-:mod:`planner.outputs` (Kafka's reassignment and leader-election JSON, report, charts), :mod:`planner.sources` (snapshot files, ``kafka-topics.sh --describe`` text, a live
-cluster) and :mod:`planner.pipeline` (the Spark job for fleets). The command line is
-``cli.state`` and ``cli.balance``.
+:mod:`planner.outputs` (Kafka's reassignment and leader-election JSON, summary, report, charts),
+:mod:`planner.execution` (batches within per-broker and byte limits, time at a throttle, the
+starting replicas' fingerprint, rollback, drift), :mod:`planner.figures` (the report's and
+charts' figures with numpy), :mod:`planner.sources` (snapshot files, ``kafka-topics.sh
+--describe`` text, a live cluster) and :mod:`planner.pipeline` (the Spark job for fleets). The
+command line is ``cli.state``, ``cli.balance`` and ``cli.verify``.
 """

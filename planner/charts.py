@@ -1,63 +1,243 @@
-"""PNG charts of a plan: replicas and preferred leaders per broker, before and after.
+"""PNG charts of a plan: replicas, preferred leaders and (with sizes) disk per broker, before and after.
 
-matplotlib with the Agg backend (no display), no software or date metadata in the PNG, so the
-bytes depend only on the plan (and the matplotlib version).
+Made to be read at a glance, at any size of cluster:
+
+- up to :data:`PER_BROKER` brokers, one bar per broker (the count after the plan) with a mark for
+  the count before; bars have gaps and edges, so neighbours stay apart when the PNG is shown
+  small. Brokers that are dead (``†``), being decommissioned (``‡``, ``--forget``) or unknown to
+  the snapshot (``?``) get their own colour and a mark on their tick label, and the axis title
+  explains only the marks that occur;
+- past that, a histogram: how many alive brokers hold each count, before and after, with the
+  brokers that are not alive counted in the title;
+- integer ticks on counts, axis labels with their unit (replicas, leaders, GiB), the balance
+  band (at the plan's threshold) shaded, the legend outside the plot, and a title naming the
+  cluster (the input's file name) and the mode.
+
+matplotlib's object API with the Agg canvas (no pyplot, no display, no global state), one artist
+per series; no software or date metadata in the PNG, so the bytes depend only on the plan (and
+the matplotlib version). :func:`chart_figures` returns the figures themselves, for tests.
 """
 
 from __future__ import annotations
 
 import io
-from collections import Counter
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from assignors.snapshot import ClusterSnapshot
-
+from .figures import Figures, plan_figures
 from .plan import Plan
+from .settings import PlanSettings
 
-
-def _counts(snapshot: ClusterSnapshot, brokers: list[int]) -> tuple[list[int], list[int]]:
-    replicas: Counter = Counter()
-    leaders: Counter = Counter()
-    for p in snapshot.partitions:
-        replicas.update(p.replicas)
-        leaders[p.replicas[0]] += 1
-    return [replicas[b] for b in brokers], [leaders[b] for b in brokers]
-
-
-def render_charts(plan: Plan) -> dict[str, bytes]:
-    import matplotlib
-
-    matplotlib.use("Agg")
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    brokers = sorted(b.id for b in plan.before.brokers)
-    rep_before, lead_before = _counts(plan.before, brokers)
-    rep_after, lead_after = _counts(plan.after, brokers)
-    alive = {b.id for b in plan.before.brokers if b.alive}
+__all__ = ["PER_BROKER", "chart_figures", "render_charts"]
+
+PER_BROKER = 120          # brokers drawn one bar each; beyond, a histogram
+GIB = float(1 << 30)
+BAND = "#2ca02c"
+COLOURS = {"alive": "#1f77b4", "dead": "#d62728", "forgotten": "#ff7f0e", "unknown": "#7f7f7f"}
+MARKS = {"alive": "", "dead": "\u2020", "forgotten": "\u2021", "unknown": "?"}
+WORDS = {"dead": "dead", "forgotten": "forgotten", "unknown": "unknown"}
+
+
+def _cluster_name(settings: PlanSettings) -> str:
+    source = settings.source.rstrip("/")
+    if not source:
+        return "cluster"
+    name = os.path.basename(source)
+    return name or source
+
+
+def _status(fig: Figures, forgotten: frozenset[int]) -> tuple[list[int], list[str]]:
+    """Every broker to draw (known ones by id, then unknown ones) and its status."""
+    ids, status = [], []
+    for b in fig.brokers:
+        ids.append(b.id)
+        status.append("dead" if not b.alive else "forgotten" if b.id in forgotten else "alive")
+    for b in fig.unknown_brokers:
+        ids.append(b.id)
+        status.append("unknown")
+    return ids, status
+
+
+def _values(fig: Figures, ids: Sequence[int], which: str) -> list[float]:
+    by_id = {b.id: b for b in (*fig.brokers, *fig.unknown_brokers)}
+    out: list[float] = []
+    for b in ids:
+        s = by_id.get(b)
+        if s is None:
+            out.append(0)
+        elif which == "replicas":
+            out.append(s.replicas)
+        elif which == "leaders":
+            out.append(s.leaders)
+        else:
+            out.append(s.bytes / GIB)
+    return out
+
+
+def _new_figure(n: int, rotated: bool) -> Figure:
+    """A figure with fixed margins in inches (no layout engine: one draw per PNG): room for
+    the y tick labels and axis title on the left, the legend on the right, rotated broker ids
+    and the x axis title below."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    width = min(14.0, max(6.4, 0.07 * n + 4.2)) if n <= PER_BROKER else 9.0
+    height = 4.2
+    figure = Figure(figsize=(width, height), dpi=100)
+    FigureCanvasAgg(figure)
+    bottom = 1.05 if rotated else 0.6
+    figure.subplots_adjust(left=0.95 / width, right=1 - 2.3 / width, top=1 - 0.4 / height,
+                           bottom=bottom / height)
+    return figure
+
+
+def _per_broker(ax: Axes, ids: list[int], status: list[str], before: list[float], after: list[float],
+                integer: bool) -> tuple[str, list[Artist]]:
+    """Bars after (one collection), marks before; returns the x axis title and legend handles."""
+    from matplotlib.collections import PolyCollection
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    n = len(ids)
+    half = 0.36
+    bars = PolyCollection([[(x - half, 0.0), (x - half, v), (x + half, v), (x + half, 0.0)]
+                           for x, v in enumerate(after)],
+                          facecolors=[COLOURS[s] for s in status], edgecolors="none", zorder=2)
+    ax.add_collection(bars)
+    xs = list(range(n))
+    ax.plot(xs, before, linestyle="none", marker="_", markersize=max(3.0, min(14.0, 420.0 / max(n, 1))),
+            markeredgewidth=1.5, color="black", zorder=3)
+    top = max([*after, *before, 0.0])
+    ax.set_ylim(0, top * 1.08 if top else 1)
+    handles: list[Artist] = [Patch(color=COLOURS["alive"], label="after"),
+                             Line2D([], [], linestyle="none", marker="_", markersize=10, markeredgewidth=1.5,
+                                    color="black", label="before")]
+    handles += [Patch(color=COLOURS[s], label=f"{WORDS[s]} ({MARKS[s]})")
+                for s in ("dead", "forgotten", "unknown") if s in status]
+    step = max(1, -(-n // 40))
+    ax.set_xticks(xs[::step], [f"{b}{MARKS[s]}" for b, s in zip(ids, status, strict=True)][::step],
+                  rotation=90 if n > 16 else 0, fontsize=7 if n > 16 else 8)
+    ax.set_xlim(-0.6, n - 0.4)
+    marks = [f"{MARKS[s]} {WORDS[s]}" for s in ("dead", "forgotten", "unknown") if s in status]
+    title = "broker"
+    if step > 1:
+        title += f" (one in {step} labelled)"
+    return title + (f" ({', '.join(marks)})" if marks else ""), handles
+
+
+def _histogram(ax: Axes, status: list[str], before: list[float], after: list[float], unit: str,
+               integer: bool) -> tuple[str, list[Artist]]:
+    """How many alive brokers hold each count, after (filled) and before (outline)."""
+    import numpy as np
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    alive_before = [v for v, s in zip(before, status, strict=True) if s == "alive"]
+    alive_after = [v for v, s in zip(after, status, strict=True) if s == "alive"]
+    values = alive_before + alive_after or [0.0]
+    low, high = min(values), max(values)
+    if integer:
+        width = max(1, -(-int(high - low + 1) // 60))
+        edges = np.arange(np.floor(low), np.floor(high) + width + 1, width) - 0.5
+    else:
+        edges = np.linspace(low, high if high > low else low + 1, 61)
+    ax.stairs(np.histogram(alive_after, bins=edges)[0], edges, fill=True, color=COLOURS["alive"], alpha=0.8,
+              zorder=2)
+    ax.stairs(np.histogram(alive_before, bins=edges)[0], edges, color="black", linewidth=1.2, zorder=3)
+    handles: list[Artist] = [Patch(color=COLOURS["alive"], alpha=0.8, label="after"),
+                             Line2D([], [], color="black", linewidth=1.2, label="before")]
+    return f"{unit} per alive broker", handles
+
+
+def _chart(fig_before: Figures, fig_after: Figures, plan: Plan, settings: PlanSettings, which: str) -> Figure:
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
+
+    forgotten = frozenset(settings.forgotten)
+    ids, status = _status(fig_before, forgotten)
+    known = set(ids)
+    extra = [b.id for b in fig_after.unknown_brokers if b.id not in known]
+    ids += extra
+    status += ["unknown"] * len(extra)
+    before, after = _values(fig_before, ids, which), _values(fig_after, ids, which)
+    unit, what = {"replicas": ("replicas", "Replicas"), "leaders": ("preferred leaders", "Preferred leaders"),
+                  "bytes": ("GiB", "Disk (GiB)")}[which]
+    integer = which != "bytes"
+    n = len(ids)
+    per_broker = n <= PER_BROKER
+    figure = _new_figure(n, rotated=per_broker and n > 16)
+    ax = figure.add_subplot()
+    band = _band(fig_after, plan, settings, which)
+    pad = 0.5 if integer else 0.0
+    if per_broker:
+        xlabel, handles = _per_broker(ax, ids, status, before, after, integer)
+        ax.set_ylabel(f"{unit} per broker")
+        if band is not None:
+            ax.axhspan(band[0] - pad, band[1] + pad, color=BAND, alpha=0.25, zorder=1)
+        if integer:
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    else:
+        xlabel, handles = _histogram(ax, status, before, after, unit, integer)
+        ax.set_ylabel("alive brokers")
+        if band is not None:
+            ax.axvspan(band[0] - pad, band[1] + pad, color=BAND, alpha=0.25, zorder=1)
+        if integer:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        others = {s: status.count(s) for s in ("dead", "forgotten", "unknown") if s in status}
+        if others:
+            xlabel += " (not drawn: " + ", ".join(f"{c} {WORDS[s]}" for s, c in others.items()) + ")"
+    if band is not None:
+        handles.append(Patch(color=BAND, alpha=0.25, label=band[2]))
+    ax.set_xlabel(xlabel)
+    ax.set_title(f"{what} per broker, before and after: {_cluster_name(settings)}, mode {settings.mode}",
+                 fontsize=10, loc="left")
+    ax.grid(axis="y", color="#dddddd", linewidth=0.6, zorder=0)
+    ax.set_axisbelow(True)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    return figure
+
+
+def _band(fig: Figures, plan: Plan, settings: PlanSettings, which: str) -> tuple[float, float, str] | None:
+    """The band to shade: the plan's replica or byte band, or the ideal leader band."""
+    if which == "replicas":
+        lo, hi = plan.bound("replicas_band_lo"), plan.bound("replicas_band_hi")
+        if lo is None or hi is None:
+            s = fig.replicas_spread
+            return float(s.floor), float(s.ceil), "ideal band"
+        return float(lo), float(hi), f"band at threshold {settings.threshold}%"
+    if which == "leaders":
+        s = fig.leaders_spread
+        return float(s.floor), float(s.ceil), "ideal band"
+    lo, hi = plan.bound("bytes_band_lo"), plan.bound("bytes_band_hi")
+    if lo is None or hi is None:
+        return None
+    return lo / GIB, hi / GIB, f"band at threshold {settings.threshold}%"
+
+
+def chart_figures(plan: Plan, settings: PlanSettings, *,
+                  figures: tuple[Figures, Figures] | None = None) -> dict[str, Figure]:
+    """The charts as matplotlib figures, by file name (``disk.png`` only with sizes)."""
+    before, after = figures if figures is not None else plan_figures(plan)
+    out = {"replicas.png": _chart(before, after, plan, settings, "replicas"),
+           "leaders.png": _chart(before, after, plan, settings, "leaders")}
+    if before.sized:
+        out["disk.png"] = _chart(before, after, plan, settings, "bytes")
+    return out
+
+
+def render_charts(plan: Plan, settings: PlanSettings, *,
+                  figures: tuple[Figures, Figures] | None = None) -> dict[str, bytes]:
+    """The charts as PNG bytes, by file name."""
     out = {}
-    n = len(brokers)
-    edges = [x - 0.5 for x in range(n + 1)]
-    for name, title, before, after in (
-        ("replicas.png", "Replicas per broker", rep_before, rep_after),
-        ("leaders.png", "Preferred leaders per broker", lead_before, lead_after),
-    ):
-        width = min(24.0, max(6.0, 0.12 * n + 2))
-        fig = Figure(figsize=(width, 4), dpi=80)
-        fig.subplots_adjust(left=0.06, right=0.98, top=0.9, bottom=0.22)
-        ax = fig.add_subplot()
-        # one artist per series (stairs), not one per bar: fast at a thousand brokers
-        ax.stairs(after, edges, fill=True, color="#1f77b4", alpha=0.75, label="after")
-        ax.stairs(before, edges, color="#444444", linewidth=1.2, label="before")
-        ax.axhline(sum(after) / (len(alive) or 1), color="#d62728", linewidth=1, linestyle="--",
-                   label="mean")
-        step = max(1, n // 40)
-        ax.set_xlim(-0.5, n - 0.5)
-        ax.set_xticks(list(range(n))[::step])
-        ax.set_xticklabels([str(b) if b in alive else f"{b}\u2020" for b in brokers][::step],
-                           rotation=90 if n > 20 else 0, fontsize=7)
-        ax.set_xlabel("broker (\u2020 dead)")
-        ax.set_title(title)
-        ax.legend(loc="upper right", fontsize=8)
+    for name, figure in chart_figures(plan, settings, figures=figures).items():
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", metadata={"Software": None})
+        figure.savefig(buf, format="png", metadata={"Software": None})
         out[name] = buf.getvalue()
     return out

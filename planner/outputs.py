@@ -1,14 +1,20 @@
 """The files a plan becomes, as bytes: Kafka's own formats first, then the report and charts.
 
 - ``reassignment.json``: ``kafka-reassign-partitions.sh --execute --reassignment-json-file``
-  input (version 1), only the partitions that change, in plan order; with a batch size also
-  ``reassignment-0001.json``, ... of at most that many partitions each (run them in order).
-  Written even when nothing changes (an empty ``partitions`` list).
-- ``rollback.json``: the same partitions with their current replicas.
+  input (version 1), only the partitions that change, in plan order. Written even when nothing
+  changes (an empty ``partitions`` list). With a batch size, a per-broker move limit or a byte
+  limit, also ``reassignment-0001.json``, ... (:mod:`planner.execution`; run them in order).
+- ``rollback.json``: the partitions that change with their current replicas, those only whose
+  replicas are all on live brokers (the others can only be repaired again: see the report).
+- ``starting-replicas.json``: every partition that changes with its current replicas (the
+  same format); ``replica-assignor verify-plan`` compares a cluster with it.
+- ``summary.json``: the totals (bytes moved, replica moves, leader changes, batches, estimated
+  seconds with a throttle) and ``starting_replicas_sha256`` (:func:`planner.execution.fingerprint`).
 - ``leader-election.json``: ``kafka-leader-election.sh --election-type preferred
   --path-to-json-file`` input: the partitions whose preferred leader changes.
 - ``moves.csv``: every move (kind, topic, partition, source, destination).
-- ``report.md``, ``replicas.png``, ``leaders.png``: see :mod:`planner.report`, :mod:`planner.charts`.
+- ``report.md``, ``replicas.png``, ``leaders.png``, ``disk.png`` (sized partitions): see
+  :mod:`planner.report`, :mod:`planner.charts`.
 
 :func:`render_outputs` is pure and deterministic (byte-identical for the same plan), so the
 command line and the Spark pipeline produce the same files. :func:`write_outputs` writes them
@@ -23,15 +29,19 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from assignors.snapshot import PartitionEntry
 
 from .charts import render_charts
+from .execution import Execution, Limits, execution
+from .figures import plan_figures
 from .plan import Plan
 from .report import render_report
 from .settings import PlanSettings
 
 BATCH = re.compile(r"reassignment-\d{4}\.json")
+OPTIONAL = frozenset({"disk.png"})   # written by some plans only: an older copy is removed
 
 
 def _lines(head: str, items: Iterable[str], tail: str) -> str:
@@ -39,18 +49,28 @@ def _lines(head: str, items: Iterable[str], tail: str) -> str:
     return f"{head}\n{body}\n{tail}\n" if body else f"{head}{tail}\n"
 
 
-def reassignment_json(entries: Iterable[PartitionEntry]) -> str:
-    """Kafka's partition reassignment JSON, version 1, one partition per line."""
-    items = (json.dumps({"topic": p.topic, "partition": p.partition, "replicas": list(p.replicas)},
-                        separators=(",", ":"))
-             for p in entries)
+def _partition_line(p: PartitionEntry) -> str:
+    return (f'{{"topic":{json.dumps(p.topic)},"partition":{p.partition},'
+            f'"replicas":[{",".join(map(str, p.replicas))}]}}')
+
+
+def reassignment_json(entries: Iterable[PartitionEntry], memo: dict[int, str] | None = None) -> str:
+    """Kafka's partition reassignment JSON, version 1, one partition per line. ``memo`` keeps
+    the line of each entry (by identity) for the next files of the same plan."""
+    if memo is None:
+        return _lines('{"version":1,"partitions":[', map(_partition_line, entries), "]}")
+    items = []
+    for p in entries:
+        line = memo.get(id(p))
+        if line is None:
+            line = memo[id(p)] = _partition_line(p)
+        items.append(line)
     return _lines('{"version":1,"partitions":[', items, "]}")
 
 
 def leader_election_json(entries: Iterable[PartitionEntry]) -> str:
     """Input of ``kafka-leader-election.sh --path-to-json-file``."""
-    items = (json.dumps({"topic": p.topic, "partition": p.partition}, separators=(",", ":"))
-             for p in entries)
+    items = (f'{{"topic":{json.dumps(p.topic)},"partition":{p.partition}}}' for p in entries)
     return _lines('{"partitions":[', items, "]}")
 
 
@@ -64,22 +84,52 @@ def _csv(text: str) -> str:
     return '"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\n') else text
 
 
+def limits_of(settings: PlanSettings) -> Limits:
+    return Limits(settings.batch_size, settings.max_moves_per_broker, settings.max_bytes_per_batch)
+
+
+def summary(plan: Plan, settings: PlanSettings, run: Execution) -> dict[str, Any]:
+    """``summary.json``: machine-readable totals of a plan and how it runs."""
+    eta = run.eta_seconds
+    return {
+        "version": 1,
+        "mode": settings.mode,
+        "threshold_percent": settings.threshold,
+        "partitions_reassigned": len(run.starting),
+        "replica_moves": plan.replica_moves,
+        "repairs": plan.repairs,
+        "leader_changes": len(run.leader_changed),
+        "bytes_moved": run.bytes_moved,
+        "sizes_known": any(p.size_bytes is not None for p in plan.before.partitions),
+        "batches": len(run.batches),
+        "max_moves_per_broker": settings.max_moves_per_broker,
+        "max_bytes_per_batch": settings.max_bytes_per_batch,
+        "batch_size": settings.batch_size,
+        "throttle_bytes_per_second": settings.throttle,
+        "eta_seconds": None if eta is None else round(eta, 3),
+        "not_rollbackable": len(run.not_rollbackable),
+        "starting_replicas_sha256": run.fingerprint,
+    }
+
+
 def render_outputs(plan: Plan, settings: PlanSettings, *, charts: bool = True) -> dict[str, bytes]:
     """Every output file of a plan, by name, in a fixed order."""
-    changed = plan.changed()
-    before = {(p.topic, p.partition): p for p in plan.before.partitions} if changed else {}
-    files: dict[str, bytes] = {"reassignment.json": reassignment_json(changed).encode()}
-    if settings.batch_size:
-        size = settings.batch_size
-        batches = [changed[k:k + size] for k in range(0, len(changed), size)] or [()]
-        for n, batch in enumerate(batches, 1):
-            files[f"reassignment-{n:04d}.json"] = reassignment_json(batch).encode()
-    files["rollback.json"] = reassignment_json(before[(p.topic, p.partition)] for p in changed).encode()
-    files["leader-election.json"] = leader_election_json(plan.leader_changed()).encode()
+    run = execution(plan, limits_of(settings), settings.throttle)
+    memo: dict[int, str] = {}
+    files: dict[str, bytes] = {"reassignment.json": reassignment_json(run.targets, memo).encode()}
+    if run.limits.any:
+        for n, batch in enumerate(run.batches or (None,), 1):
+            files[f"reassignment-{n:04d}.json"] = reassignment_json(batch.partitions if batch else (),
+                                                                    memo).encode()
+    files["rollback.json"] = reassignment_json(run.rollback, memo).encode()
+    files["starting-replicas.json"] = reassignment_json(run.starting, memo).encode()
+    files["leader-election.json"] = leader_election_json(run.leader_changed).encode()
     files["moves.csv"] = moves_csv(plan).encode()
-    files["report.md"] = render_report(plan, settings).encode()
+    files["summary.json"] = (json.dumps(summary(plan, settings, run), indent=2) + "\n").encode()
+    before, after = plan_figures(plan)
+    files["report.md"] = render_report(plan, settings, figures=(before, after), run=run).encode()
     if charts:
-        files.update(render_charts(plan))
+        files.update(render_charts(plan, settings, figures=(before, after)))
     return files
 
 
@@ -96,7 +146,7 @@ def write_outputs(files: Mapping[str, bytes], out_dir: str) -> None:
                 f.write(data)
         os.makedirs(out_dir, exist_ok=True)
         for old in os.listdir(out_dir):   # batches of an earlier, longer plan
-            if BATCH.fullmatch(old) and old not in files:
+            if (BATCH.fullmatch(old) or old in OPTIONAL) and old not in files:
                 os.remove(os.path.join(out_dir, old))
         for name in files:
             os.replace(os.path.join(staging, name), os.path.join(out_dir, name))

@@ -29,14 +29,26 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
+if __name__ == "__main__" and not __package__:
+    # ``spark-submit planner/pipeline.py``: import the package from its root, not this folder
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.outputs import render_outputs, write_outputs
 from planner.settings import MODES, PlanSettings, make_plan
 
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import Column, DataFrame, Row, SparkSession
+    from pyspark.sql.types import StructType
+
 APP_NAME = "replica-assignor-planner"
 
-BROKER_TYPE = "struct<id:long,rack:string,alive:boolean,host:string,port:long>"
+BROKER_TYPE = "struct<id:long,rack:string,alive:boolean,host:string,port:long,capacity_bytes:long>"
 PARTITION_TYPE = ("struct<topic:string,partition:long,replicas:array<long>,leader:long,"
                   "isr:array<long>,size_bytes:long>")
 SNAPSHOT_SCHEMA = (f"cluster_id string, brokers array<{BROKER_TYPE}>, "
@@ -49,7 +61,7 @@ PLANNED_FIELDS = (
     ("partitions_reassigned", "long"), ("replicas_min_before", "long"),
     ("replicas_max_before", "long"), ("replicas_min_after", "long"), ("replicas_max_after", "long"),
     ("leaders_min_after", "long"), ("leaders_max_after", "long"), ("bounds", "map<string,long>"),
-    ("notes", "array<string>"), ("seconds", "double"),
+    ("notes", "array<string>"), ("seconds", "double"), ("cpu_seconds", "double"),
     ("files", "array<struct<name:string,content:binary>>"),
     ("changes", "array<struct<topic:string,partition:long,before:array<long>,after:array<long>>>"),
 )
@@ -57,7 +69,7 @@ PLANNED_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in PLANNED_FIELDS)
 PLANNED_COLUMNS = tuple(name for name, _ in PLANNED_FIELDS)
 
 
-def session():
+def session() -> SparkSession:
     """The Spark session: local[*] under plain python, whatever spark-submit says otherwise."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -72,7 +84,7 @@ def session():
 
 
 # -- extract -------------------------------------------------------------------------------
-def read_snapshots(spark, path: str):
+def read_snapshots(spark: SparkSession, path: str) -> DataFrame:
     """Raw snapshots, one row per cluster: ``cluster_id``, ``brokers``, ``partitions``."""
     from pyspark.sql import functions as F
 
@@ -85,7 +97,8 @@ def read_snapshots(spark, path: str):
         missing = {"cluster_id", "brokers", "partitions"} - set(raw.columns)
         if missing:
             raise ValueError(f"{path}: Parquet fleet needs columns {sorted(missing)}")
-        return raw.select("cluster_id", "brokers", "partitions", F.lit(None).cast("string").alias("_corrupt_record"))
+        return _conform(raw).select("cluster_id", "brokers", "partitions",
+                                    F.lit(None).cast("string").alias("_corrupt_record"))
     lines = [n for n in names if n.endswith((".jsonl", ".ndjson"))]
     files = [n for n in names if n.endswith(".json")]
     if lines:
@@ -101,8 +114,39 @@ def read_snapshots(spark, path: str):
     return raw.withColumn("cluster_id", F.coalesce(F.col("cluster_id"), from_name))
 
 
+def _conform(raw: DataFrame) -> DataFrame:
+    """A Parquet fleet's ``brokers`` and ``partitions`` with every field of the JSON schema (the
+    optional ones, such as ``capacity_bytes``, null where the file has none)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, StructType
+
+    wanted = StructType.fromDDL(SNAPSHOT_SCHEMA)
+    if not isinstance(wanted, StructType):
+        raise TypeError("SNAPSHOT_SCHEMA is a struct")
+    out = raw
+    for column in ("brokers", "partitions"):
+        want = wanted[column].dataType
+        have = raw.schema[column].dataType
+        if not (isinstance(want, ArrayType) and isinstance(have, ArrayType)
+                and isinstance(want.elementType, StructType) and isinstance(have.elementType, StructType)):
+            raise ValueError(f"Parquet fleet: '{column}' must be an array of structs")
+        out = out.withColumn(column, F.transform(column, _filled(want.elementType, set(have.elementType.fieldNames()))))
+    return out
+
+
+def _filled(element: StructType, present: set[str]) -> Callable[[Column], Column]:
+    """A struct of ``element``'s fields, taking those in ``present`` from the input, null otherwise."""
+    from pyspark.sql import functions as F
+
+    def fill(x: Column) -> Column:
+        return F.struct(*((x[f.name] if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name)
+                          for f in element.fields))
+
+    return fill
+
+
 # -- transform -----------------------------------------------------------------------------
-def normalise(raw):
+def normalise(raw: DataFrame) -> DataFrame:
     """Trimmed cluster ids, empty racks as null, brokers alive unless said otherwise."""
     from pyspark.sql import functions as F
 
@@ -110,20 +154,20 @@ def normalise(raw):
         b["id"].alias("id"),
         F.when(F.trim(b["rack"]) == "", None).otherwise(b["rack"]).alias("rack"),
         F.coalesce(b["alive"], F.lit(True)).alias("alive"),
-        b["host"].alias("host"), b["port"].alias("port")))
+        b["host"].alias("host"), b["port"].alias("port"), b["capacity_bytes"].alias("capacity_bytes")))
     return (raw.withColumn("cluster_id", F.trim("cluster_id"))
             .withColumn("brokers", brokers))
 
 
-def broker_rows(clusters):
+def broker_rows(clusters: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     return (clusters.select("cluster_id", F.explode_outer("brokers").alias("b"))
             .where(F.col("b").isNotNull())
-            .select("cluster_id", "b.id", "b.rack", "b.alive", "b.host", "b.port"))
+            .select("cluster_id", "b.id", "b.rack", "b.alive", "b.host", "b.port", "b.capacity_bytes"))
 
 
-def partition_rows(clusters):
+def partition_rows(clusters: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     return (clusters.select("cluster_id", F.explode("partitions").alias("p"))
@@ -131,7 +175,7 @@ def partition_rows(clusters):
                     "p.size_bytes"))
 
 
-def validation_errors(clusters, brokers, partitions):
+def validation_errors(clusters: DataFrame, brokers: DataFrame, partitions: DataFrame) -> DataFrame:
     """One row per problem: ``cluster_id``, ``error``. Empty for a valid fleet."""
     from pyspark.sql import functions as F
 
@@ -144,12 +188,18 @@ def validation_errors(clusters, brokers, partitions):
         .select("cluster_id", F.lit("snapshot needs a 'brokers' list").alias("error")),
         brokers.where(F.col("id").isNull() | (F.col("id") < 0))
         .select("cluster_id", F.lit("a broker id is missing, negative or not an integer").alias("error")),
+        brokers.where(F.col("capacity_bytes") < 0)
+        .select("cluster_id", F.concat(F.lit("broker "), F.col("id").cast("string"),
+                                       F.lit(" has a negative capacity_bytes")).alias("error")),
         brokers.groupBy("cluster_id", "id").count().where("count > 1")
         .select("cluster_id", F.concat(F.lit("duplicate broker id "), F.col("id").cast("string")).alias("error")),
         partitions.where(F.col("topic").isNull() | (F.col("topic") == "") | F.col("partition").isNull()
                          | (F.col("partition") < 0) | F.col("replicas").isNull() | (F.size("replicas") == 0)
                          | F.exists("replicas", lambda r: r.isNull()))
         .select("cluster_id", F.lit("a partition lacks a topic, a partition number or replicas").alias("error")),
+        partitions.where(F.col("size_bytes") < 0)
+        .select("cluster_id", F.concat(F.col("topic"), F.lit("-"), F.col("partition").cast("string"),
+                                       F.lit(" has a negative size_bytes")).alias("error")),
         partitions.where(F.size(F.array_distinct("replicas")) != F.size("replicas"))
         .select("cluster_id", F.concat(F.col("topic"), F.lit("-"), F.col("partition").cast("string"),
                                        F.lit(" lists a broker twice")).alias("error")),
@@ -163,7 +213,7 @@ def validation_errors(clusters, brokers, partitions):
     return out
 
 
-def broker_state(brokers, partitions):
+def broker_state(brokers: DataFrame, partitions: DataFrame) -> DataFrame:
     """Per cluster and broker: rack, alive, replicas, preferred leaders (unknown ids too)."""
     from pyspark.sql import functions as F
 
@@ -180,7 +230,7 @@ def broker_state(brokers, partitions):
                     F.coalesce("leaders", F.lit(0)).alias("leaders")))
 
 
-def rack_state(brokers_state):
+def rack_state(brokers_state: DataFrame) -> DataFrame:
     """Per cluster and rack: alive brokers, replicas and leaders on them, replicas per broker."""
     from pyspark.sql import functions as F
 
@@ -191,7 +241,7 @@ def rack_state(brokers_state):
             .withColumn("replicas_per_broker", F.round(F.col("replicas") / F.col("brokers"), 3)))
 
 
-def topic_state(brokers, partitions):
+def topic_state(brokers: DataFrame, partitions: DataFrame) -> DataFrame:
     """Per cluster and topic: partitions, replicas, least and most replicas on an alive broker."""
     from pyspark.sql import functions as F
 
@@ -209,81 +259,109 @@ def topic_state(brokers, partitions):
     return sizes.join(grid, ["cluster_id", "topic"], "left")
 
 
-def _plan_group(settings: PlanSettings, charts: bool):
-    """The function each executor runs for one cluster: rows in, one planned row out."""
+def _optional(value: Any) -> int | None:
+    """A nullable long column's value (pandas turns a null into NaN or None)."""
+    return None if value is None or (isinstance(value, float) and value != value) else int(value)
 
-    def plan(parts, brokers):
+
+def _ids(values: Any) -> tuple[int, ...]:
+    return tuple(int(x) for x in values)
+
+
+def cluster_snapshot(brokers: pd.DataFrame, partitions: pd.DataFrame) -> ClusterSnapshot:
+    """The snapshot of one cluster from its broker and partition rows (the columns of
+    :func:`broker_rows` and :func:`partition_rows`): what the command line reads from a file."""
+    def text(value: Any) -> str | None:
+        return value if isinstance(value, str) else None
+
+    return ClusterSnapshot(
+        tuple(BrokerEntry(int(i), text(rack), bool(alive), text(host), _optional(port), _optional(capacity))
+              for i, rack, alive, host, port, capacity in zip(
+                  brokers["id"].tolist(), brokers["rack"].tolist(), brokers["alive"].tolist(),
+                  brokers["host"].tolist(), brokers["port"].tolist(), brokers["capacity_bytes"].tolist(),
+                  strict=True)),
+        tuple(PartitionEntry(topic, int(number), _ids(replicas), _optional(leader),
+                             None if isr is None else _ids(isr), _optional(size))
+              for topic, number, replicas, leader, isr, size in zip(
+                  partitions["topic"].tolist(), partitions["partition"].tolist(),
+                  partitions["replicas"].tolist(), partitions["leader"].tolist(),
+                  partitions["isr"].tolist(), partitions["size_bytes"].tolist(), strict=True)),
+    )
+
+
+def _spread(snapshot: ClusterSnapshot, alive: list[int], leaders: bool = False) -> tuple[int, int]:
+    count = (Counter(p.replicas[0] for p in snapshot.partitions) if leaders
+             else Counter(b for p in snapshot.partitions for b in p.replicas))
+    values = [count[b] for b in alive] or [0]
+    return min(values), max(values)
+
+
+def planned_row(cluster_id: str, snap: ClusterSnapshot, settings: PlanSettings, charts: bool) -> dict[str, Any]:
+    """Plan one cluster with the command line's own :func:`make_plan` and
+    :func:`render_outputs`: one row of ``PLANNED_SCHEMA`` (a failure is a row too)."""
+    started, cpu = time.perf_counter(), time.process_time()
+    row: dict[str, Any] = dict.fromkeys(PLANNED_COLUMNS)
+    row.update(cluster_id=cluster_id, status="planned")
+    try:
+        result = make_plan(snap, settings)
+        files = render_outputs(result, settings, charts=charts)
+    except Exception as exc:  # one broken cluster must not fail the fleet
+        row.update(status="failed", error=f"{type(exc).__name__}: {exc}",
+                   seconds=time.perf_counter() - started, cpu_seconds=time.process_time() - cpu)
+        return row
+    alive = [b.id for b in snap.brokers if b.alive]
+    before_of = {(p.topic, p.partition): p.replicas for p in snap.partitions}
+    changed = result.changed()
+    row.update(
+        brokers=len(snap.brokers), alive_brokers=len(alive), partitions=len(snap.partitions),
+        replicas=sum(len(p.replicas) for p in snap.partitions),
+        replica_moves=result.replica_moves, repairs=result.repairs,
+        leader_changes=result.leader_changes, partitions_reassigned=len(changed),
+        bounds=dict(result.bounds), notes=list(result.notes),
+        seconds=time.perf_counter() - started, cpu_seconds=time.process_time() - cpu,
+        files=[{"name": k, "content": v} for k, v in files.items()],
+        changes=[{"topic": p.topic, "partition": p.partition,
+                  "before": list(before_of[(p.topic, p.partition)]), "after": list(p.replicas)}
+                 for p in changed],
+    )
+    row["replicas_min_before"], row["replicas_max_before"] = _spread(snap, alive)
+    row["replicas_min_after"], row["replicas_max_after"] = _spread(result.after, alive)
+    row["leaders_min_after"], row["leaders_max_after"] = _spread(result.after, alive, leaders=True)
+    return row
+
+
+def _plan_group(settings: PlanSettings, charts: bool) -> Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]:
+    """The function each executor runs for one cluster: its rows in, one planned row out."""
+
+    def plan(partitions: pd.DataFrame, brokers: pd.DataFrame) -> pd.DataFrame:
         import pandas as pd
 
-        from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-
-        def opt(v):
-            return None if v is None or (isinstance(v, float) and v != v) else int(v)
-
-        cluster_id = (parts["cluster_id"].iloc[0] if len(parts) else brokers["cluster_id"].iloc[0])
-        started = time.perf_counter()
-        row: dict[str, Any] = dict.fromkeys(PLANNED_COLUMNS)
-        row.update(cluster_id=cluster_id, status="planned")
+        cluster_id = str(partitions["cluster_id"].iloc[0] if len(partitions) else brokers["cluster_id"].iloc[0])
         try:
-            snap = ClusterSnapshot(
-                tuple(BrokerEntry(int(b.id), b.rack if isinstance(b.rack, str) else None,
-                                  bool(b.alive), b.host if isinstance(b.host, str) else None, opt(b.port))
-                      for b in brokers.itertuples(index=False)),
-                tuple(PartitionEntry(p.topic, int(p.partition), tuple(int(x) for x in p.replicas),
-                                     opt(p.leader),
-                                     None if p.isr is None else tuple(int(x) for x in p.isr),
-                                     opt(p.size_bytes))
-                      for p in parts.itertuples(index=False)),
-            )
-            result = make_plan(snap, settings)
-            files = render_outputs(result, settings, charts=charts)
-        except Exception as exc:  # one broken cluster must not fail the fleet
-            row.update(status="failed", error=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - started)
+            snap = cluster_snapshot(brokers, partitions)
+        except ValueError as exc:
+            row: dict[str, Any] = dict.fromkeys(PLANNED_COLUMNS)
+            row.update(cluster_id=cluster_id, status="failed", error=f"{type(exc).__name__}: {exc}")
             return pd.DataFrame([row])
-        alive = [b.id for b in snap.brokers if b.alive]
-
-        def spread(snapshot, leaders=False):
-            from collections import Counter
-            c = Counter(p.replicas[0] for p in snapshot.partitions) if leaders else \
-                Counter(b for p in snapshot.partitions for b in p.replicas)
-            values = [c[b] for b in alive] or [0]
-            return min(values), max(values)
-
-        before_of = {(p.topic, p.partition): p.replicas for p in snap.partitions}
-        changed = result.changed()
-        row.update(
-            brokers=len(snap.brokers), alive_brokers=len(alive), partitions=len(snap.partitions),
-            replicas=sum(len(p.replicas) for p in snap.partitions),
-            replica_moves=result.replica_moves, repairs=result.repairs,
-            leader_changes=result.leader_changes, partitions_reassigned=len(changed),
-            bounds=dict(result.bounds), notes=list(result.notes),
-            seconds=time.perf_counter() - started,
-            files=[{"name": k, "content": v} for k, v in files.items()],
-            changes=[{"topic": p.topic, "partition": p.partition,
-                      "before": list(before_of[(p.topic, p.partition)]), "after": list(p.replicas)}
-                     for p in changed],
-        )
-        row["replicas_min_before"], row["replicas_max_before"] = spread(snap)
-        row["replicas_min_after"], row["replicas_max_after"] = spread(result.after)
-        row["leaders_min_after"], row["leaders_max_after"] = spread(result.after, leaders=True)
-        return pd.DataFrame([row])
+        return pd.DataFrame([planned_row(cluster_id, snap, settings, charts)])
 
     return plan
 
 
-def plan_clusters(brokers, partitions, settings: PlanSettings, *, charts: bool = True):
+def plan_clusters(brokers: DataFrame, partitions: DataFrame, settings: PlanSettings, *,
+                  charts: bool = True) -> DataFrame:
     """One planned row per cluster (see ``PLANNED_SCHEMA``), each planned in an executor."""
     from pyspark.sql import functions as F
 
-    def fresh(df):  # both sides come from one DataFrame: new column ids keep the cogroup unambiguous
-        return df.select(*(F.col(c).alias(c) for c in df.columns))
+    def fresh(df: DataFrame) -> DataFrame:  # both sides come from one DataFrame: new column ids
+        return df.select(*(F.col(c).alias(c) for c in df.columns))   # keep the cogroup unambiguous
 
     return (fresh(partitions).groupBy("cluster_id")
             .cogroup(fresh(brokers).groupBy("cluster_id"))
             .applyInPandas(_plan_group(settings, charts), PLANNED_SCHEMA))
 
 
-def plan_rows(planned):
+def plan_rows(planned: DataFrame) -> DataFrame:
     """The reassignment of the whole fleet as a table: one row per changed partition."""
     from pyspark.sql import functions as F
 
@@ -291,7 +369,7 @@ def plan_rows(planned):
             .select("cluster_id", "c.topic", "c.partition", "c.before", "c.after"))
 
 
-def metrics(planned):
+def metrics(planned: DataFrame) -> DataFrame:
     return planned.drop("files", "changes")
 
 
@@ -299,7 +377,7 @@ def metrics(planned):
 class Progress:
     """A progress bar on stderr for the Spark jobs of one job group (polls the status tracker)."""
 
-    def __init__(self, spark, group: str, label: str, enabled: bool) -> None:
+    def __init__(self, spark: SparkSession, group: str, label: str, enabled: bool) -> None:
         self.tracker = spark.sparkContext.statusTracker()
         self.group, self.label, self.enabled = group, label, enabled
         self.stop = threading.Event()
@@ -310,7 +388,7 @@ class Progress:
             self.thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.enabled:
             self.stop.set()
             self.thread.join()
@@ -348,7 +426,7 @@ class Progress:
 
 
 def run_pipeline(source: str, out: str, settings: PlanSettings, *, charts: bool = True,
-                 progress: bool = False, spark=None) -> str:
+                 progress: bool = False, spark: SparkSession | None = None) -> str:
     """Plan every cluster of ``source`` into ``out``; returns a one-line summary.
 
     ``out`` is a local (or shared, mounted) directory: the per-cluster files are written by the
@@ -367,7 +445,7 @@ def run_pipeline(source: str, out: str, settings: PlanSettings, *, charts: bool 
     errors = validation_errors(clusters, brokers, partitions).cache()
     bad = errors.select("cluster_id").distinct()
     if single and errors.limit(1).count():
-        raise ValueError(f"{source}: {errors.first()['error']}")
+        raise ValueError(f"{source}: {errors.collect()[0]['error']}")
     good_brokers = brokers.join(bad, "cluster_id", "left_anti")
     good_partitions = partitions.join(bad, "cluster_id", "left_anti")
     tables = os.path.join(out, "_tables")
@@ -377,13 +455,19 @@ def run_pipeline(source: str, out: str, settings: PlanSettings, *, charts: bool 
     try:
         group = f"plan-{os.getpid()}-{time.monotonic_ns()}"
         spark.sparkContext.setJobGroup(group, f"plan {n_clusters} cluster(s)")
+        # one task per cluster (up to 16 per core) and no coalescing of the "small" shuffle
+        # partitions: a cluster is seconds of Python, and the cores must share them evenly
+        spark.conf.set("spark.sql.shuffle.partitions", str(max(1, min(n_clusters, 16 * parallel))))
+        spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
         with Progress(spark, group, f"planning {n_clusters} cluster(s)", progress):
             plan_clusters(good_brokers, good_partitions, settings, charts=charts) \
                 .write.mode("overwrite").parquet(staging)
+        spark.conf.set("spark.sql.shuffle.partitions", str(max(1, min(n_clusters, 4 * parallel))))
+        spark.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")
         spark.sparkContext.setJobGroup("load", "write tables")
         planned = spark.read.parquet(staging)
         if single:
-            row = planned.first()
+            row = planned.collect()[0]
             if row["status"] != "planned":
                 raise ValueError(f"{source}: {row['error']}")
             write_outputs({f["name"]: bytes(f["content"]) for f in row["files"]}, out)
@@ -399,8 +483,9 @@ def run_pipeline(source: str, out: str, settings: PlanSettings, *, charts: bool 
         clusters.unpersist()
 
 
-def _load_fleet(spark, planned, *, clusters_count, brokers, partitions, errors, out, tables,
-                settings) -> str:
+def _load_fleet(spark: SparkSession, planned: DataFrame, *, clusters_count: int, brokers: DataFrame,
+                partitions: DataFrame, errors: DataFrame, out: str, tables: str,
+                settings: PlanSettings) -> str:
     from pyspark.sql import functions as F
 
     n_clusters = clusters_count
@@ -431,7 +516,7 @@ def _safe(cluster_id: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in cluster_id) or "_"
 
 
-def _fleet_report(out: str, settings: PlanSettings, rows, invalid) -> None:
+def _fleet_report(out: str, settings: PlanSettings, rows: Iterable[Row], invalid: Iterable[Row]) -> None:
     lines = [f"# Fleet plan: {settings.mode}", "",
              "| cluster | status | replica moves | repairs | leader changes | seconds |",
              "|---|---|---|---|---|---|"]
@@ -448,7 +533,8 @@ def _fleet_report(out: str, settings: PlanSettings, rows, invalid) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``spark-submit planner/pipeline.py --fleet DIR --mode cluster --out DIR``"""
+    """``python -m planner.pipeline --fleet DIR --mode cluster --out DIR`` (local[*]), or the same
+    arguments after ``spark-submit --master spark://HOST:7077 planner/pipeline.py``."""
     ap = argparse.ArgumentParser(prog="planner.pipeline", description=__doc__.splitlines()[0])
     ap.add_argument("--fleet", required=True, help="snapshot file or directory (JSON, JSON lines, Parquet)")
     ap.add_argument("--mode", required=True, choices=MODES)
@@ -471,4 +557,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from planner.pipeline import main as package_main  # one module, run with -m or as a file
+
+    sys.exit(package_main())

@@ -18,7 +18,7 @@ distinct level-``k`` keys among its replicas; it is *full* when it equals
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 from assignors.repair import NO_RACK, rack_levels
@@ -54,10 +54,7 @@ class RackTree:
         ids: dict[str, int] = {}
         keys: dict[int, tuple[int, ...]] = {}
         for b in sorted(levels):
-            keys[b] = tuple(
-                ids.setdefault(NO_RACK if prefix == NO_RACK else ("/" if slash else "") + "/".join(prefix),
-                               len(ids))
-                for prefix in levels[b])
+            keys[b] = tuple(ids.setdefault(_path(prefix, slash), len(ids)) for prefix in levels[b])
         names = [""] * len(ids)
         for name, i in ids.items():
             names[i] = name
@@ -85,3 +82,12 @@ class RackTree:
         """Distinct keys per level among the replicas that are in the tree."""
         return self.groups(replicas)
 
+
+
+def _path(prefix: Hashable, slash: bool) -> str:
+    """A level prefix of :func:`assignors.repair.rack_levels` (a tuple of path components, or
+    :data:`NO_RACK`) written as a path."""
+    if prefix == NO_RACK:
+        return NO_RACK
+    parts = prefix if isinstance(prefix, tuple) else (prefix,)
+    return ("/" if slash else "") + "/".join(map(str, parts))

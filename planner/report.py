@@ -1,31 +1,42 @@
-"""The Markdown report of a plan: summary, notes, bounds, per broker and per rack, moves.
+"""The Markdown report of a plan: summary, objectives, notes, bounds, batches, per broker and
+per rack, moves, and how to run it.
+
+Every bound and band names the threshold it uses (the balance band is ``avg * (1 +- threshold)``;
+the *ideal* is the band at threshold 0). Every target that the plan leaves unreached gets a line
+under "Targets not reached" naming what stops it (the mode, a budget, the brokers alive, or the
+constraints in the planner's notes), so the notes never say "every target was reached" next to a
+figure that misses its target.
 
 Pure and deterministic: the same plan and settings give the same text (no clock, no paths).
 """
 
 from __future__ import annotations
 
+from .execution import Execution, Limits, execution
+from .figures import Figures, plan_figures
 from .plan import MoveKind, Plan
 from .settings import PlanSettings
-from .state import ClusterState, describe
 
 MOVES_SHOWN = 100
+BATCHES_SHOWN = 100
+COMMANDED_BATCHES = 20     # batches whose commands are written out one by one
+NAMES_SHOWN = 20
 
 BOUND_TEXT = {
     "repairs_needed": "replicas to repair (placeholders, dead, unknown or forgotten brokers)",
-    "replica_moves_lower_bound": "replica moves lower bound: repairs + sum(max(0, count - hi))",
-    "replica_moves_tight_bound": "replica moves lower bound: max(that, sum(max(0, lo - count)))",
-    "diversity_repairs_needed": "replica moves lower bound: one per missing rack of a partition",
-    "bytes_band_lo": "byte band low end: mean - max(mean * threshold, largest partition)",
-    "bytes_band_hi": "byte band high end: mean + max(mean * threshold, largest partition)",
-    "bytes_moved_lower_bound": "bytes moved lower bound: max(bytes repaired + bytes above the band "
-                               "or capacity, bytes missing below the band)",
-    "replicas_band_lo": "replica band low end (lo)",
-    "replicas_band_hi": "replica band high end (hi)",
-    "leader_changes_lower_bound": "leader changes lower bound: sum(max(0, leaders - ceil))",
+    "replica_moves_lower_bound": "replica moves lower bound at threshold {t}: repairs + sum(max(0, count - hi))",
+    "replica_moves_tight_bound": "replica moves lower bound at threshold {t}: max(that, sum(max(0, lo - count)))",
+    "diversity_repairs_needed": "replica moves lower bound (any threshold): one per missing rack of a partition",
+    "bytes_band_lo": "byte band low end at threshold {t}: mean - max(mean * threshold, largest partition)",
+    "bytes_band_hi": "byte band high end at threshold {t}: mean + max(mean * threshold, largest partition)",
+    "bytes_moved_lower_bound": "bytes moved lower bound at threshold {t}: max(bytes repaired + bytes above "
+                               "the band or capacity, bytes missing below the band)",
+    "replicas_band_lo": "replica band low end (lo) at threshold {t}",
+    "replicas_band_hi": "replica band high end (hi) at threshold {t}",
+    "leader_changes_lower_bound": "leader changes lower bound (ideal band): sum(max(0, leaders - ceil))",
     "leader_changes_optimum": "leader changes, proven minimum for these replica lists",
-    "leaders_floor": "leader band floor(P/B)",
-    "leaders_ceil": "leader band ceil(P/B)",
+    "leaders_floor": "leader band floor(P/B) (ideal; the threshold applies to replicas and bytes)",
+    "leaders_ceil": "leader band ceil(P/B) (ideal; the threshold applies to replicas and bytes)",
 }
 
 
@@ -33,73 +44,254 @@ def _row(cells: list[object]) -> str:
     return "| " + " | ".join("-" if c is None else str(c) for c in cells) + " |"
 
 
-def _range(state: ClusterState, which: str) -> str:
-    s = state.replicas_spread if which == "replicas" else state.leaders_spread
+def _range(fig: Figures, which: str) -> str:
+    s = fig.replicas_spread if which == "replicas" else fig.leaders_spread
     return f"{s.min}-{s.max}"
 
 
-def _bytes(state: ClusterState) -> str:
-    alive = [b.bytes for b in state.brokers if b.alive]
+def _bytes(fig: Figures) -> str:
+    alive = [b.bytes for b in fig.brokers if b.alive]
     mean = sum(alive) / len(alive) if alive else 0
     if not mean:
         return "-"
     return f"{min(alive) / mean:.2f}-{max(alive) / mean:.2f} x mean"
 
 
-def _topic_excess(state: ClusterState, brokers: int) -> int:
-    """The most replicas of one topic on one broker beyond ``ceil(topic replicas / brokers) + 1``."""
-    return max((t.broker_max - (-(-t.replicas // brokers) + 1) for t in state.topics), default=0)
-
-
-def _over_capacity(state: ClusterState) -> int:
-    return sum(1 for b in state.brokers
+def _over_capacity(fig: Figures) -> int:
+    return sum(1 for b in fig.brokers
                if b.alive and b.capacity_bytes is not None and b.bytes > b.capacity_bytes)
 
 
-def _objectives(plan: Plan, before: ClusterState, after: ClusterState) -> list[str]:
+def _threshold(settings: PlanSettings) -> str:
+    return f"{settings.threshold}%"
+
+
+def _ideal(fig: Figures, which: str) -> str:
+    s = fig.replicas_spread if which == "replicas" else fig.leaders_spread
+    text = f"{s.floor}-{s.ceil}"
+    if which == "replicas" and fig.wider_than_alive:
+        text += " (unreachable: see \"Targets not reached\")"
+    return text
+
+
+def _objectives(plan: Plan, settings: PlanSettings, before: Figures, after: Figures, run: Execution) -> list[str]:
     """Each objective of :mod:`planner.replica_balance` before and after, with its target or
-    lower bound; the notes say which constraint stops one that is not reached."""
-    brokers = max(1, sum(b.alive for b in before.brokers))
-    size = {(p.topic, p.partition): p.size_bytes or 0 for p in plan.before.partitions}
-    moved = sum(size[(m.topic, m.partition)] for m in plan.moves if m.kind is not MoveKind.LEADER)
+    lower bound (and the threshold it is taken at)."""
+    t = _threshold(settings)
     lo, hi = plan.bound("replicas_band_lo"), plan.bound("replicas_band_hi")
     blo, bhi = plan.bound("bytes_band_lo"), plan.bound("bytes_band_hi")
     moves_bound = max((plan.bound(k) or 0) for k in
                       ("replica_moves_tight_bound", "diversity_repairs_needed", "repairs_needed"))
     rows: list[list[object]] = [
-        ["1. partitions lacking rack diversity", len(before.not_diverse), len(after.not_diverse), 0],
-        ["1. replicas on dead or unknown brokers, placeholders",
-         len(before.on_dead) + len(before.on_unknown) + len(before.placeholders),
-         len(after.on_dead) + len(after.on_unknown) + len(after.placeholders), 0],
+        ["1. partitions lacking rack diversity", before.not_diverse, after.not_diverse, 0],
+        ["1. replicas on dead or unknown brokers, placeholders", before.misplaced, after.misplaced, 0],
         ["1. brokers above capacity_bytes", _over_capacity(before), _over_capacity(after), 0],
         ["2. replicas per alive broker", _range(before, "replicas"), _range(after, "replicas"),
-         f"{lo}-{hi}" if lo is not None else "-"],
+         f"{lo}-{hi} (band at threshold {t})" if lo is not None else "-"],
         ["2. bytes per alive broker", _bytes(before), _bytes(after),
-         f"{blo}-{bhi} bytes" if blo is not None else "-"],
-        ["2. worst topic: replicas on one broker above ceil(R/B) + 1", _topic_excess(before, brokers),
-         _topic_excess(after, brokers), "0 (or forced by racks)"],
+         f"{blo}-{bhi} bytes (band at threshold {t})" if blo is not None else "-"],
+        ["2. worst topic: replicas on one broker above ceil(R/B) + 1", max(0, before.topic_excess),
+         max(0, after.topic_excess), "0 (or forced by racks)"],
         ["3. preferred leaders per alive broker", _range(before, "leaders"), _range(after, "leaders"),
-         f"{after.leaders_spread.floor}-{after.leaders_spread.ceil}"],
-        ["4. replica moves", "", plan.replica_moves, f">= {moves_bound}"],
-        ["4. bytes moved", "", moved, f">= {plan.bound('bytes_moved_lower_bound') or 0}"],
+         f"{after.leaders_spread.floor}-{after.leaders_spread.ceil} (ideal)"],
+        ["4. replica moves", "", plan.replica_moves, f">= {moves_bound} (threshold {t}, no budget)"],
+        ["4. bytes moved", "", run.bytes_moved,
+         f">= {plan.bound('bytes_moved_lower_bound') or 0} (threshold {t}, no budget)"],
         ["4. leader changes", "", plan.leader_changes,
-         f">= {plan.bound('leader_changes_lower_bound') or 0}"],
+         f">= {plan.bound('leader_changes_lower_bound') or 0} (ideal band, no budget)"],
     ]
     return ["## Objectives", "", "| objective | before | after | target or lower bound |",
             "|---|---|---|---|", *(_row(r) for r in rows), "",
-            "A target not reached is explained in the notes (the constraint that stops it).", ""]
+            "A target not reached is named under \"Targets not reached\" with what stops it.", ""]
 
 
-def render_report(plan: Plan, settings: PlanSettings) -> str:
-    before, after = describe(plan.before), describe(plan.after)
+def _blame(plan: Plan, settings: PlanSettings, data: bool, related: str | None) -> str:
+    """What stops a target: the mode, a budget, or the constraints in the planner's notes."""
+    if data and settings.mode == "leader":
+        return "leader mode moves no replicas (use --mode cluster)"
+    if settings.mode == "repair" and related != "repair":
+        return "repair mode only replaces replicas that cannot serve (use --mode cluster)"
+    if data and settings.max_moves is not None and plan.replica_moves >= settings.max_moves:
+        return f"the move budget is spent (--max-moves {settings.max_moves})"
+    if not data and settings.max_leader_changes is not None \
+            and plan.leader_changes >= settings.max_leader_changes:
+        return f"the leader-change budget is spent (--max-leader-changes {settings.max_leader_changes})"
+    if related is not None and any(related in n for n in plan.notes):
+        return "see the notes (the constraint that stops it)"
+    return ("no move keeps the hard constraints (rack diversity never reduced, no broker above its "
+            "capacity, topic caps)")
+
+
+def _unreached(plan: Plan, settings: PlanSettings, after: Figures) -> list[str]:
+    """One line per target the plan does not reach, with what stops it."""
+    out: list[str] = []
+    alive = sum(b.alive for b in after.brokers)
+    if after.not_diverse:
+        out.append(f"partitions lacking rack diversity: {after.not_diverse} after the plan, target 0: "
+                   + _blame(plan, settings, True, "diversity"))
+    if after.misplaced:
+        why = _blame(plan, settings, True, "repair")
+        if after.wider_than_alive and not (settings.mode == "leader" or "budget" in why):
+            why = (f"{after.wider_than_alive} partition(s) have more replicas than the {alive} alive "
+                   f"broker(s)")
+        out.append(f"replicas on dead or unknown brokers and placeholders: {after.misplaced} after the "
+                   f"plan, target 0: {why}")
+    over = _over_capacity(after)
+    if over:
+        out.append(f"brokers above capacity_bytes: {over} after the plan, target 0: "
+                   + _blame(plan, settings, True, "capacity"))
+    forgotten = set(settings.forgotten)
+    eligible = [b for b in after.brokers if b.alive and b.id not in forgotten]
+    t = _threshold(settings)
+    checks: list[tuple[str, list[int], int | None, int | None, str, bool, str]] = [
+        ("replicas per alive broker", [b.replicas for b in eligible], plan.bound("replicas_band_lo"),
+         plan.bound("replicas_band_hi"), f"band at threshold {t}", True, "replicas, outside"),
+        ("bytes per alive broker", [b.bytes for b in eligible], plan.bound("bytes_band_lo"),
+         plan.bound("bytes_band_hi"), f"band at threshold {t}", True, "bytes, outside"),
+    ]
+    if settings.mode in ("leader", "cluster"):
+        ls = after.leaders_spread
+        floor, ceil = plan.bound("leaders_floor"), plan.bound("leaders_ceil")
+        checks.append(("preferred leaders per alive broker", [b.leaders for b in eligible],
+                       ls.floor if floor is None else floor, ls.ceil if ceil is None else ceil,
+                       "ideal band", False, "leader"))
+    for label, values, low, high, band, data, related in checks:
+        if low is None or high is None or not values or low <= min(values) and max(values) <= high:
+            continue
+        out.append(f"{label}: {min(values)}-{max(values)} after the plan, {band} {low}-{high}: "
+                   + _blame(plan, settings, data, related))
+    rs = after.replicas_spread
+    if after.wider_than_alive:
+        out.append(f"the ideal replicas per alive broker ({rs.floor}-{rs.ceil}) is unreachable: "
+                   f"{after.wider_than_alive} partition(s) have more replicas than the {alive} alive "
+                   f"broker(s), and a broker holds one replica of a partition at most")
+    return out
+
+
+def _size(n: int) -> str:
+    """Bytes for people: ``1.50 GiB (1610612736 bytes)``."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit} ({n} bytes)"
+    return f"{n} bytes"
+
+
+def _duration(seconds: float) -> str:
+    whole = round(seconds)
+    if whole < 60:
+        return f"{seconds:.1f} s"
+    h, rest = divmod(whole, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
+
+
+def _batches(run: Execution, settings: PlanSettings) -> list[str]:
+    limits = run.limits
+    said = [f"at most {limits.batch_size} partitions" if limits.batch_size else "",
+            f"no broker in more than {limits.moves_per_broker} replica moves" if limits.moves_per_broker else "",
+            f"at most {_size(limits.bytes_per_batch)} copied" if limits.bytes_per_batch else ""]
+    lines = ["## Batches", ""]
+    if limits.any:
+        lines.append(f"{len(run.batches)} batch(es) (`reassignment-0001.json`, ...), each with "
+                     + ", ".join(x for x in said if x) + f"; at least {run.batches_lower_bound} are needed. "
+                     "Run them in order; in each, the partitions that only change their preferred leader "
+                     "come last.")
+    else:
+        lines.append("One batch: `reassignment.json` (`--batch-size`, `--max-moves-per-broker` or "
+                     "`--max-bytes-per-batch` split it).")
+    lines.append("")
+    throttle = settings.throttle
+    head = "| batch | partitions | replica moves | bytes moved | busiest broker (bytes in or out) |"
+    rule = "|---|---|---|---|---|"
+    if throttle:
+        head += " time at the throttle |"
+        rule += "---|"
+    lines += [head, rule]
+    for n, b in enumerate(run.batches[:BATCHES_SHOWN], 1):
+        broker, most = b.busiest
+        cells: list[object] = [f"{n:04d}" if limits.any else "all", len(b.partitions), b.replica_moves,
+                               b.bytes, f"{broker}: {most}" if broker is not None else "-"]
+        if throttle:
+            cells.append(_duration(b.seconds(throttle)))
+        lines.append(_row(cells))
+    if len(run.batches) > BATCHES_SHOWN:
+        lines.append(f"\n... and {len(run.batches) - BATCHES_SHOWN} more.")
+    total: list[object] = ["total", len(run.starting), run.replica_moves, run.bytes_moved, ""]
+    if throttle:
+        total.append(_duration(run.eta_seconds or 0.0))
+    lines += [_row(total), ""]
+    lines.append(f"Bytes moved: {_size(run.bytes_moved)} in all (the `size_bytes` of every replica copied; "
+                 "0 when the sizes are unknown).")
+    if throttle:
+        lines.append(f"Estimated time at `--throttle {throttle}` bytes/s: {_duration(run.eta_seconds or 0.0)} "
+                     "(per batch, its busiest broker's bytes in or out / throttle; Kafka throttles "
+                     "each broker's replication in and out at that rate).")
+    lines.append("")
+    return lines
+
+
+def _commands(run: Execution, settings: PlanSettings) -> list[str]:
+    throttle = f" --throttle {settings.throttle}" if settings.throttle else ""
+    files = ([f"reassignment-{n:04d}.json" for n in range(1, len(run.batches) + 1)]
+             if run.limits.any else ["reassignment.json"])
+    lines = [
+        "## Applying it", "",
+        "First check that no planned partition changed since the plan was made (from this directory; "
+        "exit 0 when none did, else one line per partition that did):", "",
+        "```",
+        "replica-assignor verify-plan --plan . --bootstrap-server HOST:9092",
+        "```", "",
+        "Then, batch by batch (`--verify` until it reports every partition complete; it also removes "
+        "the throttle):", "",
+        "```",
+    ]
+    for name in files[:COMMANDED_BATCHES]:
+        lines += [
+            f"kafka-reassign-partitions.sh --bootstrap-server HOST:9092 --execute{throttle} \\",
+            f"    --reassignment-json-file {name}",
+            "kafka-reassign-partitions.sh --bootstrap-server HOST:9092 --verify \\",
+            f"    --reassignment-json-file {name}",
+        ]
+    if len(files) > COMMANDED_BATCHES:
+        lines.append(f"# ... the same for {files[COMMANDED_BATCHES]} to {files[-1]}, in order")
+    lines += [
+        "kafka-leader-election.sh --bootstrap-server HOST:9092 --election-type preferred \\",
+        "    --path-to-json-file leader-election.json",
+        "```", "",
+    ]
+    if run.limits.any:
+        lines += ["(`reassignment.json` holds every batch at once.)", ""]
+    lines.append(f"`rollback.json` restores the current replica lists of {len(run.rollback)} partition(s).")
+    if run.not_rollbackable:
+        shown = ", ".join(f"{p.topic}-{p.partition} {list(p.replicas)}" for p in run.not_rollbackable[:NAMES_SHOWN])
+        more = f", ... ({len(run.not_rollbackable) - NAMES_SHOWN} more)" if len(run.not_rollbackable) > NAMES_SHOWN else ""
+        lines.append(f"{len(run.not_rollbackable)} partition(s) start on dead or unknown brokers or placeholders "
+                     f"and cannot be rolled back, only repaired again: {shown}{more}.")
+    lines.append("")
+    return lines
+
+
+def render_report(plan: Plan, settings: PlanSettings, *, figures: tuple[Figures, Figures] | None = None,
+                  run: Execution | None = None) -> str:
+    """The report (module doc); ``figures`` and ``run`` when the caller has them already."""
+    before, after = figures if figures is not None else plan_figures(plan)
+    if run is None:
+        run = execution(plan, Limits(settings.batch_size, settings.max_moves_per_broker,
+                                     settings.max_bytes_per_batch), settings.throttle)
     lines = [f"# Balance plan: {settings.mode}", ""]
-    opts = [f"mode `{settings.mode}`", f"threshold {settings.threshold}%"]
+    opts = [f"mode `{settings.mode}`", f"threshold {_threshold(settings)}"]
     if settings.max_moves is not None:
         opts.append(f"max moves {settings.max_moves}")
     if settings.max_leader_changes is not None:
         opts.append(f"max leader changes {settings.max_leader_changes}")
     if settings.batch_size:
         opts.append(f"batches of {settings.batch_size}")
+    if settings.max_moves_per_broker:
+        opts.append(f"max moves per broker and batch {settings.max_moves_per_broker}")
+    if settings.max_bytes_per_batch:
+        opts.append(f"max bytes per batch {settings.max_bytes_per_batch}")
+    if settings.throttle:
+        opts.append(f"throttle {settings.throttle} bytes/s")
     if settings.source:
         opts.append(f"input {settings.source}")
     alive = sum(b.alive for b in before.brokers)
@@ -109,42 +301,54 @@ def render_report(plan: Plan, settings: PlanSettings) -> str:
         "",
         "## Summary",
         "",
-        "| | before | after | ideal |",
+        "| | before | after | ideal (threshold 0) |",
         "|---|---|---|---|",
         _row(["replicas per alive broker", _range(before, "replicas"), _range(after, "replicas"),
-              f"{after.replicas_spread.floor}-{after.replicas_spread.ceil}"]),
+              _ideal(after, "replicas")]),
         _row(["preferred leaders per alive broker", _range(before, "leaders"), _range(after, "leaders"),
-              f"{after.leaders_spread.floor}-{after.leaders_spread.ceil}"]),
-        _row(["partitions lacking rack diversity", len(before.not_diverse), len(after.not_diverse), 0]),
-        _row(["replicas on dead or unknown brokers", len(before.on_dead) + len(before.on_unknown),
-              len(after.on_dead) + len(after.on_unknown), 0]),
-        _row(["placeholders", len(before.placeholders), len(after.placeholders), 0]),
+              _ideal(after, "leaders")]),
+        _row(["partitions lacking rack diversity", before.not_diverse, after.not_diverse, 0]),
+        _row(["replicas on dead or unknown brokers", before.on_dead + before.on_unknown,
+              after.on_dead + after.on_unknown, 0]),
+        _row(["placeholders", before.placeholders, after.placeholders, 0]),
         "",
         f"- replica moves: **{plan.replica_moves}** ({plan.repairs} repairs), "
-        f"partitions reassigned: {len(plan.changed())}",
+        f"partitions reassigned: {len(run.starting)}",
         f"- leader changes: **{plan.leader_changes}** "
-        f"(partitions in `leader-election.json`: {len(plan.leader_changed())})",
+        f"(partitions in `leader-election.json`: {len(run.leader_changed)})",
+        f"- bytes moved: {_size(run.bytes_moved)}"
+        + (f", about {_duration(run.eta_seconds or 0.0)} at the throttle" if settings.throttle else ""),
+        "- before executing: `replica-assignor verify-plan --plan DIR --bootstrap-server HOST:9092` "
+        "(see \"Applying it\")",
         "",
     ]
-    lines += _objectives(plan, before, after)
+    lines += _objectives(plan, settings, before, after, run)
     if plan.bounds:
+        t = _threshold(settings)
         lines += ["## Lower bounds and optima", "", "| bound | value |", "|---|---|"]
-        lines += [_row([BOUND_TEXT.get(k, k), v]) for k, v in plan.bounds]
+        lines += [_row([BOUND_TEXT[k].format(t=t) if k in BOUND_TEXT else k, v]) for k, v in plan.bounds]
         lines.append("")
-    lines += ["## Notes", ""]
-    lines += [f"- {n}" for n in plan.notes] or ["- none: every target was reached."]
-    lines += ["", "## Per broker", "",
+    unreached = _unreached(plan, settings, after)
+    lines += ["## Targets not reached", ""]
+    lines += [f"- {u}" for u in unreached] or ["- none: every target was reached."]
+    lines += ["", "## Notes", ""]
+    lines += [f"- {n}" for n in plan.notes] or ["- none."]
+    lines.append("")
+    lines += _batches(run, settings)
+    lines += ["## Per broker", "",
               "| broker | rack | alive | replicas before | replicas after | leaders before | leaders after |",
               "|---|---|---|---|---|---|---|"]
     after_by_id = {b.id: b for b in after.brokers}
+    forgotten = set(settings.forgotten)
     for b in before.brokers:
         a = after_by_id[b.id]
-        lines.append(_row([b.id, b.rack, "yes" if b.alive else "no", b.replicas, a.replicas,
-                           b.leaders, a.leaders]))
+        state = ("forgotten" if b.id in forgotten else "yes") if b.alive else "no"
+        lines.append(_row([b.id, b.rack, state, b.replicas, a.replicas, b.leaders, a.leaders]))
+    after_unknown = {x.id: x for x in after.unknown_brokers}
     for b in before.unknown_brokers:
-        a = next((x for x in after.unknown_brokers if x.id == b.id), None)
-        lines.append(_row([b.id, "?", "unknown", b.replicas, a.replicas if a else 0, b.leaders,
-                           a.leaders if a else 0]))
+        u = after_unknown.get(b.id)
+        lines.append(_row([b.id, "?", "unknown", b.replicas, u.replicas if u else 0, b.leaders,
+                           u.leaders if u else 0]))
     if before.racks:
         lines += ["", "## Per rack", "",
                   "| rack | level | alive brokers | replicas before | replicas after | leaders before "
@@ -152,11 +356,13 @@ def render_report(plan: Plan, settings: PlanSettings) -> str:
                   "|---|---|---|---|---|---|---|"]
         after_racks = {(r.level, r.rack): r for r in after.racks}
         for r in before.racks:
-            a = after_racks.get((r.level, r.rack))
-            lines.append(_row([r.rack, r.level, r.brokers, r.replicas, a.replicas if a else 0,
-                               r.leaders, a.leaders if a else 0]))
+            ra = after_racks.get((r.level, r.rack))
+            lines.append(_row([r.rack, r.level, r.brokers, r.replicas, ra.replicas if ra else 0,
+                               r.leaders, ra.leaders if ra else 0]))
     lines += ["", "## Moves", ""]
-    kinds = {k: sum(1 for m in plan.moves if m.kind is k) for k in MoveKind}
+    kinds = {k: 0 for k in MoveKind}
+    for m in plan.moves:
+        kinds[m.kind] += 1
     lines.append(", ".join(f"{v} {k.value}" for k, v in kinds.items()) + " (all in `moves.csv`).")
     if plan.moves:
         lines += ["", "| # | kind | topic | partition | from | to |", "|---|---|---|---|---|---|"]
@@ -164,18 +370,6 @@ def render_report(plan: Plan, settings: PlanSettings) -> str:
             lines.append(_row([n, m.kind.value, m.topic, m.partition, m.source, m.destination]))
         if len(plan.moves) > MOVES_SHOWN:
             lines.append(f"\n... and {len(plan.moves) - MOVES_SHOWN} more.")
-    lines += [
-        "", "## Applying it", "",
-        "```",
-        "kafka-reassign-partitions.sh --bootstrap-server HOST:9092 --execute \\",
-        "    --reassignment-json-file reassignment.json   # or each reassignment-NNNN.json in turn",
-        "kafka-reassign-partitions.sh --bootstrap-server HOST:9092 --verify \\",
-        "    --reassignment-json-file reassignment.json",
-        "kafka-leader-election.sh --bootstrap-server HOST:9092 --election-type preferred \\",
-        "    --path-to-json-file leader-election.json",
-        "```",
-        "",
-        "`rollback.json` restores the current replica lists.",
-        "",
-    ]
+    lines.append("")
+    lines += _commands(run, settings)
     return "\n".join(lines)

@@ -1,9 +1,9 @@
 """What a plan is asked for, and the one function that turns that request into a plan.
 
-:class:`PlanSettings` is the request (mode, threshold, budgets, batch size, forgotten brokers,
-source name, echoed in the report); :func:`make_plan` dispatches it to the balancing rule of its
-mode. The command line and the Spark pipeline both plan through :func:`make_plan`, so one snapshot
-and one set of settings give the same plan everywhere.
+:class:`PlanSettings` is the request (mode, threshold, budgets, batch limits and throttle,
+forgotten brokers, source name, echoed in the report); :func:`make_plan` dispatches it to the
+balancing rule of its mode. The command line and the Spark pipeline both plan through
+:func:`make_plan`, so one snapshot and one set of settings give the same plan everywhere.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ class PlanSettings:
     batch_size: int | None = None
     forgotten: tuple[int, ...] = ()
     source: str = ""
+    max_moves_per_broker: int | None = None    # batches: moves a broker takes part in
+    max_bytes_per_batch: int | None = None     # batches: bytes copied
+    throttle: int | None = None                # bytes/s, as kafka-reassign-partitions.sh --throttle
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -40,8 +43,10 @@ class PlanSettings:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name.replace('_', '-')} must be >= 0, got {value}")
-        if self.batch_size is not None and self.batch_size < 1:
-            raise ValueError(f"batch-size must be >= 1, got {self.batch_size}")
+        for name in ("batch_size", "max_moves_per_broker", "max_bytes_per_batch", "throttle"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name.replace('_', '-')} must be >= 1, got {value}")
 
 
 def make_plan(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:

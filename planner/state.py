@@ -157,11 +157,11 @@ def describe(snapshot: ClusterSnapshot, *, topics: bool = True) -> ClusterState:
     known = {b.id: b for b in snapshot.brokers}
     alive = sorted(b.id for b in snapshot.brokers if b.alive)
     alive_set = set(alive)
-    replicas = Counter()
-    leaders = Counter()
+    replicas: Counter[int] = Counter()
+    leaders: Counter[int] = Counter()
     sizes: Counter[int] = Counter()
-    per_topic: dict[str, Counter] = {}
-    topic_parts: Counter = Counter()
+    per_topic: dict[str, Counter[int]] = {}
+    topic_parts: Counter[str] = Counter()
     on_dead: list[Misplaced] = []
     on_unknown: list[Misplaced] = []
     placeholders: list[Misplaced] = []
@@ -209,15 +209,15 @@ def describe(snapshot: ClusterSnapshot, *, topics: bool = True) -> ClusterState:
         for b in sorted(x for x in replicas if x >= 0 and x not in known)
     )
     racks: dict[tuple[int, str], list[int]] = {}
-    for b in brokers:
-        keys = tree.keys_of(b.id)
-        if not b.alive or not keys:
+    for state in brokers:
+        broker_keys = tree.keys_of(state.id)
+        if not state.alive or not broker_keys:
             continue
-        for level, key in enumerate(keys):
+        for level, key in enumerate(broker_keys):
             entry = racks.setdefault((level + 1, tree.names[key]), [0, 0, 0])
             entry[0] += 1
-            entry[1] += b.replicas
-            entry[2] += b.leaders
+            entry[1] += state.replicas
+            entry[2] += state.leaders
     # the replicas the alive brokers will hold once repaired: every slot of every partition
     n_alive = len(alive)
     rep_counts = [replicas[b] for b in alive]
@@ -225,16 +225,16 @@ def describe(snapshot: ClusterSnapshot, *, topics: bool = True) -> ClusterState:
     rep_spread = spread(rep_counts, total_replicas, n_alive)
     lead_spread = spread(lead_counts, leadable, n_alive)
     repairs = len(on_dead) + len(on_unknown) + len(placeholders)
-    topics = []
+    topic_states = []
     for name in sorted(per_topic):
         counts = [per_topic[name][b] for b in alive] or [0]
-        topics.append(TopicState(name, topic_parts[name], sum(per_topic[name].values()),
+        topic_states.append(TopicState(name, topic_parts[name], sum(per_topic[name].values()),
                                  min(counts), max(counts)))
     return ClusterState(
         brokers=brokers,
         unknown_brokers=unknown,
         racks=tuple(RackState(name, level, n, r, lead) for (level, name), (n, r, lead) in sorted(racks.items())),
-        topics=tuple(topics),
+        topics=tuple(topic_states),
         partitions=len(parts),
         replicas=total_replicas,
         replicas_spread=rep_spread,
@@ -254,7 +254,7 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     out = []
     for k, row in enumerate(cells):
         out.append("  ".join(v.rjust(w) if v.lstrip("-").isdigit() else v.ljust(w)
-                             for v, w in zip(row, widths)).rstrip())
+                             for v, w in zip(row, widths, strict=True)).rstrip())
         if k == 0:
             out.append("  ".join("-" * w for w in widths))
     return out
@@ -285,7 +285,7 @@ def render(state: ClusterState, examples: int = 5) -> str:
     lines += [
         "",
         f"replicas per alive broker: {rs.min}-{rs.max} (mean {rs.mean:.2f} once repaired, ideal {rs.floor}-{rs.ceil}); "
-        f"at least {state.replica_moves_lower_bound} replica move(s) to balance",
+        f"at least {state.replica_moves_lower_bound} replica move(s) to reach the ideal band (threshold 0%)",
         f"preferred leaders per alive broker: {ls.min}-{ls.max} (mean {ls.mean:.2f}, ideal "
         f"{ls.floor}-{ls.ceil}); at least {state.leader_changes_lower_bound} leader change(s)",
     ]

@@ -33,7 +33,8 @@ class AiokafkaRequest:
 
     ALLOW_UNKNOWN_API_VERSION = False
 
-    def __init__(self, message_class: type, min_version: int | None = None, **fields: Any) -> None:
+    # message classes are kafka-python ``ApiMessage`` subclasses, which carry no type information
+    def __init__(self, message_class: type[Any], min_version: int | None = None, **fields: Any) -> None:
         self.message_class = message_class
         self.fields = fields
         self.min_version = min_version
@@ -80,7 +81,7 @@ class _ResponseType:
 
     __slots__ = ("response_class", "version")
 
-    def __init__(self, response_class: type, version: int) -> None:
+    def __init__(self, response_class: type[Any], version: int) -> None:
         self.response_class = response_class
         self.version = version
 

@@ -234,6 +234,15 @@ def open_admin_client(bootstrap_servers: str | Sequence[str], request_timeout_ms
     return admin
 
 
+def _reason(exc: BaseException) -> str:
+    """``Name: message`` once: kafka-python's errors already start their text with their name."""
+    text = str(exc).strip()
+    name = type(exc).__name__
+    if text.startswith(("[Error ", f"{name}:")):
+        return text
+    return f"{name}: {text}" if text else name
+
+
 def read_live_cluster(bootstrap_servers: str | Sequence[str], *, request_timeout_ms: int = 10_000,
                       admin_configs: Mapping[str, Any] | None = None,
                       with_sizes: bool = False) -> ClusterRead:
@@ -243,11 +252,11 @@ def read_live_cluster(bootstrap_servers: str | Sequence[str], *, request_timeout
     try:
         admin = open_admin_client(bootstrap_servers, request_timeout_ms, admin_configs)
     except (kafka_errors.KafkaError, OSError, ValueError) as exc:
-        raise ClusterReadError(f"cannot connect to {servers}: {type(exc).__name__}: {exc}") from None
+        raise ClusterReadError(f"cannot connect to {servers}: {_reason(exc)}") from None
     try:
         return read_cluster(admin, with_sizes=with_sizes)
     except (kafka_errors.KafkaError, OSError) as exc:
-        raise ClusterReadError(f"cannot describe {servers}: {type(exc).__name__}: {exc}") from None
+        raise ClusterReadError(f"cannot describe {servers}: {_reason(exc)}") from None
     finally:
         admin.close()
 

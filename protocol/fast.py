@@ -16,7 +16,7 @@ fields are tagged and omitted when they hold their defaults).
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .frame import frame
 
@@ -54,7 +54,7 @@ def encode_assignment_body(version: int, assignment: Mapping[int, Sequence[int]]
         marker = n + 1
         entries = [packer(p, marker, *reps, 0) for p, reps in items]
     else:
-        packers: dict[int, object] = {}
+        packers: dict[int, Callable[..., bytes]] = {}
         entries = []
         for p, reps in items:
             n = len(reps)

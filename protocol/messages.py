@@ -28,7 +28,7 @@ from kafka.protocol.metadata import (
 
 import schemas
 
-from .structure import check_request_body
+from .structure import checked_decoder, checker
 
 _registry = ResponseClassRegistry._response_class_registry
 _before = dict(_registry)  # our api key is known once the schema is loaded: remember them all
@@ -42,7 +42,7 @@ with warnings.catch_warnings():
 
     class CreateReplicaAssignmentRequest(ApiMessage, load_json=schemas):
         @property
-        def header_class(self):  # type: ignore[override]
+        def header_class(self):
             return _AssignmentRequestHeader
 
     # kafka-python registers every versioned class (Response[v]) as it is first built:
@@ -68,12 +68,22 @@ class _AssignmentRequestHeader(RequestHeader, init=False):
 
 
 # the header class is looked up on the class by with_header(); make it a plain attribute
-CreateReplicaAssignmentRequest.header_class = _AssignmentRequestHeader  # type: ignore[misc]
+CreateReplicaAssignmentRequest.header_class = _AssignmentRequestHeader
 
 @functools.cache
 def _body_decoder(cls, version: int):
     flexible = cls.flexible_version_q(version)
     return cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible, data_class=cls[None])
+
+
+@functools.cache
+def _checked_decoder(cls, version: int):
+    return checked_decoder(cls, version, _body_decoder(cls, version))
+
+
+@functools.cache
+def _checker(cls, version: int):
+    return checker(cls, version) or _checked_decoder(cls, version)
 
 
 def decode_body(cls, body: memoryview, version: int):
@@ -82,16 +92,22 @@ def decode_body(cls, body: memoryview, version: int):
 
     The body's structure is checked first, in linear time (protocol.structure): a body the
     codec would decode in more than linear time, or decode although a Kafka broker refuses it
-    (an overlong varint, a length past the end, a repeated tag, bytes after the body), raises
+    (an overlong varint, a length past the end, a repeated tag), raises
     :class:`protocol.structure.StructureError` before the codec sees it. Raises on bytes that
-    do not decode; ``version`` must be one the caller checked."""
-    clean = check_request_body(cls, version, body)
-    message, _ = _body_decoder(cls, version)(body if clean is None else clean, 0)
-    return message
+    do not decode; ``version`` must be one the caller checked. The check and the decoder are
+    one generated function per class and version."""
+    return _checked_decoder(cls, version)(body)
+
+
+def check_body(cls, body: memoryview, version: int) -> None:
+    """Refuse, as :func:`decode_body` would, a body whose content is not needed (ApiVersions):
+    the same check, plus the UTF-8 of its strings, without building the message."""
+    _checker(cls, version)(body)
 
 
 __all__ = [
     "CREATE_REPLICA_ASSIGNMENT_API_KEY",
+    "check_body",
     "decode_body",
     "ApiVersionsRequest",
     "ApiVersionsResponse",

@@ -3,9 +3,9 @@
 kafka-python's generated decoders trust their input: a varint may have any number of
 continuation bytes (each costs a big-integer shift: N bytes cost O(N^2)), a length is not
 checked against the bytes left, a tagged field in an array entry copies the rest of the body
-(N entries with a tag cost O(N * size)), a tag may repeat or claim more bytes than there are,
-and bytes after the body are ignored. A Kafka broker refuses all of these and closes the
-connection; so do we, before the generated decoder sees the bytes.
+(N entries with a tag cost O(N * size)), and a tag may repeat or claim more bytes than there
+are. We refuse all of these and close the connection, before the generated decoder sees
+the bytes.
 
 The walk is driven by the same field definitions the codec uses (the message class's parsed
 JSON schema, for the request's version); no message layout is written here by hand. It
@@ -16,7 +16,10 @@ checks, in time linear in the body's size:
   entries needs at least N times the smallest entry), checked before anything is walked;
 - tagged fields: each one's size fits, no tag twice, and a known tag's value takes exactly
   its size;
-- nothing is left after the body.
+- bytes after the body are ignored, as Kafka's request parser ignores them: librdkafka's
+  all-topics Metadata request (v9 and later) leaves a 4-byte array-count placeholder in
+  place, so its body reads as a complete request followed by 3 more bytes. Refusing them
+  would refuse the most used client; ignoring them costs nothing (they are never decoded).
 
 A body with unknown tagged fields (which the codec would keep aside and nobody reads) is
 handed to the codec without them, so that the codec never copies the rest of the body per
@@ -28,6 +31,7 @@ one today).
 from __future__ import annotations
 
 import functools
+import struct
 
 from kafka.protocol.schemas.fields.codecs.types import (
     UUID,
@@ -48,7 +52,7 @@ from .frame import MalformedFrameError
 _FIXED = 0  # (op, size)
 _STRING16 = 1  # int16 length, -1 = null
 _BYTES32 = 2  # int32 length, -1 = null
-_COMPACT = 3  # unsigned varint length + 1, 0 = null (compact string or bytes)
+_COMPACT = 3  # (op, is a string): unsigned varint length + 1, 0 = null (compact string or bytes)
 _ARRAY_FIXED = 4  # (op, compact, element size)
 _ARRAY = 5  # (op, compact, element op, element's smallest size)
 _STRUCT = 6  # (op, nullable, walk)
@@ -98,7 +102,7 @@ def _field_op(field, version: int, compact: bool, in_array: bool) -> tuple[tuple
         return (_FIXED, _FIXED_SIZES[codec]), _FIXED_SIZES[codec]
     if isinstance(codec, String) or codec is Bytes:
         if compact:
-            return (_COMPACT,), 1
+            return (_COMPACT, isinstance(codec, String)), 1
         return ((_STRING16,), 2) if isinstance(codec, String) else ((_BYTES32,), 4)
     raise NotImplementedError(f"field {field.name}: type {field.type_str} has no structural walk")
 
@@ -129,6 +133,177 @@ def _build(struct, version: int, compact: bool, in_array: bool) -> _Walk:
 def request_walk(cls, version: int) -> _Walk:
     """The walk of ``cls``'s body at ``version`` (built once)."""
     return _build(cls._struct, version, cls.flexible_version_q(version), in_array=False)
+
+
+def _emit_length(lines: list[str], compact: bool, width: int) -> None:
+    """Source for: ``n``, a length (-1: null), read at ``pos`` (``_length``, inlined)."""
+    if compact:
+        lines += ["    if pos < end and data[pos] < 0x80:",
+                  "        n = data[pos] - 1",
+                  "        pos += 1",
+                  "    else:",
+                  "        n, pos = _uvarint(data, pos, end)",
+                  "        n -= 1"]
+    else:
+        lines += [f"    if pos + {width} > end:",
+                  "        raise StructureError('truncated length', pos)",
+                  f"    n = _SIGNED{width}(data, pos)[0]",
+                  "    if n < -1:",
+                  "        raise StructureError(f'negative length {n}', pos)",
+                  f"    pos += {width}"]
+
+
+_FORMATS = {Int8: ">b", Int16: ">h", UnsignedInt16: ">H", Int32: ">i", Int64: ">q", Boolean: ">?"}
+
+
+@functools.cache
+def _field_walk(cls, version: int, name: str) -> tuple[tuple[tuple, ...], struct.Struct]:
+    """The ops of the untagged fields before ``name`` (a number), and its format."""
+    ops: list[tuple] = []
+    for field in cls._struct.untagged_fields(version):
+        if field.name == name:
+            return tuple(ops), struct.Struct(_FORMATS[field._type])
+        ops.append(_field_op(field, version, cls.flexible_version_q(version), in_array=False)[0])
+    raise KeyError(f"{cls.__name__} v{version} has no field {name}")
+
+
+def peek_field(cls, version: int, body, name: str) -> int:
+    """The value of the number field ``name`` of a request body, without decoding the rest:
+    the fields before it are walked (checked as by :func:`check_request_body`), so its cost is
+    that of the fields before it (a constant when they are numbers or arrays of numbers)."""
+    ops, fmt = _field_walk(cls, version, name)
+    pos, end = 0, len(body)
+    for op in ops:
+        pos = _op(op, body, pos, end, None)
+    if pos + fmt.size > end:
+        raise StructureError("truncated field", end)
+    return fmt.unpack_from(body, pos)[0]
+
+
+def _top_level_source(walk: _Walk, env: dict, strings: bool) -> list[str] | None:
+    """Source checking the top level of ``walk`` (indented for a function body that has
+    ``data``, ``end`` and ``strips``), leaving ``pos`` after the body; what nests (arrays of
+    structs, structs) goes through the general walk. Generated from the same ops, so it checks
+    exactly what :func:`_walk` checks. With ``strings`` it also decodes every string as UTF-8,
+    as the codec does (None when a string is nested, where only the codec decodes it)."""
+    lines = ["    pos = 0"]
+    for i, op in enumerate(walk.ops):
+        kind = op[0]
+        if kind == _FIXED:
+            lines += [f"    pos += {op[1]}",
+                      "    if pos > end:",
+                      "        raise StructureError('truncated field', end)"]
+        elif kind in (_COMPACT, _STRING16, _BYTES32):
+            _emit_length(lines, kind == _COMPACT, 2 if kind == _STRING16 else 4)
+            lines += ["    if n > end - pos:",
+                      "        raise StructureError(f'a string or bytes of {n} bytes with {end - pos} left', pos)",
+                      "    if n > 0:"]
+            if strings and (kind == _STRING16 or (kind == _COMPACT and op[1])):
+                lines.append("        str(data[pos:pos + n], 'utf-8')")
+            lines.append("        pos += n")
+        elif kind == _ARRAY_FIXED:
+            lines.append("    start = pos")
+            _emit_length(lines, op[1], 4)
+            lines += ["    if n > 0:",
+                      f"        if n * {op[2]} > end - pos:",
+                      f"            raise StructureError(f'an array of {{n}} entries ({{n * {op[2]}}} bytes) with "
+                      "{end - pos} bytes left', start)",
+                      f"        pos += n * {op[2]}"]
+        else:
+            if strings and _has_strings(op):
+                return None
+            env[f"OP{i}"] = op
+            lines.append(f"    pos = _op(OP{i}, data, pos, end, strips)")
+    if walk.flexible:
+        if strings and any(_has_strings(op) for op in walk.tags.values()):
+            return None
+        lines += ["    if pos < end and data[pos] == 0:",
+                  "        pos += 1",
+                  "    else:",
+                  "        pos = _tagged(WALK, data, pos, end, strips)"]
+    return lines
+
+
+def _has_strings(op: tuple) -> bool:
+    kind = op[0]
+    if kind == _STRING16 or (kind == _COMPACT and op[1]):
+        return True
+    if kind == _ARRAY:
+        return _has_strings(op[2])
+    if kind in (_STRUCT, _ARRAY_STRUCT):
+        walk = op[2]
+        return any(_has_strings(o) for o in walk.ops) or any(_has_strings(o) for o in walk.tags.values())
+    return False
+
+
+def _generate(name: str, head: list[str], body: list[str], tail: list[str], env: dict):
+    exec(compile("\n".join(head + body + tail), name, "exec"), env)  # noqa: S102
+    return env["generated"]
+
+
+def _env(walk: _Walk) -> dict:
+    return {"StructureError": StructureError, "_uvarint": _uvarint, "_op": _op, "_tagged": _tagged, "WALK": walk,
+            "_SIGNED2": struct.Struct(">h").unpack_from, "_SIGNED4": struct.Struct(">i").unpack_from,
+            "_without": _without}
+
+
+@functools.cache
+def _compiled(cls, version: int):
+    """check(data, end, strips) -> the position after the body: the walk's top level as one
+    generated function."""
+    walk = request_walk(cls, version)
+    env = _env(walk)
+    body = _top_level_source(walk, env, strings=False)
+    assert body is not None
+    return _generate(f"<structure:{cls.__name__}_v{version}>", ["def generated(data, end, strips):"], body,
+                     ["    return pos"], env)
+
+
+def checked_decoder(cls, version: int, decode):
+    """``decoder(body) -> message``: the walk, then ``decode(body, 0)`` (the codec's compiled
+    decoder) on the body, or on a copy without its unknown tagged fields; one generated function
+    per api and version, so a request pays no dispatch between the check and the codec."""
+    walk = request_walk(cls, version)
+    env = _env(walk)
+    env["DECODE"] = decode
+    body = _top_level_source(walk, env, strings=False)
+    assert body is not None
+    return _generate(f"<structure:{cls.__name__}_v{version}:decode>",
+                     ["def generated(data):", "    end = len(data)", "    strips = []"], body,
+                     ["    if strips:", "        data = _without(data, strips)", "    return DECODE(data, 0)[0]"], env)
+
+
+def checker(cls, version: int):
+    """``check(body)``, raising on exactly the bodies that the walk plus the codec refuse, or None
+    when that needs the codec (a string inside an array, a struct or a known tagged field).
+
+    Why it refuses the same bodies without decoding: once the walk has passed, every length is
+    within the body and every varint within 5 bytes, so the codec cannot run past the end; the
+    only other thing it refuses is a string that is not UTF-8, which this check decodes too
+    (numbers, booleans and byte strings take any bits). ``tests/unit/test_body_check.py`` checks
+    the equivalence on mutated bodies."""
+    walk = request_walk(cls, version)
+    env = _env(walk)
+    body = _top_level_source(walk, env, strings=True)
+    if body is None:
+        return None
+    return _generate(f"<structure:{cls.__name__}_v{version}:check>",
+                     ["def generated(data):", "    end = len(data)", "    strips = None"], body, [], env)
+
+
+def _without(body, strips: list) -> bytes:
+    """``body`` without the unknown tagged fields the walk found (``strips``)."""
+    data = body if isinstance(body, memoryview) else memoryview(body)
+    pieces: list[bytes | memoryview] = []
+    last = 0
+    for start, stop, kept in strips:
+        pieces.append(data[last:start])
+        pieces.append(_uvarint_bytes(len(kept)))
+        for tag, value_start, value_end in kept:
+            pieces += (_uvarint_bytes(tag), _uvarint_bytes(value_end - value_start), data[value_start:value_end])
+        last = stop
+    pieces.append(data[last:])
+    return b"".join(pieces)
 
 
 def _uvarint(data, pos: int, end: int) -> tuple[int, int]:
@@ -287,21 +462,6 @@ def check_request_body(cls, version: int, body) -> bytes | None:
     """Check ``body`` (a request of ``cls`` at ``version``, after its header); raise
     :class:`StructureError` naming what is wrong. Returns None when the codec may decode
     ``body`` as it is, or a copy without its unknown tagged fields for the codec to decode."""
-    data = body if isinstance(body, memoryview) else memoryview(body)
-    end = len(data)
     strips: list = []
-    pos = _walk(request_walk(cls, version), data, 0, end, strips)
-    if pos != end:
-        raise StructureError(f"{end - pos} bytes after the end of the request", pos)
-    if not strips:
-        return None
-    pieces: list[bytes | memoryview] = []
-    last = 0
-    for start, stop, kept in strips:
-        pieces.append(data[last:start])
-        pieces.append(_uvarint_bytes(len(kept)))
-        for tag, value_start, value_end in kept:
-            pieces += (_uvarint_bytes(tag), _uvarint_bytes(value_end - value_start), data[value_start:value_end])
-        last = stop
-    pieces.append(data[last:])
-    return b"".join(pieces)
+    _compiled(cls, version)(body, len(body), strips)  # what follows the body is ignored, as by Kafka
+    return _without(body, strips) if strips else None

@@ -21,6 +21,7 @@ from .handlers import api_versions, metadata
 from .health import remove_status, write_status
 from .isolation import AssignorPool
 from .metrics import Metrics, MetricsServer
+from .request_memory import RequestMemory
 from .security import UsersFileError, UserStore, build_ssl_context
 from .state import ServerState
 
@@ -66,6 +67,8 @@ class ReplicaAssignorServer:
         ssl_context = build_ssl_context(cfg) if listener.uses_tls else None
         users = None
         if listener.uses_sasl:
+            # load_config's checks refuse a SASL listener without sasl.users.file
+            assert cfg.sasl_users_file is not None
             try:
                 users = UserStore(cfg.sasl_users_file)
             except UsersFileError as exc:
@@ -78,7 +81,7 @@ class ReplicaAssignorServer:
         self.state = state = ServerState(
             config=cfg, assignor=assignor, assignor_name=cfg.replica_assignor_class_name,
             source=source, executor=executor, advertised=listener, listener=listener, users=users,
-            metrics=metrics,
+            metrics=metrics, request_memory=RequestMemory(cfg.queued_max_request_bytes),
         )
         if metrics.enabled:
             metrics.connections.set_function(lambda: len(state.connections))
@@ -128,8 +131,12 @@ class ReplicaAssignorServer:
             loop=type(loop).__module__.split(".")[0])
         if self.worker is None:
             if self.status_file:
-                write_status(self.status_file, state.listener,
-                             (self._metrics_server.host, self.metrics_port) if self._metrics_server else None)
+                bound: tuple[str, int] | None = None
+                if self._metrics_server:
+                    host, port = self._metrics_server.host, self.metrics_port
+                    assert host is not None and port is not None  # set once MetricsServer.start returned
+                    bound = (host, port)
+                write_status(self.status_file, state.listener, bound)
             log.info("server_started", **fields)
         else:
             log.info("worker_started", pid=os.getpid(), **fields)

@@ -17,6 +17,8 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from protocol.client_config import ClientConfigError
+from protocol.client_config import parse_properties as read_properties_text
 from protocol.security import SECURITY_PROTOCOLS, uses_sasl, uses_tls
 
 
@@ -205,10 +207,10 @@ _PEM_ONLY = {"ssl_keystore_type", "ssl_truststore_type"}
 def _convert(key: str, value: str, base_dir: Path | None):
     attr = _KEYS[key]
     if attr in {"listeners", "advertised_listeners"}:
-        items = [v for v in value.split(",") if v.strip()]
-        if attr == "listeners" and not items:
+        specs = [v for v in value.split(",") if v.strip()]
+        if attr == "listeners" and not specs:
             raise ConfigError("listeners: at least one listener is required")
-        return tuple(Listener.parse(v, key) for v in items)
+        return tuple(Listener.parse(v, key) for v in specs)
     if attr == "replica_assignor_random_seed":
         return None if value.strip() == "" else _int(key, value)
     if attr in {"enable_under_replicated_topic_creation"}:
@@ -351,22 +353,11 @@ def _check(config: ServerConfig) -> ServerConfig:
 
 
 def parse_properties(text: str, source: str = "<config>") -> dict[str, str]:
-    """Java-properties subset: ``key=value`` or ``key: value``, ``#``/``!`` comments, ``\\`` continuations."""
-    props: dict[str, str] = {}
-    pending = ""
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = pending + raw.strip()
-        pending = ""
-        if not line or line[0] in "#!":
-            continue
-        if line.endswith("\\"):
-            pending = line[:-1]
-            continue
-        sep = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
-        if sep < 0:
-            raise ConfigError(f"{source}:{lineno}: expected key=value, got {raw.strip()!r}")
-        props[line[:sep].strip()] = line[sep + 1:].strip()
-    return props
+    """The server's properties file, in the one Java-properties reader the clients use too."""
+    try:
+        return read_properties_text(text, source)
+    except ClientConfigError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def load_config(path: str | os.PathLike | None = None,

@@ -72,27 +72,27 @@ _UNSUPPORTED_VERSION = kafka_errors.UnsupportedVersionError.errno
 # loop iteration, behind the other connections)
 _TURN_FRAMES = 64
 _TURN_BYTES = 32 * 1024
-# answers of one turn are handed to the transport once they reach this size (it then
-# says whether the peer keeps up: pause_writing)
-_OUT_FLUSH_BYTES = 64 * 1024
 
 
 class _Slot:
     """A response to come: ``response`` is None until ``task`` finishes."""
 
-    __slots__ = ("response", "task", "outcome", "close_reason")
+    __slots__ = ("response", "task", "outcome", "close_reason", "header", "size")
 
-    def __init__(self, response, task, outcome, close_reason) -> None:
+    def __init__(self, response, task, outcome, close_reason, header=None, size: int = 0) -> None:
         self.response = response
         self.task = task
         self.outcome = outcome
         self.close_reason = close_reason
+        # the request's header and size, for a body found malformed off the loop
+        self.header = header
+        self.size = size
 
 
 class KafkaConnection(asyncio.Protocol):
     __slots__ = ("state", "transport", "conn_id", "peer", "principal", "sasl", "_buf", "_queue", "_closing",
                  "_idle_handle", "_ip", "_loop", "_last_active", "_max_frame", "_read_paused", "_write_paused",
-                 "_blocked", "_failing", "_metrics", "_counted", "_out", "_out_bytes", "_log_requests",
+                 "_blocked", "_failing", "_metrics", "_counted", "_out", "_log_requests",
                  "_memory", "_charged", "_memory_wait", "_turn", "_max_inflight", "_answered",
                  "_ssl_context", "_handshake", "_lost", "_early")
 
@@ -102,7 +102,8 @@ class KafkaConnection(asyncio.Protocol):
         self._handshake: asyncio.Task | None = None
         self._lost = False
         self._early: bytearray | None = None  # bytes read before the TLS layer took the transport over
-        self.transport: asyncio.Transport | None = None
+        # set by connection_made (then by the TLS upgrade) before any other call uses it
+        self.transport: asyncio.Transport = None  # type: ignore[assignment]
         self.conn_id = 0
         self.peer = ""
         self.principal = ANONYMOUS
@@ -112,7 +113,7 @@ class KafkaConnection(asyncio.Protocol):
         self._queue: deque[_Slot] = deque()
         self._closing = False
         self._idle_handle: asyncio.TimerHandle | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by connection_made
         self._last_active = 0.0
         self._max_frame = state.config.socket_request_max_bytes
         self._read_paused = False
@@ -124,8 +125,7 @@ class KafkaConnection(asyncio.Protocol):
         self._metrics = state.metrics
         self._counted = False
         # answers gathered during one read (None outside one), written with a single send
-        self._out: list[bytes] | None = None
-        self._out_bytes = 0
+        self._out: list[bytes | bytearray] | None = None
         self._answered = 0  # bytes of the answers computed on the loop (the turn's budget counts them)
         self._log_requests = state.config.log_level == "debug"
         memory = state.request_memory
@@ -405,7 +405,6 @@ class KafkaConnection(asyncio.Protocol):
         # immediate answers of this read are written together: one send for a pipelined batch;
         # so are its log lines, after the answers
         self._out = []
-        self._out_bytes = 0
         held = hold_lines()
         try:
             self._process_frames()
@@ -423,24 +422,26 @@ class KafkaConnection(asyncio.Protocol):
         if out:
             self.transport.write(out[0] if len(out) == 1 else b"".join(out))
             out.clear()
-            self._out_bytes = 0
 
     def _process_frames(self) -> None:
         buf = self._buf
         pos = 0
         n = len(buf)
-        max_inflight = self._max_inflight
-        out = self._out
-        assert out is not None  # within _process
         queue = self._queue
+        max_inflight = self._max_inflight
+        # frames this turn may start: each one adds at most one answer to the queue or to
+        # self._out (answers not yet handed to the transport count as in flight)
+        room = min(_TURN_FRAMES, max_inflight - len(queue))
         frames = 0
-        spent = 0  # bytes read and answered in this turn
+        # bytes read (pos, with the size prefixes) and answered (self._answered) in this turn
+        budget = _TURN_BYTES + self._answered
+        # (the transport says pause_writing only when written to, which the loop below does not do
+        # but on the way to a close: self._write_paused is read once)
+        write_paused = self._write_paused
         while n - pos >= 4:
-            # an answer counts until the transport has it; the transport counts it after that
-            if len(queue) >= max_inflight or self._write_paused:
-                break  # resumed by an answer done (_completed) or by resume_writing
-            if (frames >= _TURN_FRAMES or len(queue) + len(out) >= max_inflight
-                    or spent >= _TURN_BYTES):
+            if frames >= room or pos + self._answered >= budget or write_paused:
+                if write_paused or len(queue) >= max_inflight:
+                    break  # resumed by an answer done (_completed) or by resume_writing
                 if pos:
                     del buf[:pos]
                     pos = 0
@@ -459,14 +460,10 @@ class KafkaConnection(asyncio.Protocol):
             payload = bytes(buf[pos + 4:end])
             pos = end
             frames += 1
-            answered = self._answered
             if not self._request(payload):
                 return
-            spent += size + self._answered - answered
             if self._blocked or self._failing is not None:
                 break
-            if self._out_bytes >= _OUT_FLUSH_BYTES:
-                self._drain_out()  # the transport may say pause_writing now
         if pos:
             del buf[:pos]
 
@@ -475,7 +472,7 @@ class KafkaConnection(asyncio.Protocol):
         sasl = self.sasl
         if sasl is not None and sasl.raw:  # after SaslHandshake v0: a bare token, no Kafka header
             outcome = self._metrics.begin(sasl_authenticate.API_KEY)
-            self._dispatch(sasl_authenticate.handle_raw(self.state, payload, self), outcome, exclusive=True)
+            self._dispatch(sasl_authenticate.handle_raw(self.state, payload, self), outcome, True, None, None)
             return not self._closing
         try:
             header = peek_header(payload)
@@ -511,16 +508,8 @@ class KafkaConnection(asyncio.Protocol):
                 result = api.handle(self.state, header, view[offset:], self)
             else:
                 result = api.handle(self.state, header, view[offset:])
-        except StructureError as exc:  # what a Kafka broker refuses, or what would not decode in linear time
-            log.warning("frame_rejected", conn_id=self.conn_id, peer=self.peer, api_key=header.api_key,
-                        api_version=version, correlation_id=header.correlation_id, reason=exc.reason,
-                        offset=exc.offset, size=len(payload))
-            self.close("malformed request", api_key=header.api_key, api_version=version,
-                       correlation_id=header.correlation_id, error=str(exc))
-            return False
         except Exception as exc:  # a body that does not decode, or anything else wrong with it
-            self.close("malformed request", api_key=header.api_key, api_version=version,
-                       correlation_id=header.correlation_id, error=f"{type(exc).__name__}: {exc}")
+            self._refuse(header, len(payload), exc)
             return False
         if sasl is not None and header.api_key == _API_VERSIONS and supported:
             sasl.api_versions_answered()
@@ -529,10 +518,22 @@ class KafkaConnection(asyncio.Protocol):
             # logger does; assignments log their own request_handled at info
             log.debug("request_handled", api_key=header.api_key, api_version=version,
                       correlation_id=header.correlation_id, error_code=_response_error_code(header, result))
-        self._dispatch(result, outcome, exclusive=api.connection_bound)
+        self._dispatch(result, outcome, api.connection_bound, header, payload)
         return True
 
-    def _dispatch(self, result, outcome, exclusive: bool) -> None:
+    def _refuse(self, header, size: int, exc: Exception) -> None:
+        """Close for a request body that does not decode (found on the loop, or off it for a large one)."""
+        if isinstance(exc, StructureError):  # what a Kafka broker refuses, or what would not decode in linear time
+            log.warning("frame_rejected", conn_id=self.conn_id, peer=self.peer, api_key=header.api_key,
+                        api_version=header.api_version, correlation_id=header.correlation_id, reason=exc.reason,
+                        offset=exc.offset, size=size)
+            error = str(exc)
+        else:
+            error = f"{type(exc).__name__}: {exc}"
+        self.close("malformed request", api_key=header.api_key, api_version=header.api_version,
+                   correlation_id=header.correlation_id, error=error)
+
+    def _dispatch(self, result, outcome, exclusive: bool, header, payload: bytes | None) -> None:
         """Queue a handler's result: bytes now, or an awaitable whose answer comes later."""
         failing = self._failing
         if isinstance(result, (bytes, bytearray)):
@@ -545,17 +546,19 @@ class KafkaConnection(asyncio.Protocol):
             elif not self._queue:
                 if self._out is not None:
                     self._out.append(result)
-                    self._out_bytes += len(result)
                 else:
                     self.transport.write(result)
             else:
                 self._queue.append(_Slot(result, None, None, None))
             return
         task = self._loop.create_task(result)
-        slot = _Slot(None, task, outcome, failing)
+        slot = _Slot(None, task, outcome, failing, header, len(payload) if payload is not None else 0)
         self._queue.append(slot)
         self.state.tasks.add(task)
-        task.add_done_callback(lambda t, s=slot: self._completed(t, s))
+        def done(t: asyncio.Task[bytes], s: _Slot = slot) -> None:
+            self._completed(t, s)
+
+        task.add_done_callback(done)
         if exclusive:
             self._blocked = True
         self._update_reading()
@@ -563,11 +566,16 @@ class KafkaConnection(asyncio.Protocol):
     # -- writing ---------------------------------------------------------------------
     def _completed(self, task: asyncio.Task, slot: _Slot) -> None:
         self.state.tasks.discard(task)
-        if task.cancelled() or self._closing:
+        if task.cancelled():
             return
-        exc = task.exception()
+        exc = task.exception()  # retrieved even when closing: asyncio would log it as never retrieved
+        if self._closing:
+            return
         if exc is not None:
-            self.close("request failed", error=f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, MalformedFrameError) and slot.header is not None:
+                self._refuse(slot.header, slot.size, exc)  # a large body, decoded off the loop
+            else:
+                self.close("request failed", error=f"{type(exc).__name__}: {exc}")
             return
         slot.response = task.result()
         slot.task = None
@@ -614,7 +622,7 @@ def _feed(protocol: asyncio.BaseProtocol, data: bytes | bytearray) -> None:
         buffer = protocol.get_buffer(len(view))
         n = min(len(buffer), len(view))
         buffer[:n] = view[:n]
-        protocol.buffer_updated(n)
+        protocol.buffer_updated(n)  # type: ignore[attr-defined]  # a BufferedProtocol, by get_buffer
         view = view[n:]
 
 

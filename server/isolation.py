@@ -11,7 +11,12 @@ calls run in worker processes:
 - **Deadline.** Cancelling a running call kills its worker. The request handler waits
   with ``asyncio.wait_for(loop.run_in_executor(...), timeoutMs)``; when the deadline
   passes, asyncio cancels the call, the worker is killed (SIGKILL) and the client gets
-  REQUEST_TIMED_OUT. A new worker takes its place.
+  REQUEST_TIMED_OUT. A new worker takes its place. Each worker is the leader of its own
+  process group and the kill (at the deadline, on retirement, at shutdown) goes to the
+  group, so a process a plug-in forked dies with it; a worker holds no file descriptor but
+  its standard streams and its socket (the zygote's control socket is closed in it and
+  close-on-exec in the zygote), and the server shuts its end of a killed worker's socket,
+  so that no descendant can keep a slot busy.
 - **Memory.** Each worker's address space is capped (``RLIMIT_AS`` =
   ``replica.assignor.worker.max.memory.bytes``): a plug-in that allocates without bound
   gets ``MemoryError``, which becomes REPLICA_ASSIGNOR_FAILED, and the worker is retired.
@@ -31,8 +36,9 @@ so forking it is safe.
 
 Calls. ``submit(fn, *args)`` pickles ``fn`` (by reference: a module-level function) and
 its arguments, which must be plain values: the request handler submits
-``place_detached(assignor name, placement, random state, principal, KIP-409 settings)``
-(server/handlers/create_replica_assignment.py), never the server's state. Pickling has
+``answer_detached(assignor name, placement or raw request body, version, view, limits, random
+state, principal, KIP-409 settings)`` (server/handlers/create_replica_assignment.py), never the
+server's state; it answers with the encoded response body (bytes, not the assignment's integers). Pickling has
 no side effect on what it pickles; the cluster view's read-only maps travel as dicts and
 come back read-only. A worker's assignor is its own (:func:`worker_assignor`), built once
 in the zygote from ``replica.assignor.class.name`` and inherited by every fork.
@@ -146,6 +152,7 @@ def _portable(exc: BaseException) -> BaseException:
 def zygote_main() -> None:
     """Entry point of the zygote process (``python -c`` with the control socket's fd)."""
     ctrl = socket.socket(fileno=int(sys.argv[1]))
+    ctrl.set_inheritable(False)  # Popen's pass_fds made it inheritable: no program a plug-in runs gets it
     os.dup2(2, 1)  # a plug-in's print() must not reach the server's stdout (its JSON logs)
     sys.stdout = sys.stderr
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the server decides
@@ -173,15 +180,32 @@ def zygote_main() -> None:
         pid = os.fork()
         if pid == 0:
             try:
+                # its own process group, so that a kill reaches whatever a plug-in forks too
+                os.setpgid(0, 0)
                 ctrl.close()
                 ours.close()
+                _close_fds_except(theirs.fileno())
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 _worker_loop(theirs, init["memory_limit"])
             finally:
                 os._exit(0)
+        with contextlib.suppress(OSError):  # also here: the group exists before the server can kill it
+            os.setpgid(pid, pid)
         theirs.close()
         socket.send_fds(ctrl, [_LEN.pack(pid)], [ours.fileno()])
         ours.close()
+
+
+def _close_fds_except(keep: int) -> None:
+    """A worker holds its standard streams and its own socket, nothing the zygote had open."""
+    try:
+        fds = sorted(int(name) for name in os.listdir("/proc/self/fd"))
+    except OSError:
+        fds = list(range(3, 1024))
+    for fd in fds:
+        if fd > 2 and fd != keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def _worker_loop(sock: socket.socket, memory_limit: int) -> None:
@@ -249,11 +273,18 @@ class _Worker:
         if self.killed is not None:
             return
         self.killed = reason
+        # the worker's process group: the worker and whatever a plug-in forked in it
+        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+            os.killpg(self.pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, OSError):
             if self._pidfd is not None:
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
             else:
                 os.kill(self.pid, signal.SIGKILL)
+        # the slot never waits for an EOF that a descendant outside the group (setsid) could hold
+        # back: the server's end stops here, and the thread reading it sees the end at once
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         self.sock.close()

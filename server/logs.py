@@ -16,6 +16,7 @@ import time
 
 import orjson
 import structlog
+from structlog.typing import Processor
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
@@ -128,7 +129,7 @@ def configure_logging(log_format: str = "auto", level: str = "info", stream=None
     use_console = log_format == "console" or (log_format == "auto" and stream.isatty())
     stream = _LossyStream(stream)
     _STREAMS[:] = [stream]
-    shared = [
+    shared: list[Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         _iso_timestamp,

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from assignors import UnknownAssignorError, load_assignor_class
+from protocol.version import package_version
 
 from .app import ReplicaAssignorServer
 from .config import ConfigError, load_config
@@ -16,6 +17,7 @@ from .runtime import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, run_server
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="replica-assignor-server",
                                 description="Kafka-protocol replica assignor server (KIP-879 CreateReplicaAssignment).")
+    p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     p.add_argument("--config", metavar="FILE", help="server.properties (Kafka property style)")
     p.add_argument("--override", metavar="KEY=VALUE", action="append", default=[],
                    help="set one property, over the file (repeatable)")

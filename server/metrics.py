@@ -187,14 +187,13 @@ class MetricsServer:
             self._server.close()
             try:
                 await asyncio.wait_for(self._server.wait_closed(), 2.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             status, ctype, body = await asyncio.wait_for(self._answer(reader), self.READ_TIMEOUT_S)
-        except (asyncio.TimeoutError, asyncio.LimitOverrunError, ValueError, ConnectionError,
-                asyncio.IncompleteReadError):
+        except (TimeoutError, asyncio.LimitOverrunError, ValueError, ConnectionError, asyncio.IncompleteReadError):
             status, ctype, body = "400 Bad Request", "text/plain; charset=utf-8", b"bad request\n"
         try:
             writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import kafka.errors as kafka_errors
 
 from protocol.frame import RequestHeaderPeek, frame, patch_correlation_id
-from protocol.messages import ApiVersionsRequest, ApiVersionsResponse, decode_body
+from protocol.messages import ApiVersionsRequest, ApiVersionsResponse, check_body
 
 from ..state import ServerState
 
@@ -51,6 +51,6 @@ def handle(state: ServerState, header: RequestHeaderPeek, body: memoryview) -> b
     version = header.api_version
     if version > MAX_VERSION or version < MIN_VERSION:
         return patch_correlation_id(state.templates[(API_KEY, -1)], header.correlation_id)
-    # decode the body so that a malformed request is refused like any other
-    decode_body(ApiVersionsRequest, body, version)
+    # check the body so that a malformed request is refused like any other (its content is not needed)
+    check_body(ApiVersionsRequest, body, version)
     return patch_correlation_id(state.templates[(API_KEY, version)], header.correlation_id)

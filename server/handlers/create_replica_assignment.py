@@ -47,8 +47,9 @@ from assignors.validate import (
 )
 from protocol.errors import error_for_exception
 from protocol.fast import encode_assignment_body, encode_assignment_frame
-from protocol.frame import RequestHeaderPeek, frame
+from protocol.frame import MalformedFrameError, RequestHeaderPeek, frame
 from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse, decode_body
+from protocol.structure import StructureError, peek_field
 
 from ..isolation import worker_assignor
 from ..security import authorize, current_principal
@@ -182,12 +183,49 @@ def place_detached(assignor_name: str, placement: Placement, rng_state: tuple[An
         min_insync_replicas=min_insync_replicas)
 
 
-def _encode(version: int, correlation_id: int, assignment: dict[int, list[int]] | MemoEntry | None,
+# a request body larger than this is decoded, checked and interpreted off the event loop too
+# (answer_detached): walking, decoding and interpreting cost about a microsecond per byte, so
+# on the loop a request costs at most a few milliseconds
+DETACHED_BODY_BYTES = 8 * 1024
+
+
+def answer_detached(assignor_name: str, request: Placement | bytes, version: int, view: ClusterView | None,
+                    max_partitions: int, rng_state: tuple[Any, ...], principal: str, under_replicated: bool,
+                    min_insync_replicas: int) -> tuple[Any, ...]:
+    """Off the event loop: a whole answer, so that nothing of the request's size runs on the loop.
+
+    ``request`` is a :class:`Placement` (a request decoded on the loop) or the raw body of a
+    large request (over :data:`DETACHED_BODY_BYTES`), which is checked, decoded and interpreted
+    here against ``view``, as :func:`handle` does on the loop. Then :func:`place_detached`
+    places and validates, and the response body is encoded here too. Returns plain values
+    (what a worker process may send back): ``("answer", response body, partitions)``, or
+    ``("malformed", reason, offset, error)`` for a body that does not decode (the connection
+    closes, as for a small one). Invalid requests raise the typed errors of ``assignors``."""
+    if isinstance(request, bytes):
+        assert view is not None
+        try:
+            decoded = decode_body(CreateReplicaAssignmentRequest, memoryview(request), version)
+        except StructureError as exc:
+            return ("malformed", exc.reason, exc.offset, str(exc))
+        except Exception as exc:  # noqa: BLE001 - a body that does not decode closes the connection
+            return ("malformed", None, None, f"{type(exc).__name__}: {exc}")
+        placement = interpret(decoded, version, view, max_partitions)
+    else:
+        placement = request
+    assignment = place_detached(assignor_name, placement, rng_state, principal, under_replicated,
+                                min_insync_replicas)
+    return ("answer", encode_assignment_body(version, assignment), len(assignment))
+
+
+def _encode(version: int, correlation_id: int, assignment: Assignment | MemoEntry | _Encoded | None,
             exc: BaseException | None) -> bytes:
     if type(assignment) is MemoEntry:
         body = assignment.derived(version, functools.partial(encode_assignment_body, version))
         return frame(correlation_id, body, flexible_header=True)
     if exc is None:
+        if isinstance(assignment, _Encoded):  # encoded off the loop (answer_detached)
+            return frame(correlation_id, assignment.body, flexible_header=True)
+        assert assignment is not None and not isinstance(assignment, MemoEntry)
         # straight from tuples; byte-identical to the codec (tests/conformance/test_fast_encode.py)
         return encode_assignment_frame(version, correlation_id, assignment)
     error = error_for_exception(exc)
@@ -200,8 +238,11 @@ def _encode(version: int, correlation_id: int, assignment: dict[int, list[int]] 
 
 def handle(state: ServerState, header: RequestHeaderPeek,
            body: memoryview) -> bytes | Coroutine[Any, Any, bytes]:
-    """Decode and validate on the loop; place inline when small, else in the executor."""
+    """Decode and validate on the loop; place inline when small, else in the executor. A body
+    over DETACHED_BODY_BYTES is not even decoded here: the executor does all of it."""
     version = header.api_version
+    if len(body) > DETACHED_BODY_BYTES:
+        return _detached_body(state, header, body)
     request = decode_body(CreateReplicaAssignmentRequest, body, version)
     started = time.perf_counter()
     principal = current_principal.get()
@@ -225,38 +266,79 @@ def handle(state: ServerState, header: RequestHeaderPeek,
         except Exception as exc:  # framework bug: never crash the connection
             return _finish(state, header, None, ReplicaAssignorError(f"internal error: {exc!r}"), started)
         return _finish(state, header, result, None, started)
-    return _run_in_executor(state, header, placement, hand_over(rng), started, principal)
+    return _run_in_executor(state, header, placement, None, hand_over(rng), started, principal,
+                            placement.timeout_ms)
 
 
-async def _run_in_executor(state: ServerState, header: RequestHeaderPeek, placement: Placement,
-                           rng_state: tuple[Any, ...], started: float, principal: str) -> bytes:
+def _detached_body(state: ServerState, header: RequestHeaderPeek, body: memoryview) -> bytes | Coroutine[Any, Any, bytes]:
+    """A large request: authorized here, everything else in the executor (answer_detached)."""
+    started = time.perf_counter()
+    principal = current_principal.get()
+    if not authorize(state, principal):
+        return _finish(state, header, None, AuthorizationError(
+            f"Principal {principal} is not allowed to call CreateReplicaAssignment."), started)
+    raw = bytes(body)
+    seed = state.config.replica_assignor_random_seed
+    rng = request_rng(seed, raw if seed is not None else b"")
+    # the deadline, read without decoding the body (the fields before timeoutMs are numbers)
+    timeout_ms = peek_field(CreateReplicaAssignmentRequest, header.api_version, body, "timeout_ms")
+    return _run_in_executor(state, header, raw, state.source.view(), hand_over(rng), started, principal,
+                            timeout_ms)
+
+
+async def _run_in_executor(state: ServerState, header: RequestHeaderPeek, request: Placement | bytes,
+                           view: ClusterView | None, rng_state: tuple[Any, ...], started: float, principal: str,
+                           timeout_ms: int) -> bytes:
     loop = asyncio.get_running_loop()
-    timeout = max(placement.timeout_ms, 1) / 1000.0
+    timeout = max(timeout_ms, 1) / 1000.0
     cfg = state.config
-    future = loop.run_in_executor(state.executor, place_detached, state.assignor_name, placement, rng_state,
-                                  principal, cfg.enable_under_replicated_topic_creation, cfg.min_insync_replicas)
+    future = loop.run_in_executor(state.executor, answer_detached, state.assignor_name, request,
+                                  header.api_version, view, cfg.max_partitions_per_request, rng_state, principal,
+                                  cfg.enable_under_replicated_topic_creation, cfg.min_insync_replicas)
     try:
         result = await asyncio.wait_for(future, timeout)
     except TimeoutError:
         exc = AssignmentTimeoutError(
-            f"Assignor {state.assignor_name} did not finish within timeoutMs={placement.timeout_ms}.")
+            f"Assignor {state.assignor_name} did not finish within timeoutMs={timeout_ms}.")
         return _finish(state, header, None, exc, started)
     except AssignmentError as exc:
         return _finish(state, header, None, exc, started)
     except Exception as exc:
         return _finish(state, header, None, ReplicaAssignorError(f"internal error: {exc!r}"), started)
-    return _finish(state, header, result, None, started)
+    if result[0] == "malformed":
+        _, reason, offset, error = result
+        raise StructureError(reason, offset) if reason is not None else MalformedFrameError(error)
+    _, response_body, partitions = result
+    return _finish(state, header, _Encoded(response_body, partitions), None, started)
 
 
-def _finish(state: ServerState, header: RequestHeaderPeek, result: Assignment | MemoEntry | None,
+class _Encoded:
+    """A response body encoded off the loop (answer_detached), and how many partitions it has."""
+
+    __slots__ = ("body", "partitions")
+
+    def __init__(self, body: bytes, partitions: int) -> None:
+        self.body = body
+        self.partitions = partitions
+
+    def __len__(self) -> int:
+        return self.partitions
+
+
+def _finish(state: ServerState, header: RequestHeaderPeek, result: Assignment | MemoEntry | _Encoded | None,
             exc: BaseException | None, started: float) -> bytes:
     out = _encode(header.api_version, header.correlation_id, result, exc)
     code = 0 if exc is None else error_for_exception(exc).errno
     elapsed = time.perf_counter() - started
     state.metrics.assignment_handled(state.assignor_name, code, elapsed)
+    if exc is None:  # the common line, without a dict of its fields in between
+        log.info("request_handled", api_key=API_KEY, api_version=header.api_version,
+                 correlation_id=header.correlation_id, assignor=state.assignor_name, error_code=0,
+                 duration_ms=round(elapsed * 1000, 3),
+                 partitions=len(result.assignment) if isinstance(result, MemoEntry) else len(result) if result else 0)
+        return out
     fields = dict(api_key=API_KEY, api_version=header.api_version, correlation_id=header.correlation_id,
-                  assignor=state.assignor_name, error_code=code, duration_ms=round(elapsed * 1000, 3),
-                  partitions=len(result.assignment) if isinstance(result, MemoEntry) else len(result) if result else 0)
+                  assignor=state.assignor_name, error_code=code, duration_ms=round(elapsed * 1000, 3), partitions=0)
     if exc is not None:
         fields["error_message"] = getattr(exc, "message", str(exc))
         if isinstance(exc, ReplicaAssignorError):

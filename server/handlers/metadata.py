@@ -46,5 +46,5 @@ def handle(state: ServerState, header: RequestHeaderPeek, body: memoryview) -> b
     names = [t.name for t in (request.topics or []) if t.name]
     if not names:
         return patch_correlation_id(state.templates[(API_KEY, version)], header.correlation_id)
-    body = _response(state, version, names).encode(version=version)
-    return frame(header.correlation_id, body, flexible_header=MetadataResponse.flexible_version_q(version))
+    encoded = _response(state, version, names).encode(version=version)
+    return frame(header.correlation_id, encoded, flexible_header=MetadataResponse.flexible_version_q(version))

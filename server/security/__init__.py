@@ -15,7 +15,7 @@ from .authorizer import authorize
 from .principal import ANONYMOUS, current_principal, principal_from_certificate, user_principal
 from .sasl import AuthenticationFailed, SaslSession
 from .tls import build_ssl_context
-from .users import ScramCredential, UserStore, UsersFileError, scram_credential
+from .users import ScramCredential, UsersFileError, UserStore, scram_credential
 
 __all__ = [
     "ANONYMOUS",

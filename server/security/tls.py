@@ -26,6 +26,8 @@ def build_ssl_context(config: ServerConfig) -> ssl.SSLContext:
     ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
     ctx.options |= ssl.OP_NO_COMPRESSION | ssl.OP_NO_RENEGOTIATION | ssl.OP_CIPHER_SERVER_PREFERENCE
     path = config.ssl_keystore_location
+    # load_config's checks refuse a TLS listener without ssl.keystore.location
+    assert path is not None
     try:
         ctx.load_cert_chain(path, password=config.ssl_key_password)
     except ssl.SSLError as exc:  # (an OSError too: first)

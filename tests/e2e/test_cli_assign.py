@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 from kafka.errors import KafkaError
 
-from protocol.client import AsyncReplicaAssignorAdminClient, ReplicaAssignorAdminClient
+from cli.common import DEFAULT_TIMEOUT_MS
+from protocol.client import (
+    AsyncReplicaAssignorAdminClient,
+    CreateReplicaAssignmentOptions,
+    ReplicaAssignorAdminClient,
+)
 from tests.servers import ServerThread
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,8 +88,10 @@ def test_deterministic_mode_repeats_the_answer(racked_server) -> None:
 
 
 def _admin_plan(server, n: int, rf: int) -> dict[int, list[int]]:
+    # the CLI's --timeout-ms default is the request's timeoutMs, part of the bytes sent
+    options = CreateReplicaAssignmentOptions(timeout_ms=DEFAULT_TIMEOUT_MS)
     with ReplicaAssignorAdminClient(server.bootstrap) as admin:
-        return admin.create_replica_assignment(n, rf).assignments()
+        return admin.create_replica_assignment(n, rf, options=options).assignments()
 
 
 def _reassignment_file(path: Path, topic: str, plan: dict[int, list[int]]) -> Path:

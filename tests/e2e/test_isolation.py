@@ -18,6 +18,8 @@ from kafka.protocol.metadata import ApiVersionsRequest
 
 from protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
 from protocol.errors import ReplicaAssignorFailedError
+from tests.e2e.forking_plugins import FORK
+from tests.e2e.forking_plugins import PID_FILE_VARIABLE as FORKING_PID_FILE
 from tests.e2e.security_plugins import CRASH, HUGE_OUTPUT, MEMORY_HOG, RAISE, SLEEP, SPIN
 from tests.servers import ServerProcess, ServerThread, read_frame
 
@@ -155,3 +157,36 @@ def test_unseeded_answers_still_vary_across_the_process_boundary():
             ReplicaAssignorAdminClient(running.bootstrap) as admin:
         answers = {repr(sorted(admin.create_replica_assignment(12, 3).assignments().items())) for _ in range(20)}
     assert len(answers) > 1
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped by its new parent, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_plugin_that_forks_keeps_no_worker_slot(tmp_path):
+    """Finding 10: a plug-in forks a child that holds the worker's socket and sleeps, then hangs.
+    At timeoutMs the whole process group is killed: the child too, and no slot waits for it.
+    Four such requests on two workers, then plug-in requests are answered as usual."""
+    pid_file = tmp_path / "children"
+    with ServerProcess("--override", "replica.assignor.class.name=tests.e2e.forking_plugins.ForkingAssignor",
+                       "--override", "replica.assignor.max.workers=2",
+                       env={FORKING_PID_FILE: str(pid_file)}) as running:
+        with ReplicaAssignorAdminClient(running.bootstrap) as admin:
+            for _ in range(4):
+                with pytest.raises(kafka_errors.RequestTimedOutError):
+                    admin.create_replica_assignment(FORK, 3, None, CreateReplicaAssignmentOptions(timeout_ms=500))
+            children = [int(line) for line in pid_file.read_text().split()]
+            assert len(children) == 4
+            for _ in range(4):  # both workers answer, each within the usual time
+                _valid(admin.create_replica_assignment(6, 3, None,
+                                                       CreateReplicaAssignmentOptions(timeout_ms=5_000)).assignments(),
+                       6, 3)
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [pid for pid in children if _alive(pid)]

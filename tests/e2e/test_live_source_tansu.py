@@ -204,6 +204,8 @@ def test_sizes_degrade_on_a_cluster_without_describe_log_dirs(tansu, tmp_path, c
     assert cli_main(["balance", "--bootstrap-server", tansu.bootstrap, "--mode", "replica",
                      "--no-charts", "--out", str(out)]) == 0
     stdout, stderr = capsys.readouterr()
-    assert stderr == "note: partition sizes unknown: the cluster does not support DescribeLogDirs\n"
+    note, reminder = stderr.splitlines()
+    assert note == "note: partition sizes unknown: the cluster does not support DescribeLogDirs"
+    assert reminder.startswith("before executing, check that nothing moved since: replica-assignor verify-plan")
     assert stdout.startswith("0 replica move(s)")
     assert (out / "reassignment.json").exists()

@@ -121,7 +121,7 @@ class Wire:
             return self.sock.recv(1) == b""
         except ConnectionResetError:
             return True
-        except socket.timeout:
+        except TimeoutError:
             return False
 
     def api_versions(self) -> ApiVersionsResponse:

@@ -94,7 +94,7 @@ def brokers_lists(draw, max_brokers=12, even_racks=False):
             racks = draw(st.lists(st.sampled_from([f"rack-{i}" for i in range(n_racks)]),
                                   min_size=n, max_size=n))
     ids = draw(st.lists(st.integers(0, 99), min_size=n, max_size=n, unique=True))
-    return [BrokerMetadata(i, r) for i, r in zip(ids, racks)]
+    return [BrokerMetadata(i, r) for i, r in zip(ids, racks, strict=True)]
 
 
 @st.composite

@@ -1,4 +1,5 @@
-"""One local Spark session for every Spark test (no ``.master()``: the default local[*])."""
+"""One local Spark session for every Spark test (no ``.master()``: the default local[*]), its driver
+on loopback. tests/spark/test_standalone_cluster.py runs spark-submit processes instead."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ def spark():
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -9,12 +9,20 @@ import os
 import pytest
 
 from assignors.snapshot import ClusterSnapshot
+from bench.snapshots import SnapshotSpec, generate
 from planner.outputs import render_outputs
-from planner.settings import PlanSettings, make_plan
 from planner.pipeline import (
-    broker_rows, broker_state, normalise, partition_rows, rack_state, read_snapshots, run_pipeline,
-    topic_state, validation_errors,
+    broker_rows,
+    broker_state,
+    normalise,
+    partition_rows,
+    rack_state,
+    read_snapshots,
+    run_pipeline,
+    topic_state,
+    validation_errors,
 )
+from planner.settings import PlanSettings, make_plan
 
 pytestmark = pytest.mark.spark
 
@@ -100,3 +108,48 @@ def test_state_transforms(spark, tmp_path):
     topics = {r.topic: (r.partitions, r.replicas, r.broker_min, r.broker_max)
               for r in topic_state(brokers, partitions).collect()}
     assert topics == {"t": (2, 4, 1, 2), "u": (1, 1, 0, 0)}
+
+
+def test_fleet_honours_capacity_and_sizes_like_the_single_cluster_path(spark, tmp_path):
+    """Sized partitions and brokers' capacity_bytes reach the planner on the --fleet path: each
+    cluster's files are the single-cluster command's, and differ from a plan without capacity."""
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    clusters = {f"sized-{seed}": generate(SnapshotSpec(brokers=10, partitions=200, new=2, dead=1, hot=2,
+                                                       capacity=1.25, seed=seed))
+                for seed in (1, 2)}
+    clusters["too-full"] = generate(SnapshotSpec(brokers=9, partitions=120, new=2, dead=1, hot=2,
+                                                 capacity=1.2, seed=2))
+    for name, data in clusters.items():
+        (fleet / f"{name}.json").write_text(json.dumps(data))
+    settings = PlanSettings("cluster", threshold=10)
+    out = tmp_path / "plans"
+    summary = run_pipeline(str(fleet), str(out), settings, charts=False, spark=spark)
+    assert "2 of 3 cluster(s) planned" in summary and "1 failed" in summary
+    for name in ("sized-1", "sized-2"):
+        data = clusters[name]
+        assert all("capacity_bytes" in b for b in data["brokers"])
+        assert all("size_bytes" in p for p in data["partitions"])
+        core = make_plan(ClusterSnapshot.from_dict(data), settings)
+        expected = render_outputs(core, settings, charts=False)
+        assert {f: (out / name / f).read_bytes() for f in os.listdir(out / name)} == expected
+        uncapped = {**data, "brokers": [{k: v for k, v in b.items() if k != "capacity_bytes"}
+                                        for b in data["brokers"]]}
+        assert make_plan(ClusterSnapshot.from_dict(uncapped), settings).after != core.after
+    with pytest.raises(ValueError, match="capacity infeasible") as single:
+        make_plan(ClusterSnapshot.from_dict(clusters["too-full"]), settings)
+    assert f"| too-full | failed: ValueError: {single.value}" in (out / "fleet-report.md").read_text()
+    assert not (out / "too-full").exists()
+
+
+def test_parquet_fleet_without_the_optional_fields(spark, tmp_path):
+    """A Parquet fleet written before capacity_bytes existed still reads (the field is null)."""
+    rows = [{"cluster_id": "old", "brokers": [{"id": 1, "rack": "a"}, {"id": 2, "rack": "b"}],
+             "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2]}]}]
+    path = tmp_path / "fleet.parquet"
+    spark.createDataFrame(rows, "cluster_id string, brokers array<struct<id:long,rack:string>>, "
+                                "partitions array<struct<topic:string,partition:long,replicas:array<long>>>") \
+        .write.parquet(str(path))
+    clusters = normalise(read_snapshots(spark, str(path)))
+    assert [(r.id, r.capacity_bytes) for r in broker_rows(clusters).collect()] == [(1, None), (2, None)]
+    assert [r.size_bytes for r in partition_rows(clusters).collect()] == [None]

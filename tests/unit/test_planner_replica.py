@@ -4,6 +4,7 @@ explained, threshold, forgotten brokers."""
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.cluster_balance import cluster_balance
 from planner.racks import RackTree
-from planner.replica_balance import replica_balance
+from planner.replica_balance import _Balancer, replica_balance
 from tests.property.plan_invariants import check_plan
 
 
@@ -138,9 +139,10 @@ def test_disk_skew_is_evened_by_swaps():
     parts = [PartitionEntry("t", 10 * b + p, (b,), size_bytes=sizes[b]) for b in (1, 2, 3) for p in range(10)]
     snap = ClusterSnapshot(brokers, tuple(parts))
     plan = replica_balance(snap, threshold=10)
-    # mean 200, slack max(10%, the largest partition 30): [170, 230]; counts [9, 11]
-    assert (plan.bound("bytes_band_lo"), plan.bound("bytes_band_hi")) == (170, 230)
-    check_plan(plan, replica_band=(9, 11), byte_band=(170, 230))
+    # the strict band mean * (1 -+ 10%) = [180, 220] (the largest partition, 30, is inside it);
+    # counts [9, 11]
+    assert (plan.bound("bytes_band_lo"), plan.bound("bytes_band_hi")) == (180, 220)
+    check_plan(plan, replica_band=(9, 11), byte_band=(180, 220))
     assert all({m.source, m.destination} == {1, 2} for m in plan.moves)   # broker 3 is in band
     assert replica_balance(plan.after, threshold=10).moves == ()
 
@@ -204,3 +206,50 @@ def test_module_docstring_example():
     assert [(m.topic, m.partition, m.source, m.destination) for m in plan.moves] == [
         ("y", 1, 1, 6), ("x", 1, 1, 5), ("x", 3, 2, 5), ("x", 2, 4, 6)]
     assert plan.leader_changes == 0
+
+
+def grown_cluster(brokers: int) -> ClusterSnapshot:
+    """``brokers`` brokers in 3 racks, a tenth of them new and empty; topics of 100 partitions
+    of RF 3 laid out like Kafka's rack-alternating round robin with a per-topic shift (which
+    puts three replicas of a topic on some brokers), sizes from a fixed seed."""
+    rnd = random.Random(5)
+    ids = [BrokerEntry(i, f"r{i % 3}") for i in range(brokers)]
+    old = brokers - brokers // 10
+    parts = []
+    for t in range(5 * brokers // 3):
+        start, shift = rnd.randrange(old), rnd.randrange(old)
+        for p in range(100):
+            first = (start + p) % old
+            reps = [first]
+            k = 0
+            while len(reps) < 3:
+                b = (first + 1 + (shift + k) % (old - 1)) % old
+                k += 1
+                if b % 3 not in {r % 3 for r in reps}:
+                    reps.append(b)
+            parts.append(PartitionEntry(f"t{t:04d}", p, tuple(reps), size_bytes=1 + int(rnd.expovariate(1e-6))))
+    return ClusterSnapshot(tuple(ids), tuple(parts))
+
+
+def test_work_grows_linearly_with_the_cluster(monkeypatch):
+    # the operations that scale (a placement check, a receiver looked at) per run: four times
+    # the brokers and partitions may cost four times the work, with room for log factors, not
+    # the sixteen times of a broker scan per move
+    calls = Counter()
+    for name in ("fits", "caps_ok", "load_key", "allowed_leaves"):
+        original = getattr(_Balancer, name)
+
+        def counted(self, *args, _original=original, _name=name, **kwargs):
+            calls[_name] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(_Balancer, name, counted)
+    work = []
+    for brokers in (30, 120):
+        calls.clear()
+        plan = replica_balance(grown_cluster(brokers), threshold=10)
+        check_plan(plan, topic_caps=True, diversity=True)
+        work.append((sum(calls.values()), plan.replica_moves))
+    (small, small_moves), (large, large_moves) = work
+    assert large_moves >= 3 * small_moves
+    assert large <= 6 * small, work

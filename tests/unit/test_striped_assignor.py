@@ -279,7 +279,7 @@ def fenced_clusters(draw):
     fenced = draw(st.lists(st.booleans(), min_size=n, max_size=n))
     if all(fenced):
         fenced[draw(st.integers(0, n - 1))] = False
-    cluster = ClusterView.of(list(zip(range(n), racks)), fenced={b for b in range(n) if fenced[b]})
+    cluster = ClusterView.of(list(zip(range(n), racks, strict=True)), fenced={b for b in range(n) if fenced[b]})
     return cluster, draw(st.integers(1, n)), draw(st.integers(1, 30))
 
 

@@ -17,7 +17,8 @@ from assignors import (
 )
 from assignors.default import DefaultReplicaAssignor
 from assignors.striped import StripedReplicaAssignor
-from assignors.under_replicated import check_placeholders, observed_view, place_under_replicated
+from assignors.under_replicated import observed_view, place_under_replicated
+from assignors.validate import check_placeholders
 
 B = BrokerMetadata
 

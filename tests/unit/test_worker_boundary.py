@@ -14,7 +14,7 @@ import pytest
 
 from assignors import ANONYMOUS, ClusterView, ReplicaAssignor, create_assignor
 from assignors.default import DefaultReplicaAssignor
-from assignors.memo import MemoEntry, MemoizableAssignor
+from assignors.memo import MemoEntry, MemoizableAssignor, PlacementMemo
 from server.config import load_config
 from server.handlers.create_replica_assignment import (
     Placement,
@@ -145,3 +145,20 @@ def test_a_one_method_plugin_is_placed_and_never_asked_to_draw():
     assert type(inline) is dict
     assert inline == _plain(compute(_state(), placement, random.Random(11)))
     assert len(state.memo) == 0
+
+
+class _Forgetful(ReplicaAssignor, MemoizableAssignor):
+    """Declares the capability and forgets its methods (which mypy would refuse)."""
+
+    def assign_replicas_to_brokers(self, topic_name: str | None, partitions: Sequence[int],
+                                   replication_factor: int, cluster: ClusterView,
+                                   principal: str = ANONYMOUS, *,
+                                   rng: random.Random) -> Mapping[int, Sequence[int]]:
+        raise AssertionError("not called by the memo")
+
+
+def test_a_forgotten_capability_declines_without_drawing():
+    rng = random.Random(5)
+    before = rng.getstate()
+    assert PlacementMemo().place(_Forgetful(), "t", range(6), 3, RACKED, rng=rng) is None
+    assert rng.getstate() == before

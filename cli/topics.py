@@ -1,0 +1,262 @@
+"""``replica-assignor create-topic`` and ``add-partitions``: placement applied to a Kafka cluster.
+
+    replica-assignor create-topic --bootstrap-server KAFKA --assignor HOST:PORT --topic T \\
+        --partitions 12 --replication-factor 3 [--config retention.ms=86400000 ...] [--dry-run]
+    replica-assignor add-partitions --bootstrap-server KAFKA --assignor HOST:PORT --topic T \\
+        --partitions 24 [--dry-run]
+
+create-topic asks the assignor server where the new topic's replicas go (CreateReplicaAssignment
+with the topic's name), then creates the topic with CreateTopics carrying that explicit
+assignment, as kafka-topics.sh --create --replica-assignment does. add-partitions reads the
+topic's current assignment from the cluster, sends it as CreateReplicaAssignment v1's current
+assignment (so the assignor continues the topic where it left off), and adds the new partitions
+with CreatePartitions. Both print the assignment applied (Kafka reassignment JSON) on stdout;
+with --dry-run they print it and change nothing.
+
+--command-config holds the Kafka client properties of the Kafka cluster,
+--assignor-command-config those of the assignor server. A broker that refuses (the topic
+exists, a policy, an API it does not support) is one line with its error, exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from .common import (
+    EXIT_CODES,
+    CommandError,
+    add_connection_arguments,
+    error_message,
+    fail,
+    help_text,
+    host_port,
+    print_json,
+    reassignment_json,
+    security_options,
+)
+
+CLIENT_ID = "replica-assignor-topics"
+
+
+def add_parser(sub: Any) -> None:
+    create = sub.add_parser("create-topic", help="create a topic placed by the assignor server",
+                            description=help_text(__doc__), epilog=EXIT_CODES,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common_arguments(create)
+    create.add_argument("--partitions", type=_positive, required=True, metavar="N", help="partition count")
+    create.add_argument("--replication-factor", type=_positive, required=True, metavar="R",
+                        help="replicas per partition")
+    create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a topic configuration (repeatable), as kafka-topics.sh --config")
+    create.add_argument("--disable-rack-aware", action="store_true",
+                        help="Kafka's rack-unaware assignment (forceSimpleAssignment)")
+    create.set_defaults(run=run_create)
+
+    add = sub.add_parser("add-partitions", help="add partitions to a topic, placed by the assignor server",
+                         description=help_text(__doc__), epilog=EXIT_CODES,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common_arguments(add)
+    add.add_argument("--partitions", type=_positive, required=True, metavar="TOTAL",
+                     help="the topic's partition count after the change, as kafka-topics.sh --alter --partitions")
+    add.set_defaults(run=run_add)
+
+
+def _common_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bootstrap-server", required=True, type=host_port, metavar="HOST:PORT",
+                   help="the Kafka cluster")
+    p.add_argument("--assignor", required=True, type=host_port, metavar="HOST:PORT",
+                   help="the replica assignor server")
+    p.add_argument("--topic", required=True, help="the topic")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the assignment (Kafka reassignment JSON) and change nothing")
+    add_connection_arguments(p, what="the Kafka cluster")
+    add_connection_arguments(p, what="the replica assignor server", config_flag="--assignor-command-config",
+                             timeout=False)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def topic_configs(items: list[str]) -> dict[str, str]:
+    configs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CommandError(f"--config must be KEY=VALUE, got {item!r}", 2)
+        configs[key.strip()] = value.strip()
+    return configs
+
+
+def _ask_assignor(args: argparse.Namespace, partitions: int, replication_factor: int,
+                  current: Mapping[int, list[int]] | None, force_simple: bool = False) -> dict[int, list[int]]:
+    import kafka.errors as kafka_errors
+
+    from protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
+
+    security = security_options(args.assignor_command_config)
+    options = CreateReplicaAssignmentOptions(force_simple_assignment=force_simple, timeout_ms=args.timeout_ms)
+    with ReplicaAssignorAdminClient(args.assignor, request_timeout_ms=args.timeout_ms, security=security) as admin:
+        try:
+            return admin.create_replica_assignment(partitions, replication_factor, None, options,
+                                                   topic=args.topic, current_assignment=current).assignments()
+        except kafka_errors.BrokerResponseError as exc:  # an error code in the answer: say who refused
+            raise CommandError(f"the assignor at {args.assignor} refused: {error_message(exc)}", 1) from None
+
+
+def _kafka_admin(args: argparse.Namespace) -> Any:
+    import kafka.errors as kafka_errors
+
+    from protocol.cluster_reader import open_admin_client
+
+    configs = {"client_id": CLIENT_ID, **security_options(args.command_config).kafka_configs()}
+    try:
+        return open_admin_client(args.bootstrap_server, args.timeout_ms, configs)
+    except (kafka_errors.KafkaError, OSError, ValueError) as exc:
+        raise CommandError(f"cannot connect to {args.bootstrap_server}: {error_message(exc)}", 1) from None
+
+
+def _refused(what: str, code: int, message: str | None) -> CommandError:
+    import kafka.errors as kafka_errors
+
+    name = kafka_errors.for_code(code).__name__
+    detail = f": {message}" if message else ""
+    return CommandError(f"{what}: {name} ({code}){detail}", 1)
+
+
+def run_create(args: argparse.Namespace) -> int:
+    """Ask for the placement, then CreateTopics with it."""
+    prog = "replica-assignor create-topic"
+    try:
+        configs = topic_configs(args.config)
+        security_options(args.command_config)  # a bad file is refused before anything is asked
+        assignment = _ask_assignor(args, args.partitions, args.replication_factor, None, args.disable_rack_aware)
+        if args.dry_run:
+            print_json(reassignment_json(args.topic, assignment))
+            return 0
+        admin = _kafka_admin(args)
+        try:
+            answer = admin.create_topics({args.topic: {"assignments": assignment, "configs": configs}},
+                                         timeout_ms=args.timeout_ms, raise_errors=False)
+        finally:
+            admin.close()
+        check_created(args.topic, assignment, answer)
+        print_json(reassignment_json(args.topic, assignment))
+        print(f"created topic {args.topic}: {len(assignment)} partition(s), replication factor "
+              f"{len(assignment[0])}, on {args.bootstrap_server}", file=sys.stderr)
+        return 0
+    except Exception as exc:
+        return fail(prog, _one_line(exc))
+
+
+def check_created(topic: str, assignment: Mapping[int, list[int]], answer: Mapping[str, Any]) -> None:
+    """The CreateTopics answer for ``topic``: an error, or a topic unlike the assignment sent
+    (a broker that ignored it), is a :class:`CommandError` (exit 1)."""
+    results = [t for t in answer.get("topics") or () if t.get("name") == topic]
+    if not results:
+        raise CommandError(f"the cluster's CreateTopics answer does not mention topic {topic!r}", 1)
+    result = results[0]
+    if result.get("error_code"):
+        raise _refused(f"the cluster refused to create topic {topic}", result["error_code"],
+                       result.get("error_message"))
+    partitions, rf = len(assignment), len(next(iter(assignment.values())))
+    got_partitions, got_rf = result.get("num_partitions", -1), result.get("replication_factor", -1)
+    if (got_partitions not in (-1, None, partitions)) or (got_rf not in (-1, None, rf)):
+        raise CommandError(f"the cluster created topic {topic} with {got_partitions} partition(s) and replication "
+                           f"factor {got_rf}, not the {partitions} partition(s) and replication factor {rf} "
+                           "assigned: it ignored the replica assignment", 1)
+
+
+def current_assignment(read: Any, topic: str, bootstrap: str) -> dict[int, list[int]]:
+    """The topic's partitions and replicas in a :class:`~protocol.cluster_reader.ClusterRead`."""
+    current = {p.partition: list(p.replicas) for p in read.snapshot.partitions if p.topic == topic}
+    left_out = [entry for entry in read.left_out if entry.startswith((f"topic {topic!r}", f"{topic}-"))]
+    if left_out:
+        raise CommandError(f"cannot read topic {topic} on {bootstrap}: {left_out[0]}", 1)
+    if not current:
+        raise CommandError(f"topic {topic} does not exist on {bootstrap}", 1)
+    if sorted(current) != list(range(len(current))):
+        raise CommandError(f"topic {topic} on {bootstrap} lacks partitions: it has {sorted(current)}", 1)
+    return current
+
+
+def run_add(args: argparse.Namespace) -> int:
+    """Read the topic, ask for the new partitions' placement, then CreatePartitions."""
+    from protocol.cluster_reader import read_cluster
+
+    prog = "replica-assignor add-partitions"
+    try:
+        security_options(args.assignor_command_config)
+        admin = _kafka_admin(args)
+        try:
+            current = current_assignment(read_cluster(admin), args.topic, args.bootstrap_server)
+            if args.partitions <= len(current):
+                raise CommandError(f"--partitions {args.partitions} must be more than topic {args.topic}'s "
+                                   f"{len(current)} partition(s)", 2)
+            rf = len(current[0])
+            answer = _ask_assignor(args, args.partitions, rf, current)
+            new = new_partitions(answer, current, args.partitions, args.topic)
+            if args.dry_run:
+                print_json(reassignment_json(args.topic, new))
+                return 0
+            response = _create_partitions(admin, args, new)
+        finally:
+            admin.close()
+        for result in getattr(response, "results", None) or ():
+            if result.error_code:
+                raise _refused(f"the cluster refused to add partitions to {args.topic}", result.error_code,
+                               result.error_message)
+        print_json(reassignment_json(args.topic, new))
+        print(f"added {len(new)} partition(s) to {args.topic} (now {args.partitions}) on {args.bootstrap_server}",
+              file=sys.stderr)
+        return 0
+    except Exception as exc:
+        return fail(prog, _one_line(exc))
+
+
+def new_partitions(answer: Mapping[int, list[int]], current: Mapping[int, list[int]], total: int,
+                   topic: str) -> dict[int, list[int]]:
+    """The new partitions of the assignor's answer; an answer moving existing partitions cannot
+    be applied by CreatePartitions and is refused (exit 1)."""
+    moved = sorted(p for p, replicas in answer.items() if p in current and list(replicas) != list(current[p]))
+    if moved:
+        raise CommandError(f"the assignor also moves existing partitions {moved} of {topic}: CreatePartitions "
+                           "cannot apply that (use assign and kafka-reassign-partitions.sh)", 1)
+    new = {p: list(r) for p, r in answer.items() if p not in current}
+    if sorted(new) != list(range(len(current), total)):
+        raise CommandError(f"the assignor answered partitions {sorted(new)}, not {len(current)}..{total - 1}", 1)
+    return new
+
+
+def _create_partitions(admin: Any, args: argparse.Namespace, new: Mapping[int, list[int]]) -> Any:
+    import kafka.errors as kafka_errors
+
+    try:
+        return admin.create_partitions(
+            {args.topic: {"count": args.partitions, "assignments": [new[p] for p in sorted(new)]}},
+            timeout_ms=args.timeout_ms, raise_errors=False)
+    except kafka_errors.IncompatibleBrokerVersion:
+        raise CommandError(f"the cluster at {args.bootstrap_server} does not support CreatePartitions "
+                           "(apiKey 37): partitions cannot be added there", 1) from None
+
+
+def _one_line(exc: Exception) -> Exception:
+    """Errors from the libraries as they are; anything unexpected keeps its type name."""
+    import kafka.errors as kafka_errors
+
+    from protocol.client_config import ClientConfigError
+    from protocol.cluster_reader import ClusterReadError
+
+    if isinstance(exc, (CommandError, ClientConfigError, kafka_errors.KafkaError, ClusterReadError, OSError,
+                        ValueError)):
+        return exc
+    return CommandError(f"{type(exc).__name__}: {exc}", 1)
