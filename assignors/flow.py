@@ -1,17 +1,18 @@
-"""Network flows on small integer graphs: a max flow, a max flow with lower bounds, a min-cost flow.
+"""Network flows on small integer graphs: a max flow, and a max flow with lower bounds.
 
 Goals
-    - One solver of each kind for the whole project: the multi-level assignor's exact rounds,
-      the planner's leader and replica balance. Same graph, same answer: the order in which
+    - One solver of each kind for the whole project (the multi-level assignor's exact rounds).
+      Same graph, same answer: the order in which
       edges are added is the order in which they are tried, so a caller that adds its edges
       in a fixed order gets a fixed flow.
     - The flow on every edge readable after solving (:meth:`MaxFlow.flow_on`).
 
 Constraints
-    - Standard library only (the assignors may use nothing else). Integer capacities and
-      costs; nodes are ``0 .. nodes - 1``. A graph is solved once: build, solve, read.
-    - :class:`MinCostFlow` needs no cycle of negative cost among the edges with capacity
-      (it starts from zero flow); negative edge costs are fine otherwise.
+    - Standard library only (the assignors may use nothing else). Integer
+      capacities; nodes are ``0 .. nodes - 1``. A graph is solved once: build, solve, read.
+    - The planner's leader balance is not a flow over edge capacities: each unit it sends must
+      be one real partition, and a partition sits in several broker-to-broker pools at once,
+      so it cancels negative cycles over live partition pools itself (planner.leader_balance).
 
 Algorithm
     *Max flow* (:class:`MaxFlow`): Dinic's algorithm. A breadth-first search from the source
@@ -27,32 +28,18 @@ Algorithm
     sink -> source, a super source feeds every excess and a super sink drains every deficit;
     the bounds can all be met exactly when that max flow saturates the super source.
 
-    *Min-cost flow* (:class:`MinCostFlow`): successive shortest paths with potentials.
-    Bellman-Ford (queue based) gives the first distances, so negative costs are allowed;
-    after that, reduced costs ``cost + pi[u] - pi[v]`` are non-negative and Dijkstra finds
-    each shortest path. Each path is augmented by its bottleneck; stop when the sink is out of
-    reach, the limit is met, or (``profitable_only``) the cheapest path no longer costs less
-    than zero. Each augmentation is optimal for its flow value (no negative cycle appears),
-    so the result is a minimum-cost flow of its value.
-
 Example
-    Source 0, sink 3; edges ``0->1 (cap 2, cost 1)``, ``0->2 (1, 2)``, ``1->3 (1, 1)``,
-    ``1->2 (1, 0)``, ``2->3 (2, 1)``::
-
-        path         cost  units
-        0 1 3        2     1
-        0 1 2 3      2     1
-        0 2 3        3     1
-
-    A max flow of 3 at cost 7; ``flow_on(0->1)`` is 2.
+    Source 0, sink 3; edges ``0->1 (cap 2)``, ``0->2 (1)``, ``1->3 (1)``, ``1->2 (1)``,
+    ``2->3 (2)``. The first phase labels 0:0, 1:1, 2:1, 3:2 and sends ``0 1 3`` and ``0 2 3``
+    (one unit each); the second finds ``0 1 2 3`` (one unit). A max flow of 3;
+    ``flow_on(0->1)`` is 2.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 
-__all__ = ["BoundedFlow", "MaxFlow", "MinCostFlow"]
+__all__ = ["BoundedFlow", "MaxFlow"]
 
 _UNLIMITED = 1 << 60
 """More than any capacity a caller adds."""
@@ -169,108 +156,3 @@ class BoundedFlow:
             elif value < 0:
                 self.flow.add_edge(node, self._SUPER_SINK, -value)
         return self.flow.max_flow(self._SUPER_SOURCE, self._SUPER_SINK) == need
-
-
-class MinCostFlow:
-    """Successive shortest paths with potentials; :meth:`add_edge` returns an edge id."""
-
-    __slots__ = ("adjacent", "capacity", "cost", "head")
-
-    def __init__(self, nodes: int) -> None:
-        self.adjacent: list[list[int]] = [[] for _ in range(nodes)]
-        self.head: list[int] = []
-        self.capacity: list[int] = []
-        self.cost: list[int] = []
-
-    def add_edge(self, u: int, v: int, capacity: int, cost: int) -> int:
-        """An edge ``u -> v`` costing ``cost`` per unit; returns its id."""
-        edge = len(self.head)
-        self.adjacent[u].append(edge)
-        self.head += (v, u)
-        self.capacity += (capacity, 0)
-        self.cost += (cost, -cost)
-        self.adjacent[v].append(edge + 1)
-        return edge
-
-    def flow_on(self, edge: int) -> int:
-        return self.capacity[edge ^ 1]
-
-    def min_cost_flow(self, source: int, sink: int, limit: int | None = None, *,
-                      profitable_only: bool = False) -> tuple[int, int]:
-        """Send up to ``limit`` units (all that fit by default) at the least cost; with
-        ``profitable_only``, only along paths of negative cost (the cheapest flow of any
-        value). Returns ``(units, cost)``."""
-        adjacent, head, capacity, cost = self.adjacent, self.head, self.capacity, self.cost
-        n = len(adjacent)
-        potential = self._bellman_ford(source)
-        units = total = 0
-        while limit is None or units < limit:
-            dist: list[int | None] = [None] * n
-            via = [-1] * n
-            dist[source] = 0
-            heap = [(0, source)]
-            while heap:
-                d, u = heapq.heappop(heap)
-                if d != dist[u]:
-                    continue
-                pu = potential[u]
-                for edge in adjacent[u]:
-                    if capacity[edge] > 0:
-                        v = head[edge]
-                        nd = d + cost[edge] + pu - potential[v]
-                        old = dist[v]
-                        if old is None or nd < old:
-                            dist[v] = nd
-                            via[v] = edge
-                            heapq.heappush(heap, (nd, v))
-            reached = dist[sink]
-            if reached is None:
-                break
-            for v in range(n):
-                dv = dist[v]
-                if dv is not None:
-                    potential[v] += dv
-            path_cost = potential[sink] - potential[source]
-            if profitable_only and path_cost >= 0:
-                break
-            amount = _UNLIMITED if limit is None else limit - units
-            v = sink
-            while v != source:
-                edge = via[v]
-                amount = min(amount, capacity[edge])
-                v = head[edge ^ 1]
-            v = sink
-            while v != source:
-                edge = via[v]
-                capacity[edge] -= amount
-                capacity[edge ^ 1] += amount
-                v = head[edge ^ 1]
-            units += amount
-            total += amount * path_cost
-        return units, total
-
-    def _bellman_ford(self, source: int) -> list[int]:
-        """Shortest distances from ``source`` over edges with capacity (0 where unreachable:
-        any potential works for a node no path reaches)."""
-        adjacent, head, capacity, cost = self.adjacent, self.head, self.capacity, self.cost
-        dist: list[int | None] = [None] * len(adjacent)
-        dist[source] = 0
-        queue = deque([source])
-        queued = [False] * len(adjacent)
-        queued[source] = True
-        while queue:
-            u = queue.popleft()
-            queued[u] = False
-            du = dist[u]
-            assert du is not None
-            for edge in adjacent[u]:
-                if capacity[edge] > 0:
-                    v = head[edge]
-                    nd = du + cost[edge]
-                    old = dist[v]
-                    if old is None or nd < old:
-                        dist[v] = nd
-                        if not queued[v]:
-                            queued[v] = True
-                            queue.append(v)
-        return [0 if d is None else d for d in dist]

@@ -542,18 +542,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-moves", type=int)
     ap.add_argument("--max-leader-changes", type=int)
     ap.add_argument("--batch-size", type=int)
+    ap.add_argument("--max-moves-per-broker", type=int)
+    ap.add_argument("--max-bytes-per-batch", type=int)
+    ap.add_argument("--throttle", type=int, help="bytes/s, as kafka-reassign-partitions.sh --throttle")
+    ap.add_argument("--forget", default="", help="brokers being decommissioned, comma-separated")
     ap.add_argument("--out", required=True)
     ap.add_argument("--no-charts", action="store_true")
     a = ap.parse_args(argv)
     threshold = int(a.threshold) if a.threshold.is_integer() else a.threshold
     try:
+        forgotten = tuple(sorted({int(x) for x in a.forget.split(",") if x.strip()}))
         settings = PlanSettings(a.mode, threshold, a.max_moves, a.max_leader_changes, a.batch_size,
-                                source=a.fleet)
-        print(run_pipeline(a.fleet, a.out, settings, charts=not a.no_charts, progress=True))
+                                forgotten=forgotten, source=a.fleet,
+                                max_moves_per_broker=a.max_moves_per_broker,
+                                max_bytes_per_batch=a.max_bytes_per_batch, throttle=a.throttle)
+        summary = run_pipeline(a.fleet, a.out, settings, charts=not a.no_charts, progress=True)
     except (ValueError, OSError) as exc:
         print(f"planner.pipeline: error: {exc}", file=sys.stderr)
         return 2
-    return 0
+    print(summary)
+    return 0 if "failed" not in summary else 1
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignors.flow import BoundedFlow, MaxFlow, MinCostFlow
+from assignors.flow import BoundedFlow, MaxFlow
 
 
 def test_max_flow_of_a_textbook_graph():
@@ -49,30 +49,6 @@ def test_bounded_flow_meets_lower_bounds_or_says_it_cannot():
     assert not net.feasible(3)
 
 
-def test_min_cost_flow_of_the_docstring_example():
-    net = MinCostFlow(4)
-    e01 = net.add_edge(0, 1, 2, 1)
-    net.add_edge(0, 2, 1, 2)
-    net.add_edge(1, 3, 1, 1)
-    net.add_edge(1, 2, 1, 0)
-    net.add_edge(2, 3, 2, 1)
-    assert net.min_cost_flow(0, 3) == (3, 7)
-    assert net.flow_on(e01) == 2
-
-
-def test_min_cost_flow_limit_and_profitable_only_with_negative_costs():
-    net = MinCostFlow(4)
-    net.add_edge(0, 1, 1, -3)
-    net.add_edge(1, 3, 1, 1)
-    net.add_edge(0, 2, 5, 0)
-    net.add_edge(2, 3, 5, 2)
-    assert net.min_cost_flow(0, 3, profitable_only=True) == (1, -2)
-    net = MinCostFlow(3)
-    net.add_edge(0, 1, 4, 1)
-    net.add_edge(1, 2, 4, 1)
-    assert net.min_cost_flow(0, 2, limit=3) == (3, 6)
-
-
 graphs = st.integers(3, 5).flatmap(lambda n: st.tuples(
     st.just(n),
     st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.integers(0, 3), st.integers(0, 4)),
@@ -95,27 +71,3 @@ def test_max_flow_equals_the_smallest_cut(graph):
         cut = sum(c for u, v, c in edges if u in side and v not in side)
         best = cut if best is None else min(best, cut)
     assert net.max_flow(source, sink) == best
-
-
-@settings(max_examples=150)
-@given(graphs)
-def test_min_cost_max_flow_is_no_dearer_than_any_enumerated_flow(graph):
-    n, raw = graph
-    edges = [(u, v, min(c, 2), w) for u, v, c, w in raw if u != v]
-    net = MinCostFlow(n)
-    ids = [net.add_edge(u, v, c, w) for u, v, c, w in edges]
-    source, sink = 0, n - 1
-    units, cost = net.min_cost_flow(source, sink)
-    flows = [net.flow_on(i) for i in ids]
-    assert cost == sum(f * w for f, (_, _, _, w) in zip(flows, edges, strict=True))
-    best = None   # (-units, cost) over every integer flow by enumeration
-    for choice in itertools.product(*(range(c + 1) for _, _, c, _ in edges)):
-        net_out = [0] * n
-        for f, (u, v, _, _) in zip(choice, edges, strict=True):
-            net_out[u] += f
-            net_out[v] -= f
-        if any(net_out[i] for i in range(1, n - 1)):
-            continue
-        key = (-net_out[source], sum(f * w for f, (_, _, _, w) in zip(choice, edges, strict=True)))
-        best = key if best is None else min(best, key)
-    assert (-units, cost) == best
