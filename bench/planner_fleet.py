@@ -101,6 +101,9 @@ def main() -> int:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--driver-memory", default="2g")
     ap.add_argument("--mode", default="cluster")
+    ap.add_argument("--threshold", type=float, default=10.0,
+                    help="percent, as balance --threshold (0 asks sized clusters for a band of one byte: "
+                         "minutes per cluster)")
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "planner-bench"))
     ap.add_argument("--charts", action="store_true", help="also render the PNG charts of every cluster")
     a = ap.parse_args()
@@ -119,7 +122,8 @@ def main() -> int:
         t1 = time.perf_counter()
         spark = session()
         started = time.perf_counter() - t1
-        settings = PlanSettings(a.mode, threshold=0, source=fleet)
+        threshold = int(a.threshold) if a.threshold.is_integer() else a.threshold
+        settings = PlanSettings(a.mode, threshold=threshold, source=fleet)
         t2 = time.perf_counter()
         summary = run_pipeline(fleet, out, settings, charts=a.charts, progress=True, spark=spark)
         seconds = time.perf_counter() - t2
@@ -128,7 +132,7 @@ def main() -> int:
     planned = [r for r in rows if r.status == "planned"]
     print(summary)
     print()
-    print("| clusters | partitions each | master | mode | charts | session start s | wall s | plan s "
+    print("| clusters | partitions each | master | mode, threshold | charts | session start s | wall s | plan s "
           "(sum over clusters; CPU) | plan s per cluster (mean, max) | peak RSS MB (process tree) | "
           "replica moves / tight bound | clusters at the bound |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -137,7 +141,7 @@ def main() -> int:
     moves = sum(r.replica_moves for r in planned)
     bound = sum(r.bounds.get("replica_moves_tight_bound", 0) for r in planned)
     at_bound = sum(1 for r in planned if r.replica_moves == r.bounds.get("replica_moves_tight_bound"))
-    print(f"| {len(rows)} ({len(planned)} planned) | {a.partitions:,} | local[{a.cores}] | {a.mode} | "
+    print(f"| {len(rows)} ({len(planned)} planned) | {a.partitions:,} | local[{a.cores}] | {a.mode}, {threshold} | "
           f"{'yes' if a.charts else 'no'} | {started:.1f} | {seconds:.1f} | {sum(per):.1f}; {cpu:.1f} | "
           f"{sum(per) / len(per):.2f}, {max(per):.2f} | {memory.peak_mb:,.0f} | {moves:,} / {bound:,} | "
           f"{at_bound} of {len(planned)} |")
