@@ -46,7 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from protocol.frame import recv_exactly  # noqa: E402
+from protocol.frame import recv_exactly, uvarint_bytes  # noqa: E402
 from protocol.messages import ApiVersionsRequest, CreateReplicaAssignmentRequest  # noqa: E402
 
 HOST = "127.0.0.1"
@@ -58,15 +58,6 @@ def _framed(payload: bytes) -> bytes:
 
 def _header(api_key: int, api_version: int, correlation_id: int, flexible: bool) -> bytes:
     return struct.pack(">hhih", api_key, api_version, correlation_id, 3) + b"adv" + (b"\x00" if flexible else b"")
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _encoded(request, correlation_id: int = 1) -> bytes:
@@ -209,7 +200,7 @@ def attack_varint_before_sasl(port: int, stop: threading.Event, connections: int
 def _tagged_entries(n: int) -> bytes:
     entries = b"".join(struct.pack(">i", p) + b"\x02" + struct.pack(">i", p % 6) + b"\x01\x05\x02ab" for p in range(n))
     body = (struct.pack(">ih?", n + 1, 1, False) + b"\x01" + struct.pack(">i", 30_000) + b"\x02t"
-            + _uvarint(n + 1) + entries + b"\x00")
+            + uvarint_bytes(n + 1) + entries + b"\x00")
     return _framed(_header(68, 1, 1, True) + body)
 
 
@@ -269,8 +260,8 @@ def attack_partial_frames(port: int, stop: threading.Event, connections: int) ->
 def attack_malformed(port: int, stop: threading.Event, connections: int) -> None:
     head = struct.pack(">ih?", 6, 3, False) + b"\x01" + struct.pack(">i", 5_000)
     # (bytes after a body are ignored, as by Kafka: librdkafka sends some)
-    short_array = struct.pack(">ih?", 6, 3, False) + _uvarint(1_000_001) + struct.pack(">i", 5_000) + b"\x00"
-    bodies = [head + b"\x01\x07" + _uvarint(1 << 28) + b"ab", short_array, head + b"\x02\x07\x01a\x07\x01b"]
+    short_array = struct.pack(">ih?", 6, 3, False) + uvarint_bytes(1_000_001) + struct.pack(">i", 5_000) + b"\x00"
+    bodies = [head + b"\x01\x07" + uvarint_bytes(1 << 28) + b"ab", short_array, head + b"\x02\x07\x01a\x07\x01b"]
     frames = [_framed(_header(68, 0, 1, True) + body) for body in bodies]
     i = 0
 

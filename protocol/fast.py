@@ -18,19 +18,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Mapping, Sequence
 
-from .frame import frame
+from .frame import frame, uvarint_bytes
 
 _HEAD_V1 = b"\x00\x00\x00\x00" + b"\x00\x00" + b"\x00"  # throttle 0, error 0, message null
 _INT32 = struct.Struct(">i")
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _entry_packer(n: int):
@@ -39,7 +30,7 @@ def _entry_packer(n: int):
         packer = struct.Struct(f">iB{n}iB").pack
         marker = n + 1
         return lambda p, reps: packer(p, marker, *reps, 0)
-    prefix = _uvarint(n + 1)
+    prefix = uvarint_bytes(n + 1)
     return lambda p, reps: _INT32.pack(p) + prefix + struct.pack(f">{n}i", *reps) + b"\x00"
 
 
@@ -47,7 +38,7 @@ def encode_assignment_body(version: int, assignment: Mapping[int, Sequence[int]]
     """The response body (no header) for a successful assignment, partitions in id order."""
     keys = list(assignment)
     items = assignment.items() if keys == sorted(keys) else sorted(assignment.items())
-    head = (_HEAD_V1 if version >= 1 else b"") + _uvarint(len(keys) + 1)
+    head = (_HEAD_V1 if version >= 1 else b"") + uvarint_bytes(len(keys) + 1)
     sizes = set(map(len, assignment.values()))
     if len(sizes) == 1 and (n := sizes.pop()) < 127:
         packer = struct.Struct(f">iB{n}iB").pack

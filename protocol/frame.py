@@ -77,6 +77,21 @@ def _uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
             raise MalformedFrameError("varint too long in request header")
 
 
+def uvarint_bytes(value: int) -> bytes:
+    """An unsigned varint (Kafka's compact lengths and tags), the one encoder of them."""
+    if value < 0x80:
+        return _SMALL[value]
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_SMALL = [bytes((i,)) for i in range(0x80)]
+
+
 def frame(correlation_id: int, body: bytes, flexible_header: bool) -> bytes:
     """A response frame around an encoded body: length, response header (v0: correlation id;
     v1, ``flexible_header``: correlation id and no tagged fields), body. One pack, one join."""

@@ -46,7 +46,7 @@ from kafka.protocol.schemas.fields.codecs.types import (
     UnsignedInt16,
 )
 
-from .frame import MalformedFrameError
+from .frame import MalformedFrameError, uvarint_bytes
 
 # op codes: what a field is on the wire
 _FIXED = 0  # (op, size)
@@ -298,9 +298,9 @@ def _without(body, strips: list) -> bytes:
     last = 0
     for start, stop, kept in strips:
         pieces.append(data[last:start])
-        pieces.append(_uvarint_bytes(len(kept)))
+        pieces.append(uvarint_bytes(len(kept)))
         for tag, value_start, value_end in kept:
-            pieces += (_uvarint_bytes(tag), _uvarint_bytes(value_end - value_start), data[value_start:value_end])
+            pieces += (uvarint_bytes(tag), uvarint_bytes(value_end - value_start), data[value_start:value_end])
         last = stop
     pieces.append(data[last:])
     return b"".join(pieces)
@@ -442,20 +442,6 @@ def _tagged(walk: _Walk, data, pos: int, end: int, strips: list | None) -> int:
     if strips is not None and len(kept) < count:
         strips.append((start, pos, kept))
     return pos
-
-
-def _uvarint_bytes(value: int) -> bytes:
-    if value < 0x80:
-        return _SMALL[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_SMALL = [bytes((i,)) for i in range(0x80)]
 
 
 def check_request_body(cls, version: int, body) -> bytes | None:

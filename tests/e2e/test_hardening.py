@@ -15,6 +15,7 @@ import time
 import pytest
 from structlog.testing import capture_logs
 
+from protocol.frame import uvarint_bytes
 from protocol.messages import ApiVersionsRequest, CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
 from server.security.users import scram_credential, write_users_file
 from tests.e2e.pki import Pki
@@ -27,15 +28,6 @@ def _framed(payload: bytes) -> bytes:
 
 def _header(api_key: int, api_version: int, correlation_id: int, flexible: bool) -> bytes:
     return struct.pack(">hhih", api_key, api_version, correlation_id, 4) + b"hard" + (b"\x00" if flexible else b"")
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _frame(request, correlation_id: int) -> bytes:
@@ -78,7 +70,7 @@ REFUSED = {
     "an array length of 200 KB of varint": (
         _header(68, 0, 1, True) + V0_HEAD + b"\x80" * 200_000 + b"\x01", "varint longer than 5 bytes"),
     "a tag declaring 2^28 bytes with 2 present": (
-        _header(68, 0, 2, True) + V0_BODY + b"\x01\x07" + _uvarint(1 << 28) + b"ab",
+        _header(68, 0, 2, True) + V0_BODY + b"\x01\x07" + uvarint_bytes(1 << 28) + b"ab",
         "tagged field 7 declares 268435456 bytes with 2 left"),
     "a duplicate tag": (_header(68, 0, 4, True) + V0_BODY + b"\x02\x07\x01a\x07\x01b", "tagged field 7 appears twice"),
 }
@@ -123,7 +115,7 @@ def test_a_tagged_field_in_every_entry_is_answered(server) -> None:
     n = 40_000
     entry = b"".join(struct.pack(">i", p) + b"\x02" + struct.pack(">i", p % 6) + b"\x01\x05\x02ab" for p in range(n))
     body = (struct.pack(">ih?", n + 1, 1, False) + b"\x01" + struct.pack(">i", 30_000) + b"\x02t"
-            + _uvarint(n + 1) + entry + b"\x00")
+            + uvarint_bytes(n + 1) + entry + b"\x00")
     with socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
         sock.sendall(_framed(_header(68, 1, 5, True) + body))
         payload = read_frame(sock)

@@ -12,21 +12,13 @@ from collections.abc import Callable
 import pytest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
+from protocol.frame import uvarint_bytes
 from protocol.messages import ApiVersionsRequest, CreateReplicaAssignmentRequest, MetadataRequest, decode_body
 from protocol.structure import StructureError, check_request_body, request_walk
 
 REQUESTS = (ApiVersionsRequest, MetadataRequest, CreateReplicaAssignmentRequest, SaslHandshakeRequest,
             SaslAuthenticateRequest)
 CRA = CreateReplicaAssignmentRequest
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _examples() -> list[tuple[type, int, object]]:
@@ -75,7 +67,7 @@ def _cra_v1(entries: int, entry_tag: bytes = b"\x00", tail: bytes = b"\x00") -> 
     each ending with the tagged-field section ``entry_tag``; ``tail`` is the request's own section."""
     head = struct.pack(">ih?", entries, 1, False) + b"\x01" + struct.pack(">i", 5_000) + b"\x02t"
     entry = b"".join(struct.pack(">i", p) + b"\x02" + struct.pack(">i", 1) + entry_tag for p in range(entries))
-    return head + _uvarint(entries + 1) + entry + tail
+    return head + uvarint_bytes(entries + 1) + entry + tail
 
 
 def test_unknown_tags_are_taken_out_before_the_codec_sees_them() -> None:
@@ -89,9 +81,9 @@ V0 = struct.pack(">ih?", 6, 3, False) + b"\x01" + struct.pack(">i", 5_000)  # No
 
 MALFORMED = {
     "overlong varint": (V0[:7] + b"\x80" * 6 + b"\x01" + V0[8:] + b"\x00", "varint longer than 5 bytes"),
-    "array past the end": (V0[:7] + _uvarint(1001) + b"\x00" * 8 + b"\x00",
+    "array past the end": (V0[:7] + uvarint_bytes(1001) + b"\x00" * 8 + b"\x00",
                            "an array of 1000 entries (4000 bytes) with"),
-    "tag bigger than the body": (V0 + b"\x01\x07" + _uvarint(1 << 28) + b"ab",
+    "tag bigger than the body": (V0 + b"\x01\x07" + uvarint_bytes(1 << 28) + b"ab",
                                  "tagged field 7 declares 268435456 bytes with 2 left"),
     "duplicate tag": (V0 + b"\x02\x07\x01a\x07\x01b", "tagged field 7 appears twice"),
     "truncated": (V0[:-2], "truncated"),
