@@ -22,25 +22,8 @@ from planner.log_dirs import merge_sizes, read_log_dirs
 from planner.settings import MODES, PlanSettings, make_plan
 from planner.sources import SourceError
 
-from .common import EXIT_CODES, CommandError, fail
+from .common import EXIT_CODES, CommandError, fail, positive, whole_number
 from .state import add_input_arguments, check_local_input, input_name, load_input
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = _count(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be >= 1")
-    return value
 
 
 def _percent(text: str) -> float:
@@ -77,19 +60,19 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--threshold", type=_percent, default=10.0, metavar="PERCENT",
                         help="brokers within avg*(1 +- PERCENT/100) are balanced (default 10; "
                              "0 = the tightest balance reachable)")
-    parser.add_argument("--max-moves", type=_count, metavar="N", help="at most N replica moves")
-    parser.add_argument("--max-leader-changes", type=_count, metavar="N",
+    parser.add_argument("--max-moves", type=whole_number, metavar="N", help="at most N replica moves")
+    parser.add_argument("--max-leader-changes", type=whole_number, metavar="N",
                         help="at most N preferred-leader changes")
-    parser.add_argument("--batch-size", type=_positive, metavar="N",
+    parser.add_argument("--batch-size", type=positive, metavar="N",
                         help="also split the reassignment into batches of at most N partitions "
                              "(reassignment-0001.json, ...)")
-    parser.add_argument("--max-moves-per-broker", type=_positive, metavar="K",
+    parser.add_argument("--max-moves-per-broker", type=positive, metavar="K",
                         help="batches in which no broker is the source or destination of more than "
                              "K replica moves")
-    parser.add_argument("--max-bytes-per-batch", type=_positive, metavar="BYTES",
+    parser.add_argument("--max-bytes-per-batch", type=positive, metavar="BYTES",
                         help="batches that copy at most BYTES (size_bytes; a bigger partition gets "
                              "a batch of its own)")
-    parser.add_argument("--throttle", type=_positive, metavar="BYTES_PER_S",
+    parser.add_argument("--throttle", type=positive, metavar="BYTES_PER_S",
                         help="the --throttle you will pass to kafka-reassign-partitions.sh: the "
                              "report estimates each batch's time with it and writes the commands")
     parser.add_argument("--forget", type=_ids, default=(), metavar="IDS",

@@ -72,6 +72,22 @@ def help_text(doc: str | None) -> str:
     return text.replace("``", "")
 
 
+def whole_number(text: str, least: int = 0) -> int:
+    """An argument type: a whole number of at least ``least``."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
+    return value
+
+
+def positive(text: str) -> int:
+    """An argument type: a whole number of at least 1."""
+    return whole_number(text, 1)
+
+
 def timeout_ms(text: str) -> int:
     """``--timeout-ms``: a positive number of milliseconds."""
     try:

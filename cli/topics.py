@@ -33,6 +33,7 @@ from .common import (
     fail,
     help_text,
     host_port,
+    positive,
     print_json,
     reassignment_json,
     security_options,
@@ -46,8 +47,8 @@ def add_parser(sub: Any) -> None:
                             description=help_text(__doc__), epilog=EXIT_CODES,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     _common_arguments(create)
-    create.add_argument("--partitions", type=_positive, required=True, metavar="N", help="partition count")
-    create.add_argument("--replication-factor", type=_positive, required=True, metavar="R",
+    create.add_argument("--partitions", type=positive, required=True, metavar="N", help="partition count")
+    create.add_argument("--replication-factor", type=positive, required=True, metavar="R",
                         help="replicas per partition")
     create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="a topic configuration (repeatable), as kafka-topics.sh --config")
@@ -59,7 +60,7 @@ def add_parser(sub: Any) -> None:
                          description=help_text(__doc__), epilog=EXIT_CODES,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     _common_arguments(add)
-    add.add_argument("--partitions", type=_positive, required=True, metavar="TOTAL",
+    add.add_argument("--partitions", type=positive, required=True, metavar="TOTAL",
                      help="the topic's partition count after the change, as kafka-topics.sh --alter --partitions")
     add.set_defaults(run=run_add)
 
@@ -75,16 +76,6 @@ def _common_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(p, what="the Kafka cluster")
     add_connection_arguments(p, what="the replica assignor server", config_flag="--assignor-command-config",
                              timeout=False)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
 
 
 def topic_configs(items: list[str]) -> dict[str, str]:
