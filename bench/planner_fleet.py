@@ -29,6 +29,10 @@ sys.path.insert(0, os.path.dirname(HERE))
 from bench.snapshots import SnapshotSpec, write_snapshot  # noqa: E402
 
 
+# the report's replica-move lower bound: the largest of these
+BOUNDS = ("replica_moves_tight_bound", "diversity_repairs_needed", "repairs_needed")
+
+
 def spec_of(k: int, partitions: int, brokers: int, capacity: float | None) -> SnapshotSpec:
     """Cluster k of the fleet: its own seed and its own mix of new, dead and hot brokers."""
     return SnapshotSpec(brokers=brokers, partitions=partitions, racks=3, levels=1 + k % 2,
@@ -134,13 +138,14 @@ def main() -> int:
     print()
     print("| clusters | partitions each | master | mode, threshold | charts | session start s | wall s | plan s "
           "(sum over clusters; CPU) | plan s per cluster (mean, max) | peak RSS MB (process tree) | "
-          "replica moves / tight bound | clusters at the bound |")
+          "replica moves / lower bound | clusters at the bound |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     per = [r.seconds for r in planned] or [0.0]
     cpu = sum(r.cpu_seconds for r in planned)
     moves = sum(r.replica_moves for r in planned)
-    bound = sum(r.bounds.get("replica_moves_tight_bound", 0) for r in planned)
-    at_bound = sum(1 for r in planned if r.replica_moves == r.bounds.get("replica_moves_tight_bound"))
+    floor = {r.cluster_id: max(r.bounds.get(k, 0) for k in BOUNDS) for r in planned}
+    bound = sum(floor.values())
+    at_bound = sum(1 for r in planned if r.replica_moves == floor[r.cluster_id])
     print(f"| {len(rows)} ({len(planned)} planned) | {a.partitions:,} | local[{a.cores}] | {a.mode}, {threshold} | "
           f"{'yes' if a.charts else 'no'} | {started:.1f} | {seconds:.1f} | {sum(per):.1f}; {cpu:.1f} | "
           f"{sum(per) / len(per):.2f}, {max(per):.2f} | {memory.peak_mb:,.0f} | {moves:,} / {bound:,} | "

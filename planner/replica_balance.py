@@ -69,8 +69,14 @@ Algorithm
        out-of-band broker and the lightest (heaviest) brokers of its rack, then of all, kept in
        size-sorted lists, exchange bytes: a move when counts allow, or
        a swap of a large replica for a smaller one (counts unchanged) whose difference is
-       closest to what evens the pair, found by binary search in size-sorted replica lists.
-       Each transfer lowers the sum of squared bytes, so the pass ends.
+       closest to what evens the pair (at least the out-of-band broker's distance to the band,
+       as far as the partner stays in it: a rack whose partitions cannot leave it may hold more
+       than the cluster's mean, so its brokers fill to the band's top, not to the mean), found
+       by binary search in size-sorted replica lists. A broker above its capacity also pairs
+       with the brokers with the most room left, which may then leave the count and byte bands
+       (capacity is hard, the bands are not). Each transfer lowers the bytes above capacity or
+       else the sum of squared bytes, by at least a quarter of what it aims at, so the pass
+       ends in few transfers.
     7. Steps 4-6 repeat while they move something (at most a few rounds); what is still off
        target is explained in the notes (the blocking constraint) next to the lower bounds.
 
@@ -545,12 +551,16 @@ class _Balancer:
         groups = self.tree.groups(work.eligible)
         work.bounds["diversity_repairs_needed"] = sum(self.diversity_gap(i, groups) for i in work.order)
         if self.sized:
+            fixed = {i for i, _, _, kind in work.moves if kind is MoveKind.REPAIR}
             repaired = sum(self.size[i] for i, _, _, kind in work.moves if kind is MoveKind.REPAIR)
             leave = sum(max(0, s - self.upper(b)) for b, s in self.pre_bytes.items())
             reach = sum(max(0, blo - s) for s in self.pre_bytes.values())
             work.bounds["bytes_band_lo"] = blo
             work.bounds["bytes_band_hi"] = bhi
             work.bounds["bytes_moved_lower_bound"] = max(repaired + leave, reach)
+            # a partition lacking g groups moves g of its replicas whatever the plan
+            work.bounds["diversity_bytes_needed"] = repaired + sum(
+                self.size[i] * self.diversity_gap(i, groups) for i in work.order if i not in fixed)
 
     def diversity_gap(self, i: int, groups: tuple[int, ...]) -> int:
         """Groups partition ``i`` could still span at its worst level (0 when diverse)."""
@@ -842,32 +852,60 @@ class _Balancer:
             for order in (self.leaf_bytes[self.leaf[b]], self.by_bytes):   # own rack first
                 ends = iter(order) if heavy else reversed(order)
                 partners += [y for _, y in islice((e for e in ends if e[1] != b), PARTNERS)]
+            if self.capacity.get(b, self.sizes[b]) < self.sizes[b]:
+                partners += self.roomiest(b)     # above its disk: the brokers with most room too
             pairs = [(b, y) if heavy else (y, b) for y in dict.fromkeys(partners)]
-            if any(self.transfer(x, y) for x, y in pairs):
+            gap = self.off_band(b)
+            if any(self.transfer(x, y, gap) for x, y in pairs):
                 stuck.clear()   # the others may have a partner now
             else:
                 stuck.add(b)
 
-    def transfer(self, x: int, y: int) -> bool:
+    def roomiest(self, b: int) -> list[int]:
+        """The :data:`PARTNERS` brokers (``b`` aside) with the most bytes left under their
+        ``capacity_bytes`` (unlimited first, then the lightest), in ``b``'s rack, then of all."""
+        def room(y: int) -> tuple[bool, int, int]:
+            limit = self.capacity.get(y)
+            return limit is not None, -(limit or 0) + self.sizes[y], y
+        own = self.leaf_members[self.leaf[b]]
+        return [y for group in (own, self.work.eligible)
+                for y in heapq.nsmallest(PARTNERS + 1, group, key=room) if y != b]
+
+    def transfer(self, x: int, y: int, gap: int) -> bool:
         """Move bytes from ``x`` to ``y``: one move or one swap whose net ``delta`` satisfies
         ``0 < delta < sizes[x] - sizes[y]``, keeps both in the band and is at least a quarter of
-        what evens the pair (``want``); the one nearest ``want``. Returns whether something moved."""
+        what evens the pair (``want``); the one nearest ``want``. ``gap``: the bytes the broker
+        of the pair that is out of band is out by; ``want`` is at least that much (within what
+        the pair allows), so a partner already at the mean still takes what it has room for
+        instead of slivers.
+
+        When ``x`` is above its ``capacity_bytes`` (hard, before both bands) ``y`` may take
+        anything its own capacity allows, counts and bands aside, and ``delta`` is at least a
+        quarter of ``x``'s excess: each transfer then lowers the bytes above capacity, the
+        others the sum of squared bytes, so the pass ends. Returns whether something moved."""
         sx, sy = self.sizes[x], self.sizes[y]
-        most = sx - sy - 1                      # the pair's larger side shrinks
-        if sy <= self.upper(y):
-            most = min(most, self.upper(y) - sy)   # y stays in the band
-        if sx >= self.blo:
-            most = min(most, sx - self.blo)        # and so does x
+        over = sx - self.capacity.get(x, sx)    # bytes above x's disk
+        if over > 0:
+            most = self.capacity.get(y, sy + sx) - sy
+            want = min(most, max(over, min((sx - sy) // 2, gap)))
+        else:
+            most = sx - sy - 1                      # the pair's larger side shrinks
+            if sy <= self.upper(y):
+                most = min(most, self.upper(y) - sy)   # y stays in the band
+            if sx >= self.blo:
+                most = min(most, sx - self.blo)        # and so does x
+            want = min(most, (sx - sy) // 2, max(min(sx - self.mean, self.mean - sy), gap))
         if most <= 0:
             return False
-        want = max(1, min(most, sx - self.mean, self.mean - sy, (sx - sy) // 2))
+        want = max(1, want)
         give_list, take_list, p = self.held[x], self.held[y], self.parts
         if not give_list:
             return False
-        least = max(1, min(want, give_list[-1] // p) // 4)   # no slivers: the pass stays short
+        need = min(want, over) if over > 0 else want
+        least = max(1, min(need, give_list[-1] // p) // 4)   # no slivers: the pass stays short
         best: tuple[int, int, int | None] | None = None     # (miss, give, take)
         start = bisect_left(give_list, want * p)
-        if self.counts[x] > self.lo and self.counts[y] < self.hi and self.budget_left():
+        if (over > 0 or self.counts[x] > self.lo and self.counts[y] < self.hi) and self.budget_left():
             for key in give_list[max(0, start - NEAR):start + NEAR]:
                 w, i = key // p, self.partition(key)
                 if least <= w <= most and self.fits(i, x, y) and (best is None or abs(w - want) < best[0]):
@@ -913,11 +951,13 @@ class _Balancer:
     # -- step 7: what is left --------------------------------------------------------------
     def explain(self) -> None:
         work, lo, hi = self.work, self.lo, self.hi
+        left = self.budget is not None and not self.budget_left()
         for b, limit in sorted(self.capacity.items()):
             if self.sizes[b] > limit:
-                raise ValueError(f"capacity infeasible: broker {b} holds {self.sizes[b]} bytes that "
-                                 f"cannot move elsewhere, above its capacity_bytes {limit}")
-        left = self.budget is not None and not self.budget_left()
+                stop = ("the move budget is spent" if left else "no move or swap of its replicas fits "
+                        "another broker's capacity_bytes with rack diversity kept")
+                raise ValueError(f"capacity infeasible: broker {b} still holds {self.sizes[b]} bytes, "
+                                 f"above its capacity_bytes {limit}: {stop}")
         why = ("the move budget is spent" if left else
                "no replica on them can move to a broker that would take it without reducing rack "
                "diversity, exceeding a topic's cap or a broker's capacity")

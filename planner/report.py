@@ -31,6 +31,8 @@ BOUND_TEXT = {
     "bytes_band_hi": "byte band high end at threshold {t}: mean + max(mean * threshold, largest partition)",
     "bytes_moved_lower_bound": "bytes moved lower bound at threshold {t}: max(bytes repaired + bytes above "
                                "the band or capacity, bytes missing below the band)",
+    "diversity_bytes_needed": "bytes moved lower bound (any threshold): bytes repaired + each partition's "
+                              "size times the racks it lacks",
     "replicas_band_lo": "replica band low end (lo) at threshold {t}",
     "replicas_band_hi": "replica band high end (hi) at threshold {t}",
     "leader_changes_lower_bound": "leader changes lower bound (ideal band): sum(max(0, leaders - ceil))",
@@ -82,6 +84,7 @@ def _objectives(plan: Plan, settings: PlanSettings, before: Figures, after: Figu
     blo, bhi = plan.bound("bytes_band_lo"), plan.bound("bytes_band_hi")
     moves_bound = max((plan.bound(k) or 0) for k in
                       ("replica_moves_tight_bound", "diversity_repairs_needed", "repairs_needed"))
+    bytes_bound = max((plan.bound(k) or 0) for k in ("bytes_moved_lower_bound", "diversity_bytes_needed"))
     rows: list[list[object]] = [
         ["1. partitions lacking rack diversity", before.not_diverse, after.not_diverse, 0],
         ["1. replicas on dead or unknown brokers, placeholders", before.misplaced, after.misplaced, 0],
@@ -96,7 +99,7 @@ def _objectives(plan: Plan, settings: PlanSettings, before: Figures, after: Figu
          f"{after.leaders_spread.floor}-{after.leaders_spread.ceil} (ideal)"],
         ["4. replica moves", "", plan.replica_moves, f">= {moves_bound} (threshold {t}, no budget)"],
         ["4. bytes moved", "", run.bytes_moved,
-         f">= {plan.bound('bytes_moved_lower_bound') or 0} (threshold {t}, no budget)"],
+         f">= {bytes_bound} (threshold {t}, no budget)"],
         ["4. leader changes", "", plan.leader_changes,
          f">= {plan.bound('leader_changes_lower_bound') or 0} (ideal band, no budget)"],
     ]

@@ -135,6 +135,7 @@ def plan_violations(plan: Plan, *, forgotten: Iterable[int] = (), max_moves: int
         return errors
     moves = 0
     leader_changes = 0
+    lacking = 0                     # partitions whose racks could span more groups after
     for key in sorted(old):
         a, b = old[key], new[key]
         name = f"{key[0]}-{key[1]}"
@@ -159,6 +160,9 @@ def plan_violations(plan: Plan, *, forgotten: Iterable[int] = (), max_moves: int
             if y < x:
                 errors.append(f"{name}: rack diversity at level {level} dropped {x} -> {y} "
                               f"({list(a)} -> {list(b)})")
+        if usable.issuperset(b) and any(have < min(len(b), most) for have, most
+                                        in zip(db, tree.groups(usable), strict=True)):
+            lacking += 1
         if diversity and usable.issuperset(b):
             for level, (have, most) in enumerate(zip(db, tree.groups(usable), strict=True), 1):
                 if have < min(len(b), most):
@@ -185,7 +189,7 @@ def plan_violations(plan: Plan, *, forgotten: Iterable[int] = (), max_moves: int
             errors.append(f"bytes per broker outside [{lo}, {hi}]: {outside}")
     if topic_caps:
         errors += topic_cap_violations(plan, usable, tree)
-    errors += _bound_violations(plan, usable, old, new, moves, sizes)
+    errors += _bound_violations(plan, usable, old, new, moves, sizes, diverse=not lacking)
     if replica_band is not None or leader_band is not None:
         reps = Counter(x for p in after.partitions for x in p.replicas)
         leads = Counter(p.replicas[0] for p in after.partitions)
@@ -201,14 +205,20 @@ def plan_violations(plan: Plan, *, forgotten: Iterable[int] = (), max_moves: int
 
 def _bound_violations(plan: Plan, usable: set[int], old: dict[tuple[str, int], tuple[int, ...]],
                       new: dict[tuple[str, int], tuple[int, ...]], moves: int,
-                      sizes: Counter[int]) -> list[str]:
-    """A plan that reaches its own band (and repairs everything) does at least its bounds."""
+                      sizes: Counter[int], *, diverse: bool) -> list[str]:
+    """A plan that reaches its own band (and repairs everything) does at least its bounds;
+    one that leaves no partition lacking rack diversity, at least its diversity bounds."""
     if any(not usable.issuperset(r) for r in new.values()):
         return []
     errors = []
     counts = Counter(x for r in new.values() for x in r)
     size_of = {(p.topic, p.partition): p.size_bytes or 0 for p in plan.before.partitions}
     moved_bytes = sum(size_of[k] * len(set(new[k]) - set(old[k])) for k in old)
+    if diverse:
+        for label, value in (("diversity_repairs_needed", moves), ("diversity_bytes_needed", moved_bytes)):
+            bound = plan.bound(label)
+            if bound is not None and value < bound:
+                errors.append(f"{label} is {bound} but the plan does {value}")
     for band, values, checks in (
         (("replicas_band_lo", "replicas_band_hi"), counts,
          (("replica_moves_lower_bound", moves), ("replica_moves_tight_bound", moves))),
