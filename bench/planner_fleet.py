@@ -28,7 +28,6 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from bench.snapshots import SnapshotSpec, write_snapshot  # noqa: E402
 
-
 # the report's replica-move lower bound: the largest of these
 BOUNDS = ("replica_moves_tight_bound", "diversity_repairs_needed", "repairs_needed")
 
