@@ -36,7 +36,9 @@ Constraints
       moving leader replicas once that many preferred leaders changed.
     - Unsized partitions weigh one replica and no bytes; without any size the disk objective is
       the replica count.
-    - A ``capacity_bytes`` smaller than what must stay on the broker raises ``ValueError``.
+    - Disks adding up to less than the bytes raise ``ValueError`` ("capacity infeasible"), and
+      so does a broker left above its capacity ("capacity not met": packing replicas under
+      capacities is NP-hard; the search is moves, swaps and two-move chains, step 6).
 
 Algorithm
     Per-topic counters are kept for every node of the rack tree, so a move is checked in
@@ -74,7 +76,9 @@ Algorithm
        than the cluster's mean, so its brokers fill to the band's top, not to the mean), found
        by binary search in size-sorted replica lists. A broker above its capacity also pairs
        with the brokers with the most room left, which may then leave the count and byte bands
-       (capacity is hard, the bands are not). Each transfer lowers the bytes above capacity or
+       (capacity is hard, the bands are not); when no transfer fits, one of its largest
+       replicas goes to a broker without the room after one replica of that broker moves to
+       a third with room (a two-move chain). Each transfer lowers the bytes above capacity or
        else the sum of squared bytes, by at least a quarter of what it aims at, so the pass
        ends in few transfers.
     7. Steps 4-6 repeat while they move something (at most a few rounds); what is still off
@@ -856,7 +860,8 @@ class _Balancer:
                 partners += self.roomiest(b)     # above its disk: the brokers with most room too
             pairs = [(b, y) if heavy else (y, b) for y in dict.fromkeys(partners)]
             gap = self.off_band(b)
-            if any(self.transfer(x, y, gap) for x, y in pairs):
+            if any(self.transfer(x, y, gap) for x, y in pairs) or (
+                    self.capacity.get(b, self.sizes[b]) < self.sizes[b] and self.make_room(b)):
                 stuck.clear()   # the others may have a partner now
             else:
                 stuck.add(b)
@@ -870,6 +875,36 @@ class _Balancer:
         own = self.leaf_members[self.leaf[b]]
         return [y for group in (own, self.work.eligible)
                 for y in heapq.nsmallest(PARTNERS + 1, group, key=room) if y != b]
+
+    def make_room(self, x: int) -> bool:
+        """``x`` is above its capacity and no transfer fits: move one of its largest replicas
+        to a broker ``y`` that lacks the room, after moving one replica of ``y`` (the smallest
+        that makes the room) to a third broker with room: a chain of two moves. Looks at the
+        :data:`PARTNERS` largest replicas of ``x``, the brokers of :meth:`roomiest` and
+        :data:`NEAR` replicas of each, so it costs ``O(PARTNERS^2 * NEAR)`` checks."""
+        for key in self.held[x][::-1][:PARTNERS]:
+            i, w = self.partition(key), key // self.parts
+            if not self.leader_ok(i, x):
+                continue
+            for y in dict.fromkeys(self.roomiest(x)):
+                limit = self.capacity.get(y)
+                if (limit is None or y in self.reps[i] or self.sizes[y] + w <= limit
+                        or self.leaf[y] not in self.allowed_leaves(i, x)):
+                    continue
+                need = self.sizes[y] + w - limit
+                held = self.held[y]
+                start = bisect_left(held, need * self.parts)
+                for key_j in held[start:start + NEAR]:
+                    j = self.partition(key_j)
+                    if j == i or x in self.reps[j] or not self.leader_ok(j, y):
+                        continue
+                    z = next((z for z in dict.fromkeys(self.roomiest(y))
+                              if z != x and self.fits(j, y, z, caps=False)), None)
+                    if z is not None:
+                        self.do_move(j, y, z)
+                        self.do_move(i, x, y)
+                        return True
+        return False
 
     def transfer(self, x: int, y: int, gap: int) -> bool:
         """Move bytes from ``x`` to ``y``: one move or one swap whose net ``delta`` satisfies
@@ -954,10 +989,10 @@ class _Balancer:
         left = self.budget is not None and not self.budget_left()
         for b, limit in sorted(self.capacity.items()):
             if self.sizes[b] > limit:
-                stop = ("the move budget is spent" if left else "no move or swap of its replicas fits "
-                        "another broker's capacity_bytes with rack diversity kept")
-                raise ValueError(f"capacity infeasible: broker {b} still holds {self.sizes[b]} bytes, "
-                                 f"above its capacity_bytes {limit}: {stop}")
+                stop = ("the move budget is spent" if left else "no move, swap or two-move chain "
+                        "found fits the other brokers' capacity_bytes with rack diversity kept")
+                raise ValueError(f"capacity not met: broker {b} would still hold {self.sizes[b]} "
+                                 f"bytes, above its capacity_bytes {limit}: {stop}")
         why = ("the move budget is spent" if left else
                "no replica on them can move to a broker that would take it without reducing rack "
                "diversity, exceeding a topic's cap or a broker's capacity")

@@ -196,6 +196,18 @@ def test_capacity_excess_leaves_by_a_swap_onto_a_bigger_disk():
     assert all(held[b.id] <= b.capacity_bytes for b in brokers), held
 
 
+def test_capacity_excess_leaves_by_a_two_move_chain():
+    # a (60 bytes) and b (60) must leave brokers 3 and 1 (1 byte each); 2 (61) and 4 (121)
+    # have the room, but 4 holds a already. b goes first to 2, the roomiest, and then a has
+    # nowhere to go: b moves on to 4, then a to 2 (once "capacity infeasible")
+    brokers = (BrokerEntry(1, capacity_bytes=1), BrokerEntry(2, capacity_bytes=61),
+               BrokerEntry(3, capacity_bytes=1), BrokerEntry(4, capacity_bytes=121))
+    parts = (PartitionEntry("a", 0, (3, 4), size_bytes=60), PartitionEntry("b", 0, (1,), size_bytes=60))
+    plan = replica_balance(ClusterSnapshot(brokers, parts), threshold=10)
+    check_plan(plan)
+    assert [p.replicas for p in plan.after.partitions] == [(2, 4), (4,)]
+
+
 def test_a_rack_heavier_than_the_mean_is_evened_inside_it_in_few_moves():
     # rack a has two brokers, b and c three, every partition one replica per rack: each rack
     # holds every byte once, so a's brokers stay above the band whatever moves. Broker 0 holds
