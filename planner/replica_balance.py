@@ -951,10 +951,15 @@ class _Balancer:
                     break
                 w_a, a = key_a // p, self.partition(key_a)
                 k = bisect_left(take_list, (w_a - want) * p)
+                a_moves: bool | None = None         # may a go to y? (asked once, when needed)
                 for key_b in take_list[max(0, k - NEAR):k + NEAR]:
                     delta = w_a - key_b // p
                     if not least <= delta <= most or (best is not None and abs(delta - want) >= best[0]):
                         continue
+                    if a_moves is None:
+                        a_moves = self.moves_to(a, x, y)
+                    if not a_moves:
+                        break
                     b = self.partition(key_b)
                     if self.swap_fits(a, x, b, y):
                         best = (abs(delta - want), a, b)
@@ -965,16 +970,21 @@ class _Balancer:
         if take is not None:
             self.do_move(take, y, x)
         return True
+    def moves_to(self, i: int, source: int, destination: int) -> bool:
+        """May partition ``i``'s replica on ``source`` go to ``destination`` (one side of a
+        swap: not there already, the leader budget, rack diversity; a rack is always allowed
+        to itself)?"""
+        return (destination not in self.reps[i] and self.leader_ok(i, source)
+                and (self.leaf[source] == self.leaf[destination]
+                     or self.leaf[destination] in self.allowed_leaves(i, source)))
+
     def swap_fits(self, a: int, x: int, b: int, y: int) -> bool:
-        """Partition ``a`` from ``x`` to ``y`` and ``b`` from ``y`` to ``x``, counts unchanged."""
-        if a == b or y in self.reps[a] or x in self.reps[b]:
-            return False
-        if not (self.leader_ok(a, x) and self.leader_ok(b, y)):
+        """Partition ``a`` from ``x`` to ``y`` and ``b`` from ``y`` to ``x``, counts unchanged;
+        ``a``'s side (:meth:`moves_to`) is checked by the caller."""
+        if a == b or not self.moves_to(b, y, x):
             return False
         if self.reps[a][0] == x and self.reps[b][0] == y and self.leader_budget is not None \
                 and self.leader_budget < 2:
-            return False
-        if self.leaf[y] not in self.allowed_leaves(a, x) or self.leaf[x] not in self.allowed_leaves(b, y):
             return False
         delta = self.size[a] - self.size[b]
         limit = self.capacity.get(y)
