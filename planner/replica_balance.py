@@ -78,7 +78,8 @@ Algorithm
        with the brokers with the most room left, which may then leave the count and byte bands
        (capacity is hard, the bands are not); when no transfer fits, one of its largest
        replicas goes to a broker without the room after one replica of that broker moves to
-       a third with room (a two-move chain). Each transfer lowers the bytes above capacity or
+       a third with room (a two-move chain). A pair that found nothing is not tried again
+       until one of its brokers changes. Each transfer lowers the bytes above capacity or
        else the sum of squared bytes, by at least a quarter of what it aims at, so the pass
        ends in few transfers.
     7. Steps 4-6 repeat while they move something (at most a few rounds); what is still off
@@ -847,6 +848,20 @@ class _Balancer:
         if not self.sized:
             return
         stuck: set[int] = set()
+        failed: dict[tuple[int, int, int], tuple[int, ...]] = {}   # (x, y, b) -> their state then
+
+        def attempt(x: int, y: int, b: int, gap: int) -> bool:
+            """A transfer, unless the same pair failed for ``b`` while both brokers held what
+            they hold now (only the topic counts of their racks, moved by other pairs, may
+            differ since: a pair is retried when one of its brokers changes)."""
+            state = (self.sizes[x], self.sizes[y], self.counts[x], self.counts[y])
+            if failed.get((x, y, b)) == state:
+                return False
+            if self.transfer(x, y, gap):
+                return True
+            failed[(x, y, b)] = state
+            return False
+
         while self.budget_left():
             b = self.worst(stuck)
             if b is None:
@@ -860,7 +875,7 @@ class _Balancer:
                 partners += self.roomiest(b)     # above its disk: the brokers with most room too
             pairs = [(b, y) if heavy else (y, b) for y in dict.fromkeys(partners)]
             gap = self.off_band(b)
-            if any(self.transfer(x, y, gap) for x, y in pairs) or (
+            if any(attempt(x, y, b, gap) for x, y in pairs) or (
                     self.capacity.get(b, self.sizes[b]) < self.sizes[b] and self.make_room(b)):
                 stuck.clear()   # the others may have a partner now
             else:
