@@ -958,7 +958,8 @@ class _Balancer:
         if (over > 0 or self.counts[x] > self.lo and self.counts[y] < self.hi) and self.budget_left():
             for key in give_list[max(0, start - NEAR):start + NEAR]:
                 w, i = key // p, self.partition(key)
-                if least <= w <= most and self.fits(i, x, y) and (best is None or abs(w - want) < best[0]):
+                if least <= w <= most and self.fits(i, x, y, caps=over <= 0) \
+                        and (best is None or abs(w - want) < best[0]):
                     best = (abs(w - want), i, None)
         if self.budget_left(extra=1):   # the smallest pair first: fewest bytes moved
             for key_a in give_list[start:start + SCAN] + give_list[max(0, start - SCAN):start][::-1]:
@@ -976,7 +977,7 @@ class _Balancer:
                     if not a_moves:
                         break
                     b = self.partition(key_b)
-                    if self.swap_fits(a, x, b, y):
+                    if self.swap_fits(a, x, b, y, caps=over <= 0):
                         best = (abs(delta - want), a, b)
         if best is None:
             return False
@@ -985,6 +986,7 @@ class _Balancer:
         if take is not None:
             self.do_move(take, y, x)
         return True
+
     def moves_to(self, i: int, source: int, destination: int) -> bool:
         """May partition ``i``'s replica on ``source`` go to ``destination`` (one side of a
         swap: not there already, the leader budget, rack diversity; a rack is always allowed
@@ -993,9 +995,10 @@ class _Balancer:
                 and (self.leaf[source] == self.leaf[destination]
                      or self.leaf[destination] in self.allowed_leaves(i, source)))
 
-    def swap_fits(self, a: int, x: int, b: int, y: int) -> bool:
+    def swap_fits(self, a: int, x: int, b: int, y: int, *, caps: bool = True) -> bool:
         """Partition ``a`` from ``x`` to ``y`` and ``b`` from ``y`` to ``x``, counts unchanged;
-        ``a``'s side (:meth:`moves_to`) is checked by the caller."""
+        ``a``'s side (:meth:`moves_to`) is checked by the caller; the topic caps unless ``caps``
+        is false."""
         if a == b or not self.moves_to(b, y, x):
             return False
         if self.reps[a][0] == x and self.reps[b][0] == y and self.leader_budget is not None \
@@ -1006,7 +1009,7 @@ class _Balancer:
         if limit is not None and self.sizes[y] + delta > limit:
             return False
         ta, tb = self.topic[a], self.topic[b]
-        return ta == tb or (self.caps_ok(ta, x, y) and self.caps_ok(tb, y, x))
+        return not caps or ta == tb or (self.caps_ok(ta, x, y) and self.caps_ok(tb, y, x))
 
     # -- step 7: what is left --------------------------------------------------------------
     def explain(self) -> None:
