@@ -27,7 +27,7 @@ from assignors.snapshot import ClusterSnapshot
 
 from .plan import Plan
 from .racks import RackTree
-from .state import BrokerState, RackState, Spread, spread
+from .state import BrokerState, RackState, Spread, rack_totals, spread
 
 __all__ = ["Figures", "figures", "plan_figures"]
 
@@ -146,21 +146,10 @@ def _figures(snapshot: ClusterSnapshot, columns: tuple[Ints, Ints, Ints, Ints]) 
     tree = RackTree.of({b.id: b.rack for b in known if b.alive})
     not_diverse = _lacking_diversity(tree, alive_ids, ids, pos, rf, owner, starts)
 
-    racks: dict[tuple[int, str], list[int]] = {}
-    for b in brokers:
-        keys = tree.keys_of(b.id)
-        if not b.alive or not keys:
-            continue
-        for level, key in enumerate(keys):
-            entry = racks.setdefault((level + 1, tree.names[key]), [0, 0, 0])
-            entry[0] += 1
-            entry[1] += b.replicas
-            entry[2] += b.leaders
-
     return Figures(
         brokers=brokers,
         unknown_brokers=unknown,
-        racks=tuple(RackState(name, level, c, r, lead) for (level, name), (c, r, lead) in sorted(racks.items())),
+        racks=rack_totals(tree, brokers),
         partitions=n_parts,
         replicas=total,
         replicas_spread=rep_spread,

@@ -151,6 +151,22 @@ def spread(values: list[int], total: int, brokers: int) -> Spread:
     return Spread(min(values), max(values), total / brokers, total // brokers, -(-total // brokers))
 
 
+
+def rack_totals(tree: RackTree, brokers: tuple[BrokerState, ...]) -> tuple[RackState, ...]:
+    """Alive brokers, replicas and preferred leaders under every node of the rack tree, by
+    (level, name)."""
+    racks: dict[tuple[int, str], list[int]] = {}
+    for state in brokers:
+        keys = tree.keys_of(state.id)
+        if not state.alive or not keys:
+            continue
+        for level, key in enumerate(keys):
+            entry = racks.setdefault((level + 1, tree.names[key]), [0, 0, 0])
+            entry[0] += 1
+            entry[1] += state.replicas
+            entry[2] += state.leaders
+    return tuple(RackState(name, level, n, r, lead) for (level, name), (n, r, lead) in sorted(racks.items()))
+
 def describe(snapshot: ClusterSnapshot, *, topics: bool = True) -> ClusterState:
     """The state of a cluster snapshot (see module doc); ``topics=False`` skips the per-topic
     spread (the report does not show it)."""
@@ -208,16 +224,6 @@ def describe(snapshot: ClusterSnapshot, *, topics: bool = True) -> ClusterState:
         BrokerState(b, None, False, replicas[b], leaders[b])
         for b in sorted(x for x in replicas if x >= 0 and x not in known)
     )
-    racks: dict[tuple[int, str], list[int]] = {}
-    for state in brokers:
-        broker_keys = tree.keys_of(state.id)
-        if not state.alive or not broker_keys:
-            continue
-        for level, key in enumerate(broker_keys):
-            entry = racks.setdefault((level + 1, tree.names[key]), [0, 0, 0])
-            entry[0] += 1
-            entry[1] += state.replicas
-            entry[2] += state.leaders
     # the replicas the alive brokers will hold once repaired: every slot of every partition
     n_alive = len(alive)
     rep_counts = [replicas[b] for b in alive]
@@ -233,7 +239,7 @@ def describe(snapshot: ClusterSnapshot, *, topics: bool = True) -> ClusterState:
     return ClusterState(
         brokers=brokers,
         unknown_brokers=unknown,
-        racks=tuple(RackState(name, level, n, r, lead) for (level, name), (n, r, lead) in sorted(racks.items())),
+        racks=rack_totals(tree, brokers),
         topics=tuple(topic_states),
         partitions=len(parts),
         replicas=total_replicas,
