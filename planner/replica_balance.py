@@ -871,12 +871,12 @@ class _Balancer:
             for order in (self.leaf_bytes[self.leaf[b]], self.by_bytes):   # own rack first
                 ends = iter(order) if heavy else reversed(order)
                 partners += [y for _, y in islice((e for e in ends if e[1] != b), PARTNERS)]
-            if self.capacity.get(b, self.sizes[b]) < self.sizes[b]:
+            full = self.capacity.get(b, self.sizes[b]) < self.sizes[b]
+            if full:
                 partners += self.roomiest(b)     # above its disk: the brokers with most room too
             pairs = [(b, y) if heavy else (y, b) for y in dict.fromkeys(partners)]
             gap = self.off_band(b)
-            if any(attempt(x, y, b, gap) for x, y in pairs) or (
-                    self.capacity.get(b, self.sizes[b]) < self.sizes[b] and self.make_room(b)):
+            if any(attempt(x, y, b, gap) for x, y in pairs) or (full and self.make_room(b)):
                 stuck.clear()   # the others may have a partner now
             else:
                 stuck.add(b)
