@@ -45,3 +45,16 @@ def server():
 
     with ServerThread() as running:
         yield running
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Markers by kind, so ``pytest -m "not slow"`` is the fast command: every test under
+    tests/spark is ``spark``; every end-to-end test (real processes) and every ``kafka``,
+    ``spark``, ``tansu`` or ``docker`` test is also ``slow``."""
+    heavy = {"kafka", "spark", "tansu", "docker"}
+    for item in items:
+        parts = item.path.parts
+        if "spark" in parts:
+            item.add_marker(pytest.mark.spark)
+        if "e2e" in parts or "kafka" in parts or heavy & {m.name for m in item.iter_markers()}:
+            item.add_marker(pytest.mark.slow)
