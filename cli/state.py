@@ -12,6 +12,7 @@ code 2; a cluster that cannot be reached or read: one line, exit code 1.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import TYPE_CHECKING
@@ -71,10 +72,13 @@ def check_local_input(args: argparse.Namespace) -> None:
             raise SourceError(f"--{flag} {path}: no such {what}")
 
 
-def load_input(args: argparse.Namespace, *, with_sizes: bool = False) -> ClusterSnapshot:
+def load_input(args: argparse.Namespace, *, with_sizes: bool = False,
+               fenced_down: bool = False) -> ClusterSnapshot:
     """The snapshot named by the input arguments (not a fleet). A live cluster is read with
     partition sizes when ``with_sizes``; what its snapshot could not hold (left-out topics,
-    fenced brokers, unknown sizes) is printed on stderr as ``note:`` lines."""
+    fenced brokers, unknown sizes) is printed on stderr as ``note:`` lines. With
+    ``fenced_down`` a fenced broker (registered, but not heartbeating: stopped, or starting)
+    is shown as not alive; the planners keep it alive (its replicas are not lost)."""
     if args.command_config:
         security_options(args.command_config)  # a bad file is refused whatever the input
     if args.snapshot:
@@ -83,6 +87,10 @@ def load_input(args: argparse.Namespace, *, with_sizes: bool = False) -> Cluster
         read = read_live(args, with_sizes=with_sizes, client_id="replica-assignor-planner")
         for note in read.notes():
             print(f"note: {note}", file=sys.stderr)
+        if fenced_down and read.fenced:
+            brokers = tuple(dataclasses.replace(b, alive=False) if b.id in read.fenced else b
+                            for b in read.snapshot.brokers)
+            return dataclasses.replace(read.snapshot, brokers=brokers)
         return read.snapshot
     if not args.racks:
         raise SourceError("--describe needs --racks FILE (which broker is on which rack)")
@@ -104,13 +112,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     add_input_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument("--save-snapshot", metavar="FILE",
+                        help="also write the cluster as a snapshot file (brokers, racks, replicas, leaders, "
+                             "ISR, sizes): a live cluster captured for offline planning")
     parser.set_defaults(run=run)
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        snapshot = load_input(args)
+        snapshot = load_input(args, with_sizes=True, fenced_down=True)
+        if args.save_snapshot:
+            save_snapshot(snapshot, args.save_snapshot)
     except SourceError as exc:
         return fail("replica-assignor state", exc, 2)
     except CommandError as exc:
@@ -126,6 +139,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render(state) + "".join(line + "\n" for line in _bound_notes(state, unreachable)))
     return 0
+
+
+def save_snapshot(snapshot: ClusterSnapshot, path: str) -> None:
+    """Write ``snapshot`` in the shared format, atomically (a failure leaves no file)."""
+    import os
+
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w") as out:
+            json.dump(snapshot.to_dict(), out, separators=(",", ":"))
+        os.replace(tmp, path)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise CommandError(f"--save-snapshot {path}: {exc.strerror or exc}", 1) from None
 
 
 def _unreachable(snapshot: ClusterSnapshot) -> dict[str, int] | None:

@@ -10,8 +10,10 @@ with the topic's name), then creates the topic with CreateTopics carrying that e
 assignment, as kafka-topics.sh --create --replica-assignment does. add-partitions reads the
 topic's current assignment from the cluster, sends it as CreateReplicaAssignment v1's current
 assignment (so the assignor continues the topic where it left off), and adds the new partitions
-with CreatePartitions. Both print the assignment applied (Kafka reassignment JSON) on stdout;
-with --dry-run they print it and change nothing.
+with CreatePartitions. Both print the assignment applied (Kafka reassignment JSON) on stdout,
+then read the topic back (DescribeTopics): a partition whose replicas differ from the assignment
+(a broker that ignored it) is named and the command exits 1. With --dry-run they print the
+assignment and change nothing.
 
 --command-config holds the Kafka client properties of the Kafka cluster,
 --assignor-command-config those of the assignor server. A broker that refuses (the topic
@@ -22,7 +24,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .common import (
@@ -142,6 +145,7 @@ def run_create(args: argparse.Namespace) -> int:
             admin.close()
         check_created(args.topic, assignment, answer)
         print_json(reassignment_json(args.topic, assignment))
+        check_applied(args, args.topic, assignment, "created")
         print(f"created topic {args.topic}: {len(assignment)} partition(s), replication factor "
               f"{len(assignment[0])}, on {args.bootstrap_server}", file=sys.stderr)
         return 0
@@ -165,6 +169,46 @@ def check_created(topic: str, assignment: Mapping[int, list[int]], answer: Mappi
         raise CommandError(f"the cluster created topic {topic} with {got_partitions} partition(s) and replication "
                            f"factor {got_rf}, not the {partitions} partition(s) and replication factor {rf} "
                            "assigned: it ignored the replica assignment", 1)
+
+
+#: how many differing partitions an error names before it counts the rest
+NAMED_PARTITIONS = 10
+
+
+def placed_replicas(args: argparse.Namespace, topic: str, partitions: Iterable[int]) -> dict[int, list[int]]:
+    """The replicas the cluster reports for ``partitions`` of ``topic`` (DescribeTopics), asked
+    again until every one is described or ``--timeout-ms`` passes: a new topic's metadata reaches
+    every broker a moment after CreateTopics answers."""
+    wanted = set(partitions)
+    deadline = time.monotonic() + args.timeout_ms / 1000
+    placed: dict[int, list[int]] = {}
+    admin = _kafka_admin(args)
+    try:
+        while True:
+            described = [t for t in admin.describe_topics([topic]) if t.get("name") == topic]
+            if described and not described[0].get("error_code"):
+                placed = {p["partition_index"]: list(p["replica_nodes"]) for p in described[0]["partitions"]}
+            if wanted <= placed.keys() or time.monotonic() >= deadline:
+                return placed
+            time.sleep(0.2)
+    finally:
+        admin.close()
+
+
+def check_applied(args: argparse.Namespace, topic: str, assignment: Mapping[int, list[int]], verb: str) -> None:
+    """Read ``topic`` back: every partition of ``assignment`` must sit on exactly its replicas,
+    in order (the first is the preferred leader). Otherwise a :class:`CommandError` (exit 1)
+    names the partitions that differ: the change was made, so the operator decides what next."""
+    placed = placed_replicas(args, topic, assignment)
+    differ = [p for p in sorted(assignment) if placed.get(p) != list(assignment[p])]
+    if not differ:
+        return
+    named = ", ".join(f"partition {p} on {placed[p] if p in placed else 'no replicas'} (assigned "
+                      f"{list(assignment[p])})" for p in differ[:NAMED_PARTITIONS])
+    more = f" and {len(differ) - NAMED_PARTITIONS} more" if len(differ) > NAMED_PARTITIONS else ""
+    raise CommandError(f"the cluster {verb} topic {topic} but did not apply the assignment: {named}{more}; "
+                       f"the partitions stay as the cluster placed them: delete the topic, or move them with "
+                       f"kafka-reassign-partitions.sh --execute on the JSON printed above", 1)
 
 
 def current_assignment(read: Any, topic: str, bootstrap: str) -> dict[int, list[int]]:
@@ -207,6 +251,7 @@ def run_add(args: argparse.Namespace) -> int:
                 raise _refused(f"the cluster refused to add partitions to {args.topic}", result.error_code,
                                result.error_message)
         print_json(reassignment_json(args.topic, new))
+        check_applied(args, args.topic, {**current, **new}, "extended")
         print(f"added {len(new)} partition(s) to {args.topic} (now {args.partitions}) on {args.bootstrap_server}",
               file=sys.stderr)
         return 0

@@ -6,7 +6,8 @@ Tansu answers CreateTopics but, as it stands, ignores an explicit replica assign
 its default partition count (3) when the request says -1, as Kafka's protocol requires alongside
 an assignment: so a 3-partition topic is created as assigned, and any other count is caught by
 the command (the answer's partition count differs from the assignment) rather than reported as
-done. Tansu does not offer CreatePartitions: add-partitions says so in one line.
+done. Placements on other brokers than 111 are caught by the read-back after creation. The same
+workflows against Apache Kafka itself, which applies assignments: tests/kafka. Tansu does not offer CreatePartitions: add-partitions says so in one line.
 """
 
 from __future__ import annotations
@@ -155,3 +156,21 @@ def test_add_partitions_bad_requests(tansu: TansuBroker, assignor: ServerThread,
     proc = cli(tansu, assignor, "add-partitions", *args)
     assert proc.returncode == code
     assert len(proc.stderr.splitlines()) == 1 and message in proc.stderr
+
+
+def test_a_placement_the_broker_did_not_apply_is_named_per_partition(tansu: TansuBroker, tmp_path: Path) -> None:
+    """The assignor's view has brokers 0, 1 and 5; Tansu places every partition on its node 111:
+    the partition count matches, the replicas do not, and the read-back says so."""
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({"brokers": [{"id": 0}, {"id": 1}, {"id": 5}]}))
+    with ServerThread({"cluster.metadata.file": str(path), "replica.assignor.random.seed": "7"}) as elsewhere:
+        proc = cli(tansu, elsewhere, "create-topic", "--topic", "misplaced", "--partitions", "3",
+                   "--replication-factor", "1")
+    assert proc.returncode == 1
+    assigned = plan(proc, "misplaced")
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("replica-assignor create-topic: error: the cluster created topic misplaced but did "
+                           "not apply the assignment: ")
+    for p, replicas in assigned.items():
+        assert f"partition {p} on [111] (assigned {replicas})" in line
+    assert "delete the topic, or move them with kafka-reassign-partitions.sh" in line
