@@ -140,6 +140,21 @@ def read_current_assignment(entries: Iterable[tuple[int, Sequence[int]]]) -> dic
     return current
 
 
+def read_pending_topics(entries: Iterable[tuple[str, Iterable[tuple[int, Sequence[int]]]]],
+                        topic: str | None) -> dict[str, dict[int, tuple[int, ...]]]:
+    """A request's pending topics (v2: placed earlier in the same batch, not yet created), each
+    named validly, once, and not the request's own topic; their partitions as
+    :func:`read_current_assignment` reads a current assignment."""
+    pending: dict[str, dict[int, tuple[int, ...]]] = {}
+    for name, partitions in entries:
+        check_topic_name(name)
+        if name in pending or name == topic:
+            raise InvalidReplicaAssignmentError(
+                f"Pending topic '{name}' is listed twice or is the topic being placed.")
+        pending[name] = read_current_assignment(partitions)
+    return pending
+
+
 def partitions_to_place(topic: str | None, n_partitions: int, replication_factor: int,
                         current: Mapping[int, Sequence[int]], cluster: ClusterView) -> range:
     """The partition ids a request asks for, given the topic's current assignment.

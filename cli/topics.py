@@ -1,13 +1,17 @@
 """``replica-assignor create-topic`` and ``add-partitions``: placement applied to a Kafka cluster.
 
-    replica-assignor create-topic --bootstrap-server KAFKA --assignor HOST:PORT --topic T \\
+    replica-assignor create-topic --bootstrap-server KAFKA --assignor HOST:PORT --topic T [--topic T2 ...] \\
         --partitions 12 --replication-factor 3 [--config retention.ms=86400000 ...] [--dry-run]
+    replica-assignor create-topic --bootstrap-server KAFKA --assignor HOST:PORT --topics-file FILE
     replica-assignor add-partitions --bootstrap-server KAFKA --assignor HOST:PORT --topic T \\
         --partitions 24 [--dry-run]
 
 create-topic asks the assignor server where the new topic's replicas go (CreateReplicaAssignment
 with the topic's name), then creates the topic with CreateTopics carrying that explicit
-assignment, as kafka-topics.sh --create --replica-assignment does. add-partitions reads the
+assignment, as kafka-topics.sh --create --replica-assignment does. Several topics (--topic
+repeated, or a file of 'NAME PARTITIONS REPLICATION_FACTOR' lines) are one batch: each is placed
+with the earlier ones in the assignor's view (CreateReplicaAssignment v2), then all are created
+with one CreateTopics. add-partitions reads the
 topic's current assignment from the cluster, sends it as CreateReplicaAssignment v1's current
 assignment (so the assignor continues the topic where it left off), and adds the new partitions
 with CreatePartitions. Both print the assignment applied (Kafka reassignment JSON) on stdout,
@@ -26,6 +30,7 @@ import argparse
 import sys
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .common import (
@@ -46,13 +51,13 @@ CLIENT_ID = "replica-assignor-topics"
 
 
 def add_parser(sub: Any) -> None:
-    create = sub.add_parser("create-topic", help="create a topic placed by the assignor server",
+    create = sub.add_parser("create-topic", help="create topics placed by the assignor server",
                             description=help_text(__doc__), epilog=EXIT_CODES,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
-    _common_arguments(create)
-    create.add_argument("--partitions", type=positive, required=True, metavar="N", help="partition count")
-    create.add_argument("--replication-factor", type=positive, required=True, metavar="R",
-                        help="replicas per partition")
+    _common_arguments(create, several=True)
+    create.add_argument("--partitions", type=positive, metavar="N", help="partition count (with --topic)")
+    create.add_argument("--replication-factor", type=positive, metavar="R",
+                        help="replicas per partition (with --topic)")
     create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="a topic configuration (repeatable), as kafka-topics.sh --config")
     create.add_argument("--disable-rack-aware", action="store_true",
@@ -68,17 +73,92 @@ def add_parser(sub: Any) -> None:
     add.set_defaults(run=run_add)
 
 
-def _common_arguments(p: argparse.ArgumentParser) -> None:
+def _common_arguments(p: argparse.ArgumentParser, several: bool = False) -> None:
     p.add_argument("--bootstrap-server", required=True, type=host_port, metavar="HOST:PORT",
                    help="the Kafka cluster")
     p.add_argument("--assignor", required=True, type=host_port, metavar="HOST:PORT",
                    help="the replica assignor server")
-    p.add_argument("--topic", required=True, help="the topic")
+    if several:
+        names = p.add_mutually_exclusive_group(required=True)
+        names.add_argument("--topic", action="append", metavar="NAME",
+                           help="a topic to create (repeatable: the topics are placed as one batch)")
+        names.add_argument("--topics-file", metavar="FILE",
+                           help="topics to create as one batch: lines 'NAME PARTITIONS REPLICATION_FACTOR' "
+                                "('#' starts a comment)")
+    else:
+        p.add_argument("--topic", required=True, help="the topic")
     p.add_argument("--dry-run", action="store_true",
                    help="print the assignment (Kafka reassignment JSON) and change nothing")
     add_connection_arguments(p, what="the Kafka cluster")
     add_connection_arguments(p, what="the replica assignor server", config_flag="--assignor-command-config",
                              timeout=False)
+
+
+@dataclass(frozen=True, slots=True)
+class NewTopicSpec:
+    """One topic of a create-topic batch."""
+
+    name: str
+    partitions: int
+    replication_factor: int
+
+
+def batch(args: argparse.Namespace) -> list[NewTopicSpec]:
+    """The topics to create, from ``--topic`` (with ``--partitions`` and ``--replication-factor``)
+    or from ``--topics-file``; a name given twice, or a malformed line, is bad input (exit 2)."""
+    if args.topics_file is not None:
+        if args.partitions is not None or args.replication_factor is not None:
+            raise CommandError("--topics-file gives each topic's partitions and replication factor: "
+                               "leave out --partitions and --replication-factor", 2)
+        specs = _read_topics_file(args.topics_file)
+    else:
+        if args.partitions is None or args.replication_factor is None:
+            raise CommandError("--topic needs --partitions and --replication-factor", 2)
+        specs = [NewTopicSpec(name, args.partitions, args.replication_factor) for name in args.topic]
+    names = [s.name for s in specs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise CommandError(f"topic {twice[0]} is named twice", 2)
+    return specs
+
+
+#: the largest topics file read (a batch is a few thousand lines at most)
+TOPICS_FILE_MAX_BYTES = 4 * 1024 * 1024
+
+
+def _read_topics_file(path: str) -> list[NewTopicSpec]:
+    import os
+    import stat
+
+    try:
+        with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise CommandError(f"--topics-file {path}: not a regular file", 2)
+            raw = f.read(TOPICS_FILE_MAX_BYTES + 1)
+    except OSError as exc:
+        raise CommandError(f"--topics-file {path}: {exc.strerror or exc}", 2) from None
+    if len(raw) > TOPICS_FILE_MAX_BYTES:
+        raise CommandError(f"--topics-file {path}: larger than {TOPICS_FILE_MAX_BYTES} bytes", 2)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CommandError(f"--topics-file {path}: not UTF-8 text", 2) from None
+    specs = []
+    for number, line in enumerate(text.splitlines(), 1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        try:
+            if len(words) != 3:
+                raise ValueError
+            specs.append(NewTopicSpec(words[0], positive(words[1]), positive(words[2])))
+        except (ValueError, argparse.ArgumentTypeError):
+            raise CommandError(f"--topics-file {path}, line {number}: expected 'NAME PARTITIONS "
+                               f"REPLICATION_FACTOR' with whole numbers of at least 1, got {line.strip()!r}",
+                               2) from None
+    if not specs:
+        raise CommandError(f"--topics-file {path}: names no topic", 2)
+    return specs
 
 
 def topic_configs(items: list[str]) -> dict[str, str]:
@@ -93,18 +173,33 @@ def topic_configs(items: list[str]) -> dict[str, str]:
 
 def _ask_assignor(args: argparse.Namespace, partitions: int, replication_factor: int,
                   current: Mapping[int, list[int]] | None, force_simple: bool = False) -> dict[int, list[int]]:
+    placed = _ask_batch(args, [NewTopicSpec(args.topic, partitions, replication_factor)], current, force_simple)
+    return placed[args.topic]
+
+
+def _ask_batch(args: argparse.Namespace, specs: list[NewTopicSpec], current: Mapping[int, list[int]] | None = None,
+               force_simple: bool = False) -> dict[str, dict[int, list[int]]]:
+    """The assignor's placement of each topic in turn, over one connection; each later topic is
+    placed with the earlier ones' answers in the server's view (CreateReplicaAssignment v2's
+    PendingTopics), so a batch is spread as one."""
     import kafka.errors as kafka_errors
 
     from protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
 
     security = security_options(args.assignor_command_config)
     options = CreateReplicaAssignmentOptions(force_simple_assignment=force_simple, timeout_ms=args.timeout_ms)
+    placed: dict[str, dict[int, list[int]]] = {}
     with ReplicaAssignorAdminClient(args.assignor, request_timeout_ms=args.timeout_ms, security=security) as admin:
-        try:
-            return admin.create_replica_assignment(partitions, replication_factor, None, options,
-                                                   topic=args.topic, current_assignment=current).assignments()
-        except kafka_errors.BrokerResponseError as exc:  # an error code in the answer: say who refused
-            raise CommandError(f"the assignor at {args.assignor} refused: {error_message(exc)}", 1) from None
+        for spec in specs:
+            try:
+                placed[spec.name] = admin.create_replica_assignment(
+                    spec.partitions, spec.replication_factor, None, options, topic=spec.name,
+                    current_assignment=current, pending_topics=placed).assignments()
+            except kafka_errors.BrokerResponseError as exc:  # an error code in the answer: say who refused
+                what = f" topic {spec.name}" if len(specs) > 1 else ""
+                raise CommandError(f"the assignor at {args.assignor} refused{what}: {error_message(exc)}",
+                                   1) from None
+    return placed
 
 
 def _kafka_admin(args: argparse.Namespace) -> Any:
@@ -128,29 +223,41 @@ def _refused(what: str, code: int, message: str | None) -> CommandError:
 
 
 def run_create(args: argparse.Namespace) -> int:
-    """Ask for the placement, then CreateTopics with it."""
+    """Ask for the placements, then CreateTopics with them, then read them back."""
     prog = "replica-assignor create-topic"
     try:
+        specs = batch(args)
         configs = topic_configs(args.config)
         security_options(args.command_config)  # a bad file is refused before anything is asked
-        assignment = _ask_assignor(args, args.partitions, args.replication_factor, None, args.disable_rack_aware)
+        placed = _ask_batch(args, specs, None, args.disable_rack_aware)
+        plan = batch_json(placed)
         if args.dry_run:
-            print_json(reassignment_json(args.topic, assignment))
+            print_json(plan)
             return 0
         admin = _kafka_admin(args)
         try:
-            answer = admin.create_topics({args.topic: {"assignments": assignment, "configs": configs}},
+            answer = admin.create_topics({name: {"assignments": assignment, "configs": configs}
+                                          for name, assignment in placed.items()},
                                          timeout_ms=args.timeout_ms, raise_errors=False)
         finally:
             admin.close()
-        check_created(args.topic, assignment, answer)
-        print_json(reassignment_json(args.topic, assignment))
-        check_applied(args, args.topic, assignment, "created")
-        print(f"created topic {args.topic}: {len(assignment)} partition(s), replication factor "
-              f"{len(assignment[0])}, on {args.bootstrap_server}", file=sys.stderr)
+        for name, assignment in placed.items():
+            check_created(name, assignment, answer)
+        print_json(plan)
+        for name, assignment in placed.items():
+            check_applied(args, name, assignment, "created")
+        for name, assignment in placed.items():
+            print(f"created topic {name}: {len(assignment)} partition(s), replication factor "
+                  f"{len(assignment[0])}, on {args.bootstrap_server}", file=sys.stderr)
         return 0
     except Exception as exc:
         return fail(prog, _one_line(exc))
+
+
+def batch_json(placed: Mapping[str, Mapping[int, list[int]]]) -> dict[str, Any]:
+    """Kafka's reassignment JSON for every topic of a batch, in the batch's order."""
+    return {"version": 1, "partitions": [entry for name, assignment in placed.items()
+                                         for entry in reassignment_json(name, assignment)["partitions"]]}
 
 
 def check_created(topic: str, assignment: Mapping[int, list[int]], answer: Mapping[str, Any]) -> None:

@@ -103,6 +103,7 @@ class Case:
 _CURRENT_6x3 = [{"PartitionId": p, "Replicas": r} for p, r in enumerate(
     [[0, 2, 4], [2, 4, 1], [4, 1, 3], [1, 3, 5], [3, 5, 0], [5, 0, 2]])]
 _CURRENT_4x2 = [{"PartitionId": p, "Replicas": r} for p, r in enumerate([[0, 3], [2, 5], [4, 1], [1, 4]])]
+_PENDING_ORDERS = {"TopicName": "orders", "Partitions": _CURRENT_4x2}
 
 
 def _assign(n: int, rf: int, nodes: Sequence[int] = (), simple: bool = False, timeout: int = 60_000,
@@ -111,6 +112,8 @@ def _assign(n: int, rf: int, nodes: Sequence[int] = (), simple: bool = False, ti
            "NodeId": list(nodes), "timeoutMs": timeout}
     if v1:
         out.update({"TopicName": None, "CurrentAssignment": [], **v1})
+        if "PendingTopics" in v1:
+            out["PendingTopics"] = v1["PendingTopics"]
     return out
 
 
@@ -197,10 +200,17 @@ def cases() -> list[Case]:
              "v1: the current assignment skips partition 1: INVALID_REPLICA_ASSIGNMENT",
              cra, 1, _assign(4, 2, TopicName="orders", CurrentAssignment=[_CURRENT_4x2[0], _CURRENT_4x2[2]]),
              error_code=_INVALID_ASSIGNMENT),
-        Case("create-replica-assignment-v2-unsupported",
-             "a v1 body sent as v2, above the server's v1: the connection is closed",
-             cra, 1, _assign(3, 2, TopicName="orders"), header_version=2, disconnect=True, error_code=None,
-             roles=("server",)),
+        Case("create-replica-assignment-v2-batch",
+             "v2: topic payments, 6 partitions, RF 2, placed after topic orders of the same batch (PendingTopics)",
+             cra, 2, _assign(6, 2, TopicName="payments", PendingTopics=[_PENDING_ORDERS])),
+        Case("create-replica-assignment-v2-pending-twice",
+             "v2: a pending topic listed twice: INVALID_REPLICA_ASSIGNMENT",
+             cra, 2, _assign(6, 2, TopicName="payments", PendingTopics=[_PENDING_ORDERS, _PENDING_ORDERS]),
+             error_code=_INVALID_ASSIGNMENT),
+        Case("create-replica-assignment-v3-unsupported",
+             "a v2 body sent as v3, above the server's v2: the connection is closed",
+             cra, 2, _assign(3, 2, TopicName="orders", PendingTopics=[]), header_version=3, disconnect=True,
+             error_code=None, roles=("server",)),
     ]
     for v in (0, 1):
         topic: dict[str, Any] = {"TopicName": "slow-topic"} if v else {}

@@ -194,12 +194,18 @@ class _Session:
 
     def assignment_request(self, num_partitions: int, replication_factor: int, node_ids: Iterable[int] | None,
                            options: CreateReplicaAssignmentOptions, topic: str | None,
-                           current_assignment: Mapping[int, list[int]] | None) -> tuple[int, bytes, int]:
+                           current_assignment: Mapping[int, list[int]] | None,
+                           pending_topics: Mapping[str, Mapping[int, list[int]]] | None = None,
+                           ) -> tuple[int, bytes, int]:
         version = self.assignment_version
         assert version is not None, "ApiVersions first"
         if current_assignment and version < 1:
             raise NotAReplicaAssignorError(
                 "the server only speaks CreateReplicaAssignment v0, which cannot continue an existing topic")
+        if pending_topics and version < 2:
+            raise NotAReplicaAssignorError(
+                f"the server speaks CreateReplicaAssignment up to v{version}, which cannot place several topics as "
+                "one batch (v2): create them one at a time")
         R = CreateReplicaAssignmentRequest
         kwargs: dict[str, Any] = dict(num_partitions=num_partitions, replication_factor=replication_factor,
                       force_simple_assignment=options.force_simple_assignment,
@@ -208,6 +214,11 @@ class _Session:
             kwargs["topic_name"] = topic
             kwargs["current_assignment"] = [R.CurrentPartition(partition_id=p, replicas=list(r))
                                             for p, r in sorted((current_assignment or {}).items())]
+        if version >= 2:
+            kwargs["pending_topics"] = [
+                R.PendingTopic(topic_name=name, partitions=[R.PendingTopic.PendingPartition(
+                    partition_id=p, replicas=list(r)) for p, r in sorted(assignment.items())])
+                for name, assignment in (pending_topics or {}).items()]
         cid, data = self._frame(R(version=version, **kwargs))
         return cid, data, version
 
@@ -321,11 +332,12 @@ class ReplicaAssignorAdminClient:
                                   options: CreateReplicaAssignmentOptions | None = None, *,
                                   topic: str | None = None,
                                   current_assignment: Mapping[int, list[int]] | None = None,
+                                  pending_topics: Mapping[str, Mapping[int, list[int]]] | None = None,
                                   ) -> CreateReplicaAssignmentResult:
         options = options or CreateReplicaAssignmentOptions()
         self._connect()
         cid, data, version = self._session.assignment_request(
-            num_partitions, replication_factor, node_ids, options, topic, current_assignment)
+            num_partitions, replication_factor, node_ids, options, topic, current_assignment, pending_topics)
         payload = self._roundtrip(data, timeout=max(self.timeout, options.timeout_ms / 1000.0 + 5))
         return self._session.on_assignment(cid, payload, version, self.where)
 

@@ -1,4 +1,4 @@
-"""CreateReplicaAssignment (apiKey 68), versions 0-1 (KIP-879).
+"""CreateReplicaAssignment (apiKey 68), versions 0-2 (KIP-879).
 
 Turns a request into one placement: which partitions, which replication factor, over
 which brokers; runs the configured assignor off the event loop with the request's
@@ -9,6 +9,9 @@ Version 1 continues a topic: ``CurrentAssignment`` is the topic's placement now 
 ``NumPartitions`` its partition count after the change. New partition ids are placed;
 if ``ReplicationFactor`` is above the current one, every partition is returned with its
 current replicas kept. Only changed partitions are in the response.
+
+Version 2 places one topic of a batch: ``PendingTopics`` (the batch's topics placed before it)
+join the cluster view first, so a load-aware assignor spreads the batch as one (KIP-660).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from assignors.validate import (
     check_topic_name,
     partitions_to_place,
     read_current_assignment,
+    read_pending_topics,
 )
 from protocol.errors import error_for_exception
 from protocol.fast import encode_assignment_body, encode_assignment_frame
@@ -90,16 +94,23 @@ def interpret(request: CreateReplicaAssignmentRequest, version: int, view: Clust
         view = view.restricted_to(node_ids)
     entries = request.current_assignment if version >= 1 else None
     current = read_current_assignment((e.partition_id, e.replicas or ()) for e in entries) if entries else {}
+    pending = read_pending_topics(
+        ((t.topic_name, ((p.partition_id, p.replicas or ()) for p in t.partitions or ()))
+         for t in request.pending_topics or ()), topic) if version >= 2 else {}
+    if pending:
+        check_size(n + sum(map(len, pending.values())), max_partitions)
     return Placement(topic, partitions_to_place(topic, n, rf, current, view), rf,
-                     _with_topic(view, topic, current), request.force_simple_assignment, request.timeout_ms)
+                     _with_topic(view, topic, current, pending), request.force_simple_assignment,
+                     request.timeout_ms)
 
 
-def _with_topic(view: ClusterView, topic: str | None, current: dict) -> ClusterView:
-    """The view with the request's current assignment standing for the topic's."""
+def _with_topic(view: ClusterView, topic: str | None, current: dict, pending: dict | None = None) -> ClusterView:
+    """The view with the request's current assignment standing for the topic's, and the
+    pending topics of a batch (v2) standing for any topics of their names."""
     name = topic if topic is not None else ""
-    if not current and name not in view.topics:
+    if not current and not pending and name not in view.topics:
         return view
-    topics = dict(view.topics)
+    topics = {**view.topics, **(pending or {})}
     if current:
         topics[name] = MappingProxyType(current)
     else:

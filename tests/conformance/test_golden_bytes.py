@@ -189,11 +189,11 @@ def test_response_fields_encode_to_the_vector_and_back(vector):
 def test_the_vectors_cover_tagged_and_regular_error_fields():
     errors = [v for v in VECTORS.vectors if v.api_key == CREATE_REPLICA_ASSIGNMENT and v.response is not None
               and v.response.fields["ErrorCode"]]
-    by_version = {0: set(), 1: set()}
+    by_version = {0: set(), 1: set(), 2: set()}
     for v in errors:
         by_version[v.response.version].add(v.response.tagged_fields)
     assert by_version[0] == {("ErrorCode", "ErrorMessage")}  # v0: both tagged, always
-    assert by_version[1] == {()}  # v1: regular fields, never tagged
+    assert by_version[1] == by_version[2] == {()}  # v1 and v2: regular fields, never tagged
     successes = [v for v in VECTORS.vectors if v.api_key == CREATE_REPLICA_ASSIGNMENT and v.response is not None
                  and not v.response.fields["ErrorCode"]]
     assert successes and all(v.response.tagged_fields == () for v in successes)

@@ -267,3 +267,23 @@ def test_verify_plan_exits_1_after_the_cluster_changed_under_the_plan(
     drifted = cli("verify-plan", "--plan", str(out), "--bootstrap-server", kafka.bootstrap)
     assert drifted.returncode == 1
     assert f"{topic}-{partition}: planned from {current}, now {[other, *current[1:]]}" in drifted.stdout
+
+
+def test_a_batch_of_topics_is_created_as_placed_and_spread_as_one(kafka: KafkaCluster, topics: Topics,
+                                                                  tmp_path: Path) -> None:
+    """Five topics of two single-replica partitions, placed by a load-aware plug-in following the
+    live cluster, created with one CreateTopics: each broker holds and leads two of the ten."""
+    proc, snap = live_snapshot(kafka, tmp_path)
+    existing = {(p["topic"], p["partition"]) for p in snap["partitions"]}
+    assert not existing, f"the cluster should hold no topic before this test, it holds {sorted(existing)[:5]}"
+    names = [topics.name("batch") for _ in range(5)]
+    with ServerThread({"bootstrap.servers": kafka.bootstrap,
+                       "replica.assignor.class.name": "examples.least_loaded.LeastLoadedAssignor"}) as server:
+        proc = cli("create-topic", "--bootstrap-server", kafka.bootstrap, "--assignor", server.bootstrap,
+                   *[a for n in names for a in ("--topic", n)], "--partitions", "2", "--replication-factor", "1")
+    assert proc.returncode == 0, proc.stderr
+    assigned = json.loads(proc.stdout)["partitions"]
+    placed = {(t, p): r for t in names for p, r in replicas_of(kafka, t).items()}
+    assert placed == {(e["topic"], e["partition"]): e["replicas"] for e in assigned}
+    per_broker = sorted(sum(1 for r in placed.values() if r[0] == b) for b in range(5))
+    assert per_broker == [2, 2, 2, 2, 2]
