@@ -3,8 +3,9 @@
 :func:`resolve` copies the jars of ``tests/oracle/pom.xml`` (Kafka 4.0.x: ``AdminUtils`` and
 ``StripedReplicaPlacer``) into ``.kafka/oracle-<version>/lib`` with Maven, and writes a stamp
 naming the pom's hash; a later run with the same pom finds the stamp and never calls Maven (it
-works offline). :func:`ask` feeds case lines to ``PlacementOracle.java`` (a single-file source
-program, see its header for the line format) and returns its answer lines.
+works offline). :func:`ask` feeds case lines to ``PlacementOracle.java`` (see its header for
+the line format; compiled once with ``javac`` next to the jars, again only when the source
+changes) and returns its answer lines.
 
 Every failure is an :class:`OracleUnavailable` with a one-line reason: the tests fail with it,
 they never skip.
@@ -13,6 +14,7 @@ they never skip.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -29,27 +31,32 @@ class OracleUnavailable(Exception):
     """Kafka's code could not be resolved or run; the message is one line."""
 
 
-def kafka_version() -> str:
-    match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", POM.read_text(encoding="utf-8"))
+def kafka_version(pom: Path = POM) -> str:
+    match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", pom.read_text(encoding="utf-8"))
     if match is None:
-        raise OracleUnavailable(f"{POM.relative_to(ROOT)} names no <kafka.version>")
+        raise OracleUnavailable(f"{pom.name} names no <kafka.version>")
     return match.group(1)
 
 
-def _last_error(output: str) -> str:
-    """The most telling line of Maven's output: its first ``[ERROR]`` line, else its last line."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
+def _maven_error(output: str) -> str:
+    """Maven's first non-empty ``[ERROR]`` line, without colour codes or the help pointer."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip() for line in output.splitlines()]
     for line in lines:
-        if line.startswith("[ERROR]"):
-            return line
-    return lines[-1] if lines else "no output"
+        if line.startswith("[ERROR]") and line[len("[ERROR]"):].strip():
+            return line[len("[ERROR]"):].strip().removesuffix("-> [Help 1]").strip()
+    return next((line for line in reversed(lines) if line), "no output")
 
 
-def resolve(cache_root: Path | None = None, timeout: float = 600.0) -> Path:
+def _first_line(output: str) -> str:
+    return next((line.strip() for line in output.splitlines() if line.strip()), "no output")
+
+
+def resolve(cache_root: Path | None = None, pom: Path = POM, timeout: float = 600.0) -> Path:
     """The directory of Kafka's jars, resolved by Maven on the first run only."""
-    cache = (cache_root or ROOT / ".kafka") / f"oracle-{kafka_version()}"
+    version = kafka_version(pom)
+    cache = (cache_root or ROOT / ".kafka") / f"oracle-{version}"
     lib = cache / "lib"
-    stamp = cache / f"resolved-{hashlib.sha256(POM.read_bytes()).hexdigest()[:16]}"
+    stamp = cache / f"resolved-{hashlib.sha256(pom.read_bytes()).hexdigest()[:16]}"
     if stamp.is_file():
         missing = [name for name in stamp.read_text(encoding="utf-8").split() if not (lib / name).is_file()]
         if not missing:
@@ -64,16 +71,15 @@ def resolve(cache_root: Path | None = None, timeout: float = 600.0) -> Path:
         shutil.rmtree(lib)
     try:
         done = subprocess.run(
-            [mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(POM), "dependency:copy-dependencies",
+            [mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(pom), "dependency:copy-dependencies",
              f"-DoutputDirectory={lib}"],
             capture_output=True, text=True, timeout=timeout, check=False,
         )
     except subprocess.TimeoutExpired:
-        raise OracleUnavailable(f"Maven did not resolve {POM.name} within {timeout:.0f} s") from None
+        raise OracleUnavailable(f"Maven did not resolve {pom.name} within {timeout:.0f} s") from None
     if done.returncode != 0:
         raise OracleUnavailable(
-            f"Maven could not resolve Kafka {kafka_version()} ({POM.relative_to(ROOT)}): "
-            f"{_last_error(done.stdout + done.stderr)}"
+            f"Maven could not resolve Kafka {version} ({pom.name}): {_maven_error(done.stdout + done.stderr)}"
         )
     jars = sorted(p.name for p in lib.glob("*.jar"))
     if not jars:
@@ -84,21 +90,46 @@ def resolve(cache_root: Path | None = None, timeout: float = 600.0) -> Path:
     return lib
 
 
+def compiled(lib: Path, timeout: float = 300.0) -> Path:
+    """The directory holding ``PlacementOracle.class``, compiled from the current source."""
+    classes = lib.parent / f"classes-{hashlib.sha256(PROGRAM.read_bytes()).hexdigest()[:16]}"
+    if (classes / "PlacementOracle.class").is_file():
+        return classes
+    javac = shutil.which("javac")
+    if javac is None:
+        raise OracleUnavailable("the Java compiler (javac) is not on PATH: cannot build PlacementOracle.java")
+    for old in lib.parent.glob("classes-*"):
+        shutil.rmtree(old)
+    building = lib.parent / "classes-building"
+    try:
+        done = subprocess.run(
+            [javac, "-encoding", "UTF-8", "-cp", f"{lib}/*", "-d", str(building), str(PROGRAM)],
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise OracleUnavailable(f"javac did not compile {PROGRAM.name} within {timeout:.0f} s") from None
+    if done.returncode != 0:
+        shutil.rmtree(building, ignore_errors=True)
+        raise OracleUnavailable(f"javac could not compile {PROGRAM.name}: {_first_line(done.stderr + done.stdout)}")
+    building.rename(classes)
+    return classes
+
+
 def ask(lines: Sequence[str], lib: Path, timeout: float = 300.0) -> list[str]:
     """Kafka's answer line for each case line, in order (one JVM for all of them)."""
+    classes = compiled(lib)
     java = shutil.which("java")
     if java is None:
         raise OracleUnavailable("Java (java) is not on PATH: cannot run Kafka's placement code")
     try:
         done = subprocess.run(
-            [java, "-Xmx256m", "-cp", f"{lib}/*", str(PROGRAM)],
-            input="\n".join(lines) + "\n", capture_output=True, text=True, encoding="utf-8",
-            timeout=timeout, check=False,
+            [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{classes}{os.pathsep}{lib}/*", "PlacementOracle"],
+            input="\n".join(lines) + "\n", capture_output=True, encoding="utf-8", timeout=timeout, check=False,
         )
     except subprocess.TimeoutExpired:
         raise OracleUnavailable(f"{PROGRAM.name} gave no answer within {timeout:.0f} s") from None
     if done.returncode != 0:
-        raise OracleUnavailable(f"{PROGRAM.name} exited {done.returncode}: {_last_error(done.stderr)}")
+        raise OracleUnavailable(f"{PROGRAM.name} exited {done.returncode}: {_first_line(done.stderr)}")
     answers = done.stdout.splitlines()
     if len(answers) != len(lines):
         raise OracleUnavailable(f"{PROGRAM.name} answered {len(answers)} of {len(lines)} cases")

@@ -248,14 +248,6 @@ def striped_cases(count: int, seed: int) -> list[Case]:
     return cases
 
 
-@pytest.fixture(scope="module")
-def kafka_lib():
-    try:
-        return kafka_oracle.resolve()
-    except kafka_oracle.OracleUnavailable as exc:
-        pytest.fail(str(exc), pytrace=False)
-
-
 def _compare(cases: list[Case], lib) -> None:
     try:
         answers = kafka_oracle.ask([c.line for c in cases], lib)
