@@ -47,8 +47,9 @@ KAFKA_EXCEPTION = {
 }
 
 # rack names: Java's String order and String.hashCode must both matter (upper case before
-# lower case, '1' < '10' < '2', a non-ASCII letter)
-RACK_PREFIXES = ("r", "rack-", "Rack", "zone-é", "az")
+# lower case, '1' < '10' < '2', a non-ASCII letter, and U+FB00 against U+1D537, which Java's
+# UTF-16 order puts the other way round from code point order)
+RACK_PREFIXES = ("r", "rack-", "Rack", "zone-é", "az", "\ufb00", "\U0001d537")
 # rack names built to share buckets of Java's HashMap (the order the striped placer draws in):
 # one-letter names 16 code points apart (one bucket of 16, two of 32, four of 64; never 9 in
 # a bucket of a 64-bucket table) and eight names with one String.hashCode
@@ -96,9 +97,13 @@ def _racks(rng: random.Random, n: int, layout: str) -> list[str | None]:
     if layout == "colliding":
         names = rng.sample(COLLIDING_RACKS, rng.randint(2, min(24, max(2, n))))
         return [names[i] if i < len(names) else rng.choice(names) for i in range(n)]
-    prefix = rng.choice(RACK_PREFIXES)
     k = rng.randint(1, max(1, min(n, 12)))
-    names = [f"{prefix}{i}" for i in rng.sample(range(1, 40), k)]
+    if rng.random() < 0.7:  # one naming scheme
+        prefix = rng.choice(RACK_PREFIXES)
+        names = [f"{prefix}{i}" for i in rng.sample(range(1, 40), k)]
+    else:  # schemes side by side
+        names = list(dict.fromkeys(f"{rng.choice(RACK_PREFIXES)}{rng.randint(1, 40)}" for _ in range(k)))
+        k = len(names)
     if layout == "even":  # every rack the same size, give or take one
         racks: list[str | None] = [names[i % k] for i in range(n)]
         rng.shuffle(racks)
