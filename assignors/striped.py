@@ -19,8 +19,9 @@ Constraints (hard)
       existing partitions only raised, their replicas on known brokers) are
       :mod:`assignors.validate`'s, checked once by :func:`assignors.base.place`.
     - Random draws come only from the injected ``rng`` (``rng.randrange(n)``, Java's
-      ``nextInt(n)``) and :func:`java_shuffle`, in Kafka's order, so a Java-compatible
-      random source reproduces Kafka's test vectors.
+      ``nextInt(n)``) and :func:`java_shuffle`, in Kafka's order, so
+      :class:`assignors.java_random.JavaRandom` seeded like Kafka's ``java.util.Random`` gives
+      Kafka's placements byte for byte (``tests/oracle`` compares them with Kafka's own code).
 
 Algorithm
     A :class:`RackList` is built *afresh for every call* (so every call re-randomises):
@@ -112,20 +113,37 @@ def _java_string_hash(value: str) -> int:
 def java_hash_order(racks: Sequence[str | None]) -> list[str | None]:
     """The iteration order of a ``java.util.HashMap<Optional<String>, _>`` filled in ``racks`` order.
 
-    Bucket ``(h ^ (h >>> 16)) & (capacity - 1)`` with ``h = Optional.hashCode()`` (0 when
-    empty, else ``String.hashCode()``), capacity 16 doubled whenever the size passes 3/4 of
-    it; entries of one bucket keep insertion order. (Java turns a bucket with 8 or more
-    colliding keys into a tree; that is not modelled.)
+    Distinct keys. Bucket ``(h ^ (h >>> 16)) & (capacity - 1)`` with ``h = Optional.hashCode()``
+    (0 when empty, else ``String.hashCode()``); a new key goes to the end of its bucket. The
+    table (16 buckets) doubles when the size passes 3/4 of it, and also when a key joins a
+    bucket that already holds 8 keys while the table has fewer than 64 buckets (``treeifyBin``
+    resizes instead of building a tree); a doubling splits every bucket in two, keeping the
+    keys' order. Not modelled: a bucket of 9 or more keys in a table of 64 buckets or more,
+    which Java turns into a red-black tree (its order then depends on the tree's root, and on
+    identity hash codes when the hashes are equal); only rack names built to collide get there.
     """
     capacity = 16
-    while len(racks) > capacity * 3 // 4:
-        capacity *= 2
+    table: list[list[str | None]] = [[] for _ in range(capacity)]
 
-    def bucket(rack: str | None) -> int:
+    def spread(rack: str | None) -> int:
         h = 0 if rack is None else _java_string_hash(rack)
-        return (h ^ (h >> 16)) & (capacity - 1)
+        return h ^ (h >> 16)
 
-    return sorted(racks, key=bucket)  # sorted() is stable: insertion order within a bucket
+    def doubled(old: list[list[str | None]]) -> list[list[str | None]]:
+        grown: list[list[str | None]] = [[] for _ in range(2 * len(old))]
+        for bucket in old:  # every new bucket is fed by one old bucket, in its order
+            for rack in bucket:
+                grown[spread(rack) & (len(grown) - 1)].append(rack)
+        return grown
+
+    for size, rack in enumerate(racks, start=1):
+        bucket = table[spread(rack) & (len(table) - 1)]
+        bucket.append(rack)
+        if len(bucket) > 8 and len(table) < 64:  # treeifyBin on a small table: a resize
+            table = doubled(table)
+        if size > len(table) * 3 // 4:
+            table = doubled(table)
+    return [rack for bucket in table for rack in bucket]
 
 
 def _rack_sort_key(rack: str | None) -> tuple[bool, bytes]:

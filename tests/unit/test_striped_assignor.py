@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assignors import ClusterView, InvalidReplicationFactorError, create_assignor, place
+from assignors.java_random import JavaRandom
 from assignors.striped import (
     BrokerList,
     RackList,
@@ -26,28 +27,19 @@ from assignors.striped import (
 from tests.property.invariants import check_placement
 
 
-class JavaMockRandom:
-    """Kafka's ``MockRandom``: seed 17, ``state = state * 2862933555777941757 + 3037000493``."""
+class JavaMockRandom(JavaRandom):
+    """Kafka's ``MockRandom``: ``java.util.Random`` with ``next(bits)`` replaced by a fixed LCG,
+    seed 17, ``state = state * 2862933555777941757 + 3037000493``."""
 
     def __init__(self, seed: int = 17) -> None:
-        self.state = seed
+        super().__init__(seed)
+
+    def seed(self, a=None, version=2) -> None:
+        self.state = a
 
     def next_bits(self, bits: int) -> int:
         self.state = (self.state * 2862933555777941757 + 3037000493) & (2**64 - 1)
         return self.state >> (64 - bits)
-
-    def randrange(self, bound: int) -> int:
-        """``java.util.Random.nextInt(bound)``."""
-        r = self.next_bits(31)
-        m = bound - 1
-        if bound & m == 0:
-            return (bound * r) >> 31
-        u = r
-        while True:
-            r = u % bound
-            if (u - r + m) & 0xFFFFFFFF < 0x80000000:  # no 32-bit overflow: accept
-                return r
-            u = self.next_bits(31)
 
 
 class Zeros:
@@ -106,6 +98,19 @@ def test_java_string_hash_and_hash_map_order():
     many = ["q", "a"] + [f"k{i}" for i in range(11)]
     order = java_hash_order(many)
     assert order.index("a") < order.index("q")
+
+
+def test_hash_map_order_when_a_bucket_grows_past_eight():
+    """Java's HashMap resizes instead of building a tree when a ninth key joins a bucket of a
+    table under 64 buckets (found by Kafka's own StripedReplicaPlacer, tests/oracle): nine names
+    16 code points apart share bucket 1 of 16, then split by bucket 1 and 17 of 32."""
+    names = ["A", "Q", "a", "q", "Á", "Ñ", "á", "ñ", "ā"]  # 65, 81, 97, ..., 257
+    assert java_hash_order(names[:8]) == names[:8]  # eight keys: one bucket, insertion order
+    assert java_hash_order(names) == ["A", "a", "Á", "á", "ā", "Q", "q", "Ñ", "ñ"]
+    # eight names with one hash code: one bucket whatever the table size, insertion order
+    same_hash = ["Aa" + x + y for x in ("Aa", "BB") for y in ("Aa", "BB")] + ["BB" + x + y for x in ("Aa", "BB")
+                                                                           for y in ("Aa", "BB")]
+    assert java_hash_order(same_hash) == same_hash
 
 
 # --- StripedReplicaPlacerTest ----------------------------------------------------------------
