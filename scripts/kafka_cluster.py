@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import hashlib
 import json
 import os
 import shutil
@@ -38,6 +37,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: the project's packages (protocol/) by path
     sys.path.insert(0, str(REPO))
+
+from scripts import kafka_jars  # noqa: E402 - after the path set-up above
+
 POM = REPO / "scripts" / "kafka" / "pom.xml"
 CACHE = Path(os.environ.get("KAFKA_CACHE_DIR", REPO / ".kafka"))
 DEFAULT_DIR = CACHE / "cluster"
@@ -52,37 +54,17 @@ class ClusterError(RuntimeError):
 
 
 def kafka_version(pom: Path = POM) -> str:
-    text = pom.read_text()
-    start = text.index("<kafka.version>") + len("<kafka.version>")
-    return text[start:text.index("</kafka.version>", start)]
+    return kafka_jars.kafka_version(pom)
 
 
 def resolve(pom: Path = POM, cache: Path = CACHE) -> Path:
-    """The directory of Kafka's jars, resolved from Maven Central at most once per pom."""
-    digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
-    home = cache / kafka_version(pom)
-    lib = home / "lib"
-    stamp = home / f".resolved-{digest}"
-    if stamp.exists() and any(lib.glob("kafka_2.13-*.jar")):
-        return lib
-    if shutil.which("mvn") is None:
-        raise ClusterError("cannot resolve Apache Kafka: Maven (mvn) is not installed")
+    """The directory of Kafka's jars (scripts/kafka_jars.py: Maven on the first run only)."""
+    try:
+        lib = kafka_jars.resolve(pom, cache / kafka_version(pom))
+    except kafka_jars.JarsUnavailable as exc:
+        raise ClusterError(f"cannot resolve Apache Kafka from Maven Central: {exc}") from None
     if shutil.which("java") is None:
         raise ClusterError("cannot run Apache Kafka: Java (java) is not installed")
-    shutil.rmtree(lib, ignore_errors=True)
-    lib.mkdir(parents=True)
-    run = subprocess.run(
-        ["mvn", "-B", "-q", "-f", str(pom), "dependency:copy-dependencies",
-         f"-DoutputDirectory={lib}", "-DincludeScope=runtime"],
-        capture_output=True, text=True, timeout=900)
-    if run.returncode != 0 or not any(lib.glob("kafka_2.13-*.jar")):
-        lines = [ln.strip() for ln in (run.stdout + run.stderr).splitlines() if "ERROR" in ln or ln.strip()]
-        reason = lines[0] if lines else f"mvn exited {run.returncode}"
-        raise ClusterError(f"cannot resolve Apache Kafka {kafka_version(pom)} from Maven Central: "
-                           f"{reason[:300]}")
-    for old in home.glob(".resolved-*"):
-        old.unlink()
-    stamp.touch()
     return lib
 
 

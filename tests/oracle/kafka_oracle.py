@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+
+from scripts import kafka_jars
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -32,19 +33,10 @@ class OracleUnavailable(Exception):
 
 
 def kafka_version(pom: Path = POM) -> str:
-    match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", pom.read_text(encoding="utf-8"))
-    if match is None:
-        raise OracleUnavailable(f"{pom.name} names no <kafka.version>")
-    return match.group(1)
-
-
-def _maven_error(output: str) -> str:
-    """Maven's first non-empty ``[ERROR]`` line, without colour codes or the help pointer."""
-    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip() for line in output.splitlines()]
-    for line in lines:
-        if line.startswith("[ERROR]") and line[len("[ERROR]"):].strip():
-            return line[len("[ERROR]"):].strip().removesuffix("-> [Help 1]").strip()
-    return next((line for line in reversed(lines) if line), "no output")
+    try:
+        return kafka_jars.kafka_version(pom)
+    except kafka_jars.JarsUnavailable as exc:
+        raise OracleUnavailable(str(exc)) from None
 
 
 def _first_line(output: str) -> str:
@@ -52,42 +44,12 @@ def _first_line(output: str) -> str:
 
 
 def resolve(cache_root: Path | None = None, pom: Path = POM, timeout: float = 600.0) -> Path:
-    """The directory of Kafka's jars, resolved by Maven on the first run only."""
-    version = kafka_version(pom)
-    cache = (cache_root or ROOT / ".kafka") / f"oracle-{version}"
-    lib = cache / "lib"
-    stamp = cache / f"resolved-{hashlib.sha256(pom.read_bytes()).hexdigest()[:16]}"
-    if stamp.is_file():
-        missing = [name for name in stamp.read_text(encoding="utf-8").split() if not (lib / name).is_file()]
-        if not missing:
-            return lib
-        raise OracleUnavailable(
-            f"Kafka oracle cache {cache} is corrupt (missing {missing[0]}); delete it to resolve again"
-        )
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise OracleUnavailable("Maven (mvn) is not on PATH: cannot resolve Kafka's placement code")
-    if lib.exists():
-        shutil.rmtree(lib)
+    """The directory of Kafka's jars, resolved by Maven on the first run only (scripts/kafka_jars.py)."""
+    cache = (cache_root or ROOT / ".kafka") / f"oracle-{kafka_version(pom)}"
     try:
-        done = subprocess.run(
-            [mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(pom), "dependency:copy-dependencies",
-             f"-DoutputDirectory={lib}"],
-            capture_output=True, text=True, timeout=timeout, check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise OracleUnavailable(f"Maven did not resolve {pom.name} within {timeout:.0f} s") from None
-    if done.returncode != 0:
-        raise OracleUnavailable(
-            f"Maven could not resolve Kafka {version} ({pom.name}): {_maven_error(done.stdout + done.stderr)}"
-        )
-    jars = sorted(p.name for p in lib.glob("*.jar"))
-    if not jars:
-        raise OracleUnavailable(f"Maven copied no jars into {lib}")
-    for old in cache.glob("resolved-*"):
-        old.unlink()
-    stamp.write_text("\n".join(jars) + "\n", encoding="utf-8")
-    return lib
+        return kafka_jars.resolve(pom, cache, timeout)
+    except kafka_jars.JarsUnavailable as exc:
+        raise OracleUnavailable(str(exc)) from None
 
 
 def compiled(lib: Path, timeout: float = 300.0) -> Path:

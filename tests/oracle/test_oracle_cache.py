@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 
+from scripts import kafka_jars
 from tests.oracle import kafka_oracle
 
 pytestmark = pytest.mark.kafka
@@ -13,7 +14,7 @@ pytestmark = pytest.mark.kafka
 
 def _without_maven(monkeypatch: pytest.MonkeyPatch) -> None:
     real_which = shutil.which
-    monkeypatch.setattr(kafka_oracle.shutil, "which", lambda name: None if name == "mvn" else real_which(name))
+    monkeypatch.setattr(kafka_jars.shutil, "which", lambda name: None if name == "mvn" else real_which(name))
 
 
 def test_second_run_needs_no_maven(kafka_lib, monkeypatch):
