@@ -39,14 +39,15 @@ RUN if [ -n "$EXTRA_CA_CERT" ]; then \
         printf '%s\n' "$EXTRA_CA_CERT" > /usr/local/share/ca-certificates/extra-ca.crt \
         && update-ca-certificates >/dev/null; \
     fi
-# the pinned versions live in pyproject.toml only: this layer changes only when it does
-COPY pyproject.toml /tmp/pyproject.toml
+# the ranges live in pyproject.toml, the exact versions in constraints.txt: this layer changes
+# only when one of them does
+COPY pyproject.toml constraints.txt /tmp/
 RUN python3 -c "import tomllib; p = tomllib.load(open('/tmp/pyproject.toml', 'rb')); \
 print('\n'.join(p['project']['dependencies']), file=open('/tmp/runtime.txt', 'w')); \
 print('\n'.join(p['build-system']['requires']), file=open('/tmp/build.txt', 'w'))"
 
 FROM base AS build
-RUN python3 -m pip install -r /tmp/build.txt
+RUN python3 -m pip install -c /tmp/constraints.txt -r /tmp/build.txt
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY assignors ./assignors
@@ -61,7 +62,7 @@ RUN python3 -m pip wheel --no-deps --no-build-isolation --wheel-dir /wheels .
 FROM base
 # runtime dependencies only (kafka-python, uvloop, structlog, prometheus-client, orjson), in their
 # own layer: a change in the sources reinstalls only the project's wheel
-RUN python3 -m pip install -r /tmp/runtime.txt
+RUN python3 -m pip install -c /tmp/constraints.txt -r /tmp/runtime.txt
 RUN groupadd --system --gid 10001 assignor \
     && useradd --system --uid 10001 --gid 10001 --create-home --home-dir /home/assignor \
        --shell /usr/sbin/nologin assignor

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Everything a fresh machine needs: a virtual environment with the pinned packages, and
+# Everything a fresh machine needs: a virtual environment with the packages pinned in
+# constraints.txt (within pyproject.toml's ranges), and
 # Java 17 for Spark when `java` is missing. Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -7,10 +8,10 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+stamp=.venv/.installed-$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade "pip==25.3"
-  .venv/bin/python -m pip install --quiet -e ".[dev]"
+  .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[dev]"
   touch "$stamp"
 fi
 if ! command -v java >/dev/null 2>&1; then

@@ -34,6 +34,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = (ROOT / "Dockerfile").read_text(encoding="utf-8")
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+CONSTRAINTS = (ROOT / "constraints.txt").read_text(encoding="utf-8")
 
 
 def _instructions(text: str) -> list[tuple[str, str]]:
@@ -188,7 +189,8 @@ def wheel(tmp_path_factory) -> Path:
     src = work / "src"
     _build_context(src)
     builder = _venv(work / "build-venv")
-    _run([*PIP, "--python", str(builder), "install", *PYPROJECT["build-system"]["requires"]], timeout=180)
+    _run([*PIP, "--python", str(builder), "install", "-c", str(ROOT / "constraints.txt"),
+          *PYPROJECT["build-system"]["requires"]], timeout=180)
     build_steps = [rest for word, rest in STAGES["build"] if word == "RUN"]
     assert any("pip wheel --no-deps --no-build-isolation" in step for step in build_steps), build_steps
     _run([*PIP, "--python", str(builder), "wheel", "--no-deps", "--no-build-isolation",
@@ -202,7 +204,8 @@ def wheel(tmp_path_factory) -> Path:
 def installed(wheel, tmp_path_factory) -> Path:
     """A fresh environment with the runtime dependencies, then the wheel alone (as the image)."""
     python = _venv(tmp_path_factory.mktemp("runtime") / "venv")
-    _run([*PIP, "--python", str(python), "install", *PYPROJECT["project"]["dependencies"]], timeout=300)
+    _run([*PIP, "--python", str(python), "install", "-c", str(ROOT / "constraints.txt"),
+          *PYPROJECT["project"]["dependencies"]], timeout=300)
     _run([*PIP, "--python", str(python), "install", "--no-deps", str(wheel)], timeout=120)
     return python.parent
 
@@ -223,14 +226,25 @@ def test_the_wheel_holds_every_module_and_package_data_file_and_nothing_else(whe
     assert sorted(packaged - expected) == [], "in the wheel, but not a module or declared package data"
 
 
-def test_the_wheel_declares_the_pinned_runtime_dependencies_and_the_console_scripts(wheel: Path) -> None:
+def _requirement(text: str) -> tuple[str, frozenset[str]]:
+    """A requirement's name and set of specifiers (the wheel's metadata orders them its own way)."""
+    name = re.split(r"[<>=!~ ]", text, maxsplit=1)[0]
+    return name, frozenset(s.strip() for s in text[len(name):].split(",") if s.strip())
+
+
+def test_the_wheel_declares_the_runtime_ranges_and_constraints_pin_them(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         info = next(n.split("/")[0] for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
         metadata = Parser().parsestr(archive.read(f"{info}/METADATA").decode())
         entry_points = archive.read(f"{info}/entry_points.txt").decode()
     runtime = [r for r in metadata.get_all("Requires-Dist") if ";" not in r]
-    assert sorted(runtime) == sorted(PYPROJECT["project"]["dependencies"])
-    assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][0-9A-Za-z.]*", r) for r in runtime), runtime
+    assert sorted(map(_requirement, runtime)) == sorted(map(_requirement, PYPROJECT["project"]["dependencies"]))
+    # ranges, so the admin client installs beside other libraries; constraints.txt pins each one
+    assert not any("==" in r for r in runtime), runtime
+    pinned = {line.split("==")[0].lower().replace("_", "-") for line in CONSTRAINTS.splitlines()
+              if line and not line.startswith("#")}
+    names = {re.split(r"[<>=!~ ]", r)[0].lower().replace("_", "-") for r in runtime}
+    assert names <= pinned, sorted(names - pinned)
     scripts = entry_points.split("[console_scripts]")[1].split("[")[0]
     declared = {k.strip(): v.strip() for k, v in (line.split("=") for line in scripts.splitlines() if "=" in line)}
     assert declared == PYPROJECT["project"]["scripts"]
