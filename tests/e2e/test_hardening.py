@@ -111,7 +111,7 @@ def test_overlong_varint_before_sasl_authentication_is_refused(tmp_path) -> None
 
 
 def test_a_tagged_field_in_every_entry_is_answered(server) -> None:
-    """Finding 3: 40,000 CurrentAssignment entries, each with an unknown tagged field."""
+    """40,000 CurrentAssignment entries, each with an unknown tagged field."""
     n = 40_000
     entry = b"".join(struct.pack(">i", p) + b"\x02" + struct.pack(">i", p % 6) + b"\x01\x05\x02ab" for p in range(n))
     body = (struct.pack(">ih?", n + 1, 1, False) + b"\x01" + struct.pack(">i", 30_000) + b"\x02t"
@@ -126,7 +126,7 @@ def test_a_tagged_field_in_every_entry_is_answered(server) -> None:
 
 
 def test_a_client_that_pipelines_and_never_reads_stops_being_served(server) -> None:
-    """Finding 4: 5,000 pipelined 1,000-partition requests, never read back. The server stops reading
+    """5,000 pipelined 1,000-partition requests, never read back. The server stops reading
     that connection once its answers back up, and the bystander is answered meanwhile."""
     request = _frame(CreateReplicaAssignmentRequest(version=0, num_partitions=1_000, replication_factor=3, node_id=[],
                                                     timeout_ms=30_000), 1)
@@ -155,7 +155,7 @@ def test_a_client_that_pipelines_and_never_reads_stops_being_served(server) -> N
 
 
 def test_sigterm_delivers_the_answer_being_written_whole() -> None:
-    """Finding 6: SIGTERM while a multi-megabyte answer is being written; the client reads it only
+    """SIGTERM while a multi-megabyte answer is being written; the client reads it only
     after the signal. It gets the whole frame, then EOF, and the server exits 0."""
     proc = ServerProcess("--override", "replica.assignor.isolation=thread").start()
     try:
@@ -179,7 +179,7 @@ def test_sigterm_delivers_the_answer_being_written_whole() -> None:
 
 
 def test_buffered_request_bytes_are_capped_across_connections() -> None:
-    """Finding 8, with queued.max.request.bytes=2 MiB: six connections each send 900 KiB of a 1 MiB
+    """With queued.max.request.bytes=2 MiB: six connections each send 900 KiB of a 1 MiB
     frame. The server holds about the cap, the others wait unread; once frames complete they are all
     answered (SaslAuthenticate on a PLAINTEXT listener: ILLEGAL_SASL_STATE), nobody is stuck."""
     cap, frame_max = 2 << 20, 1 << 20
@@ -204,7 +204,7 @@ def test_buffered_request_bytes_are_capped_across_connections() -> None:
 
 
 def test_failed_tls_handshake_is_logged(tmp_path) -> None:
-    """Finding 12: a client without a certificate under ssl.client.auth=required."""
+    """A client without a certificate under ssl.client.auth=required."""
     pki = Pki.create(tmp_path)
     with ServerThread({"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(pki.server_keystore),
                        "ssl.truststore.location": str(pki.ca.path), "ssl.client.auth": "required"}) as tls:

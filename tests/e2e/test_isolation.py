@@ -91,11 +91,14 @@ def test_hung_assignor_times_out_while_other_connections_are_served(server, misb
     probe.sock.close()
     assert isinstance(outcome["error"], kafka_errors.RequestTimedOutError), outcome
     assert f"timeoutMs={timeout_ms}" in str(outcome["error"])
-    assert timeout_ms / 1000 <= outcome["elapsed"] < timeout_ms / 1000 + 0.75
+    hang = timeout_ms / 1000
+    assert hang <= outcome["elapsed"] < 1.5 * hang
     _valid(outcome["after"], 6, 3)
     assert len(probe.latencies) >= 20
-    assert max(probe.latencies) < 0.25 and statistics.median(probe.latencies) < 0.02, probe.latencies
-    assert max(assignment_latencies) < 0.5 and statistics.median(assignment_latencies) < 0.05
+    # nobody waits for the hung assignor: every other answer comes in a small part of the hang
+    # (a server blocked by it would answer after the whole of it)
+    assert max(probe.latencies) < hang / 6 and statistics.median(probe.latencies) < hang / 60, probe.latencies
+    assert max(assignment_latencies) < hang / 3 and statistics.median(assignment_latencies) < hang / 30
     killed = server.wait_for_line(lambda r: r.get("event") == "assignor_worker_killed")
     assert killed["reason"] == "deadline passed"
 
@@ -169,7 +172,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_plugin_that_forks_keeps_no_worker_slot(tmp_path):
-    """Finding 10: a plug-in forks a child that holds the worker's socket and sleeps, then hangs.
+    """A plug-in forks a child that holds the worker's socket and sleeps, then hangs.
     At timeoutMs the whole process group is killed: the child too, and no slot waits for it.
     Four such requests on two workers, then plug-in requests are answered as usual."""
     pid_file = tmp_path / "children"

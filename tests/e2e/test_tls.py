@@ -151,7 +151,8 @@ def test_plaintext_client_on_a_tls_listener_fails_fast_and_the_server_keeps_serv
         started = time.monotonic()
         while sock.recv(4096):  # TLS alert, then EOF
             pass
-        assert time.monotonic() - started < 3
+        # refused at once, not left to the handshake timeout (ssl.handshake.timeout.ms, 10 s)
+        assert time.monotonic() - started < server.config.ssl_handshake_timeout_ms / 1000 / 4
     with SecureReplicaAssignorAdminClient(server.bootstrap, _options(pki)) as ours:
         _valid(ours.create_replica_assignment(4, 3).assignments(), 4, 3)
 
