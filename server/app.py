@@ -187,8 +187,11 @@ class ReplicaAssignorServer:
             conn.close()
         # every answer handed to a transport goes out whole: close() writes what is buffered
         # first, and connection_lost (which takes the connection out of the state) comes after
-        while state.connections and loop.time() < deadline:
-            await asyncio.sleep(0.01)
+        if state.connections:
+            try:
+                await asyncio.wait_for(state.no_connections.wait(), max(deadline - loop.time(), 0.0))
+            except TimeoutError:
+                pass
         if state.connections:
             log.warning("connections_aborted", connections=len(state.connections),
                         unsent_bytes=sum(c.transport.get_write_buffer_size() for c in state.connections

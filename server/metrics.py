@@ -110,15 +110,17 @@ class Metrics:
             self.registry.register(_MemoCollector(memo))
 
     # -- recording (all no-ops when disabled) -------------------------------------------
-    def begin(self, api_key: int) -> RequestOutcome | None:
-        if not self.enabled:
+    def begin(self, api_key: int, track: bool = False) -> RequestOutcome | None:
+        """The outcome of a request starting now (None when metrics are off, unless ``track``:
+        the caller wants the error code its handler reports, for a log line)."""
+        if not (self.enabled or track):
             return None
         outcome = RequestOutcome(api_key, time.perf_counter())
         request_outcome.set(outcome)
         return outcome
 
     def finish(self, outcome: RequestOutcome | None) -> None:
-        if outcome is None:
+        if outcome is None or not self.enabled:
             return
         key = (outcome.api_key, outcome.error_code)
         children = self._children.get(key)
@@ -131,10 +133,9 @@ class Metrics:
 
     def note_error_code(self, code: int) -> None:
         """The error code of the response being built for the current request."""
-        if self.enabled:
-            outcome = request_outcome.get()
-            if outcome is not None:
-                outcome.error_code = code
+        outcome = request_outcome.get()
+        if outcome is not None:
+            outcome.error_code = code
 
     def assignment_handled(self, assignor: str, error_code: int, seconds: float) -> None:
         """CreateReplicaAssignment's handler: one call per answered request."""
