@@ -60,8 +60,7 @@ from typing import Any
 import kafka.errors as kafka_errors
 import structlog
 
-from protocol.frame import MalformedFrameError, peek_header, skip_tagged_fields
-from protocol.structure import StructureError
+from protocol.frame import MalformedFrameError, MalformedRequest, peek_header, skip_tagged_fields
 
 from .dispatch import APIS
 from .flow_control import FlowControl
@@ -402,7 +401,7 @@ class KafkaConnection(asyncio.Protocol):
             else:
                 result = api.handle(self.state, header, view[offset:])
         except Exception as exc:  # a body that does not decode, or anything else wrong with it
-            self._refuse(header, len(payload), exc)
+            self._refuse(header, len(payload), MalformedRequest.of(exc))
             return False
         if sasl is not None and header.api_key == api_versions.API_KEY and supported:
             sasl.api_versions_answered()
@@ -415,17 +414,14 @@ class KafkaConnection(asyncio.Protocol):
         self._dispatch(result, outcome, api.connection_bound, header, payload)
         return True
 
-    def _refuse(self, header: Any, size: int, exc: Exception) -> None:
+    def _refuse(self, header: Any, size: int, malformed: MalformedRequest) -> None:
         """Close for a request body that does not decode (found on the loop, or off it for a large one)."""
-        if isinstance(exc, StructureError):  # what a Kafka broker refuses, or what would not decode in linear time
+        if malformed.reason is not None:  # what a Kafka broker refuses, or what would not decode in linear time
             log.warning("frame_rejected", conn_id=self.conn_id, peer=self.peer, api_key=header.api_key,
-                        api_version=header.api_version, correlation_id=header.correlation_id, reason=exc.reason,
-                        offset=exc.offset, size=size)
-            error = str(exc)
-        else:
-            error = f"{type(exc).__name__}: {exc}"
+                        api_version=header.api_version, correlation_id=header.correlation_id,
+                        reason=malformed.reason, offset=malformed.offset, size=size)
         self.close("malformed request", api_key=header.api_key, api_version=header.api_version,
-                   correlation_id=header.correlation_id, error=error)
+                   correlation_id=header.correlation_id, error=malformed.error)
 
     def _dispatch(self, result: Any, outcome: Any, exclusive: bool, header: Any, payload: bytes | None) -> None:
         """Queue a handler's result: bytes now, or an awaitable whose answer comes later."""
@@ -462,12 +458,13 @@ class KafkaConnection(asyncio.Protocol):
         if self._closing:
             return
         if exc is not None:
-            if isinstance(exc, MalformedFrameError) and slot.header is not None:
-                self._refuse(slot.header, slot.size, exc)  # a large body, decoded off the loop
-            else:
-                self.close("request failed", error=f"{type(exc).__name__}: {exc}")
+            self.close("request failed", error=f"{type(exc).__name__}: {exc}")
             return
-        slot.response = task.result()
+        response = task.result()
+        if type(response) is MalformedRequest:  # a large body, found malformed off the loop
+            self._refuse(slot.header, slot.size, response)
+            return
+        slot.response = response
         slot.task = None
         if slot.outcome is not None:
             self._metrics.finish(slot.outcome)

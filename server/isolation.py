@@ -35,10 +35,10 @@ server over the zygote's control socket (``SCM_RIGHTS``). The zygote is single-t
 so forking it is safe.
 
 Calls. ``submit(fn, *args)`` pickles ``fn`` (by reference: a module-level function) and
-its arguments, which must be plain values: the request handler submits
-``answer_detached(assignor name, placement or raw request body, version, view, limits, random
-state, principal, KIP-409 settings)`` (server/handlers/create_replica_assignment.py), never the
-server's state; it answers with the encoded response body (bytes, not the assignment's integers). Pickling has
+its arguments, which must be plain values: the request handler submits ``run(job)`` of a
+``PlacementJob`` (server/handlers/create_replica_assignment.py), never the server's state;
+it answers with an ``Outcome``: the encoded response body (bytes, not the assignment's
+integers), a typed error, or a malformed request body. Pickling has
 no side effect on what it pickles; the cluster view's read-only maps travel as dicts and
 come back read-only. A worker's assignor is its own (:func:`worker_assignor`), built once
 in the zygote from ``replica.assignor.class.name`` and inherited by every fork.
@@ -114,13 +114,18 @@ def _dumps(obj: Any) -> bytes:
     return buf.getvalue()
 
 
+# the plain values a placement job answers with (server.handlers.create_replica_assignment.run)
+_REPLY_VALUES = frozenset({("server.handlers.create_replica_assignment", "Outcome"),
+                           ("protocol.frame", "MalformedRequest")})
+
+
 class _ReplyUnpickler(pickle.Unpickler):
     """What the server accepts back from a worker: plain data and the domain's errors.
     A plug-in runs in the worker; nothing it sends can make the server import or call
     anything else."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if module == "assignors.errors":
+        if module == "assignors.errors" or (module, name) in _REPLY_VALUES:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"a worker may not send {module}.{name}")
 

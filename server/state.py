@@ -25,7 +25,7 @@ class ServerState:
     assignor_name: str
     source: ClusterSource
     # runs the assignments that are not done inline, as calls of plain values (the handler's
-    # place_detached; this state never crosses to them): server.isolation.AssignorPool, worker
+    # run(job); this state never crosses to them): server.isolation.AssignorPool, worker
     # processes (replica.assignor.isolation=process, the default), or a ThreadPoolExecutor (=thread)
     executor: Executor
     advertised: Listener
