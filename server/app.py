@@ -16,7 +16,7 @@ from assignors import create_assignor
 from .cluster import create_source
 from .config import ConfigError, Listener, ServerConfig, metrics_address
 from .connection import KafkaConnection
-from .dispatch import supported_versions
+from .dispatch import APIS, supported_versions
 from .handlers import api_versions, metadata
 from .health import remove_status, write_status
 from .isolation import AssignorPool
@@ -74,7 +74,7 @@ class ReplicaAssignorServer:
             except UsersFileError as exc:
                 raise ConfigError(f"sasl.users.file: {exc}") from None
         metrics_at = metrics_address(cfg)
-        metrics = Metrics(enabled=metrics_at is not None)
+        metrics = Metrics(enabled=metrics_at is not None, api_names={key: api.name for key, api in APIS.items()})
         source = create_source(cfg)
         await source.start()
         executor = self._executor(metrics)

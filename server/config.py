@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from protocol.client_config import SASL_MECHANISMS, ClientConfigError
+from protocol.client_config import ClientConfigError
 from protocol.client_config import parse_properties as read_properties_text
-from protocol.security import SECURITY_PROTOCOLS, uses_sasl, uses_tls
+from protocol.security import SASL_MECHANISMS, SCRAM_HASHES, SECURITY_PROTOCOLS, uses_sasl, uses_tls
 
 
 class ConfigError(ValueError):
@@ -409,7 +409,7 @@ class ServerConfig:
     # SASL (listeners SASL_PLAINTEXT:// and SASL_SSL://): docs/security.md
     sasl_enabled_mechanisms: tuple[str, ...] = _setting(
         "sasl.enabled.mechanisms", _ChoiceList(SASL_MECHANISMS, upper=True, refusal="supported mechanisms are"),
-        ("SCRAM-SHA-256", "SCRAM-SHA-512"), "PLAIN is opt-in", security=True)
+        tuple(SCRAM_HASHES), "PLAIN is opt-in", security=True)
     sasl_users_file: str | None = _setting(
         "sasl.users.file", _Path(), None, "the users file", default_doc="required for `SASL_*`", security=True)
     sasl_server_max_receive_size: int = _setting(

@@ -26,11 +26,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-API_NAMES = {18: "ApiVersions", 3: "Metadata", 68: "CreateReplicaAssignment", 17: "SaslHandshake",
-             36: "SaslAuthenticate"}
 _LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                     1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -72,8 +71,10 @@ class _MemoCollector:
 class Metrics:
     """The server's metrics; a disabled instance records nothing."""
 
-    def __init__(self, enabled: bool, connections=lambda: 0) -> None:
+    def __init__(self, enabled: bool, connections=lambda: 0, api_names: Mapping[int, str] | None = None) -> None:
         self.enabled = enabled
+        # the ``api`` label of each api key: the dispatch table's names (server.dispatch)
+        self._api_names = dict(api_names or {})
         self._children: dict[tuple[int, int], tuple] = {}
         if not enabled:
             return
@@ -125,7 +126,7 @@ class Metrics:
         key = (outcome.api_key, outcome.error_code)
         children = self._children.get(key)
         if children is None:
-            labels = (API_NAMES.get(outcome.api_key, str(outcome.api_key)), str(outcome.error_code))
+            labels = (self._api_names.get(outcome.api_key, str(outcome.api_key)), str(outcome.error_code))
             children = self._children[key] = (self.requests.labels(*labels),
                                               self.request_duration.labels(*labels))
         children[0].inc()

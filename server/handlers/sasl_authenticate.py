@@ -18,10 +18,9 @@ import asyncio
 import struct
 
 import kafka.errors as kafka_errors
-from kafka.protocol.sasl import SaslAuthenticateRequest, SaslAuthenticateResponse
 
 from protocol.frame import RequestHeaderPeek, frame
-from protocol.messages import decode_body
+from protocol.messages import SaslAuthenticateRequest, SaslAuthenticateResponse, decode_body
 
 from ..security import AuthenticationFailed
 from ..state import ServerState

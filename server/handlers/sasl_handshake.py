@@ -16,10 +16,9 @@ from __future__ import annotations
 import asyncio
 
 import kafka.errors as kafka_errors
-from kafka.protocol.sasl import SaslHandshakeRequest, SaslHandshakeResponse
 
 from protocol.frame import RequestHeaderPeek, frame
-from protocol.messages import decode_body
+from protocol.messages import SaslHandshakeRequest, SaslHandshakeResponse, decode_body
 
 from ..state import ServerState
 

@@ -34,13 +34,16 @@ import binascii
 import hmac
 import secrets
 
+from protocol.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
+
 from .principal import user_principal
 from .users import DEFAULT_ITERATIONS, HASHES, ScramCredential, UserStore, digest, hmac_digest, password_matches
 
 INITIAL, HANDSHAKE, AUTHENTICATE, RAW, COMPLETE, FAILED = (
     "initial", "handshake", "authenticate", "raw", "complete", "failed")
 
-API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = (
+    ApiVersionsRequest.API_KEY, SaslHandshakeRequest.API_KEY, SaslAuthenticateRequest.API_KEY)
 _EXPECTED = {INITIAL: frozenset({API_VERSIONS, SASL_HANDSHAKE}), HANDSHAKE: frozenset({SASL_HANDSHAKE}),
              AUTHENTICATE: frozenset({SASL_AUTHENTICATE})}
 

@@ -36,9 +36,11 @@ from pathlib import Path
 
 import structlog
 
+from protocol.security import SCRAM_HASHES
+
 log = structlog.get_logger("replica_assignor")
 
-HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+HASHES = SCRAM_HASHES  # mechanism -> hashlib name (protocol.security)
 # RFC 7677 asks for at least 4096; Kafka refuses fewer for both mechanisms
 MIN_ITERATIONS = 4096
 # kafka-python's SCRAM client refuses more than this
