@@ -437,13 +437,7 @@ class AssignorPool(Executor):
             threads, zygote = list(self._threads), self._zygote
             live = list(self._live)
         if cancel_futures:
-            while True:
-                try:
-                    job = self._jobs.get_nowait()
-                except queue.Empty:
-                    break
-                if job is not None and isinstance(job[0], _Call):
-                    job[0].cancel()
+            self._cancel_queued()
         for worker in live:
             worker.kill("shutdown")
         for _ in threads:
@@ -453,6 +447,15 @@ class AssignorPool(Executor):
         if wait:
             for t in threads:
                 t.join(5.0)
+
+    def _cancel_queued(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            if job is not None and isinstance(job[0], _Call):
+                job[0].cancel()
 
     # -- one thread per worker slot ------------------------------------------------------
     def _spawn(self) -> _Worker:
@@ -472,70 +475,82 @@ class AssignorPool(Executor):
         worker.close()
 
     def _drive(self) -> None:
+        """One worker slot: the next job runs on this slot's worker, started on demand."""
         worker: _Worker | None = None
         while True:
             job = self._jobs.get()
             if job is None:
                 break
             if job[0] == "warm":
-                try:
-                    if worker is None:
-                        worker = self._spawn()
-                except Exception as exc:  # noqa: BLE001
-                    log.error("assignor_worker_failed_to_start", assignor=self.assignor_name, error=str(exc))
+                worker = self._warm(worker)
                 job[1].set()
-                continue
-            call, fn, args, kwargs = job
-            if not call.set_running_or_notify_cancel():
-                continue
-            try:
-                payload = _dumps((fn, args, kwargs))
-            except Exception as exc:  # noqa: BLE001
-                call.set_exception(ReplicaAssignorError(f"cannot hand the request to an assignor worker: {exc}"))
-                continue
-            try:
-                if worker is None:
-                    worker = self._spawn()
-            except Exception as exc:  # noqa: BLE001
-                call.set_exception(ReplicaAssignorError(f"cannot start an assignor worker: {exc}"))
-                continue
-            with worker.lock:
-                worker.current = call
-            call.worker = worker
-            try:
-                _send(worker.sock, payload)
-                reply = _recv(worker.sock)
-            except (OSError, EOFError) as exc:
-                with worker.lock:
-                    worker.current = None
-                reason = worker.killed or "died"
-                self._retire(worker)
-                worker = None
-                self._on_restart("timeout" if reason == "cancelled" else reason)
-                if reason == "cancelled":
-                    log.warning("assignor_worker_killed", reason="deadline passed", assignor=self.assignor_name)
-                elif reason != "shutdown":
-                    log.error("assignor_worker_died", assignor=self.assignor_name, error=str(exc) or type(exc).__name__)
-                if not call.done():
-                    call.set_exception(ReplicaAssignorError(
-                        f"assignor {self.assignor_name} worker process "
-                        f"{'was stopped' if reason in ('cancelled', 'shutdown') else 'died'} during the call"))
-                continue
-            with worker.lock:
-                worker.current = None
-            call.worker = None
-            try:
-                ok, value, retire = _loads_reply(reply)
-            except Exception as exc:  # noqa: BLE001
-                ok, value, retire = False, ReplicaAssignorError(
-                    f"assignor {self.assignor_name} returned something that is not an assignment: {exc}"), True
-            if retire:
-                self._retire(worker)
-                worker = None
-                self._on_restart("retired")
-            if ok:
-                call.set_result(value)
             else:
-                call.set_exception(value)
+                worker = self._run_call(worker, *job)
         if worker is not None:
             self._retire(worker)
+
+    def _warm(self, worker: _Worker | None) -> _Worker | None:
+        try:
+            return worker if worker is not None else self._spawn()
+        except Exception as exc:  # noqa: BLE001
+            log.error("assignor_worker_failed_to_start", assignor=self.assignor_name, error=str(exc))
+            return None
+
+    def _run_call(self, worker: _Worker | None, call: _Call, fn: Callable[..., Any], args: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> _Worker | None:
+        """One call on ``worker`` (started when None); the worker for the next call (None: gone)."""
+        if not call.set_running_or_notify_cancel():
+            return worker
+        try:
+            payload = _dumps((fn, args, kwargs))
+        except Exception as exc:  # noqa: BLE001
+            call.set_exception(ReplicaAssignorError(f"cannot hand the request to an assignor worker: {exc}"))
+            return worker
+        try:
+            if worker is None:
+                worker = self._spawn()
+        except Exception as exc:  # noqa: BLE001
+            call.set_exception(ReplicaAssignorError(f"cannot start an assignor worker: {exc}"))
+            return worker
+        with worker.lock:
+            worker.current = call
+        call.worker = worker
+        try:
+            _send(worker.sock, payload)
+            reply = _recv(worker.sock)
+        except (OSError, EOFError) as exc:
+            self._lost(worker, call, exc)
+            return None
+        with worker.lock:
+            worker.current = None
+        call.worker = None
+        try:
+            ok, value, retire = _loads_reply(reply)
+        except Exception as exc:  # noqa: BLE001
+            ok, value, retire = False, ReplicaAssignorError(
+                f"assignor {self.assignor_name} returned something that is not an assignment: {exc}"), True
+        if retire:
+            self._retire(worker)
+            worker = None
+            self._on_restart("retired")
+        if ok:
+            call.set_result(value)
+        else:
+            call.set_exception(value)
+        return worker
+
+    def _lost(self, worker: _Worker, call: _Call, exc: BaseException) -> None:
+        """The worker died or was killed (deadline, shutdown) during ``call``."""
+        with worker.lock:
+            worker.current = None
+        reason = worker.killed or "died"
+        self._retire(worker)
+        self._on_restart("timeout" if reason == "cancelled" else reason)
+        if reason == "cancelled":
+            log.warning("assignor_worker_killed", reason="deadline passed", assignor=self.assignor_name)
+        elif reason != "shutdown":
+            log.error("assignor_worker_died", assignor=self.assignor_name, error=str(exc) or type(exc).__name__)
+        if not call.done():
+            call.set_exception(ReplicaAssignorError(
+                f"assignor {self.assignor_name} worker process "
+                f"{'was stopped' if reason in ('cancelled', 'shutdown') else 'died'} during the call"))
