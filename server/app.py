@@ -7,7 +7,7 @@ import os
 import signal
 import socket
 import ssl
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 import structlog
@@ -44,7 +44,7 @@ class ReplicaAssignorServer:
         self.worker = worker
         self.status_file = status_file  # where the health check finds the bound listener (server.health)
         # the fields of the started line, for the supervisor to announce the server with
-        self.started_fields: dict = {}
+        self.started_fields: dict[str, Any] = {}
         self.state: ServerState | None = None
         self.started = asyncio.Event()
         self._stop = asyncio.Event()
@@ -54,7 +54,7 @@ class ReplicaAssignorServer:
         self.port: int | None = None
         self.metrics_port: int | None = None
 
-    def _executor(self, metrics: Metrics):
+    def _executor(self, metrics: Metrics) -> Executor:
         cfg = self.config
         if cfg.assignor_isolation == "thread":
             return ThreadPoolExecutor(max_workers=cfg.assignor_max_workers, thread_name_prefix="assignor")
@@ -162,7 +162,7 @@ class ReplicaAssignorServer:
             write_status(self.status_file, state.listener, bound)
         log.info("server_started", **fields)
 
-    def _health(self) -> tuple[bool, dict]:
+    def _health(self) -> tuple[bool, dict[str, Any]]:
         state = self.state
         healthy = self.started.is_set() and state is not None and not state.stopping
         details = {"listener": str(state.listener) if state else None,

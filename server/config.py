@@ -512,7 +512,7 @@ def parse_properties(text: str, source: str = "<config>") -> dict[str, str]:
         raise ConfigError(str(exc)) from None
 
 
-def load_config(path: str | os.PathLike | None = None,
+def load_config(path: str | os.PathLike[str] | None = None,
                 overrides: Iterable[str] | Mapping[str, str] = ()) -> ServerConfig:
     """Read ``path`` (if any), apply ``key=value`` overrides, and return a frozen config.
 

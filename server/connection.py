@@ -443,7 +443,7 @@ class KafkaConnection(asyncio.Protocol):
         self.responses.later(slot)
         self.state.tasks.add(task)
 
-        def done(t: asyncio.Task[bytes], s: Slot = slot) -> None:
+        def done(t: asyncio.Task[bytes | MalformedRequest], s: Slot = slot) -> None:
             self._completed(t, s)
 
         task.add_done_callback(done)
@@ -452,7 +452,7 @@ class KafkaConnection(asyncio.Protocol):
         self._update_reading()
 
     # -- writing (server.responses) ----------------------------------------------------------
-    def _completed(self, task: asyncio.Task[bytes], slot: Slot) -> None:
+    def _completed(self, task: asyncio.Task[bytes | MalformedRequest], slot: Slot) -> None:
         self.state.tasks.discard(task)
         if task.cancelled():
             return
@@ -463,7 +463,7 @@ class KafkaConnection(asyncio.Protocol):
             self.close("request failed", error=f"{type(exc).__name__}: {exc}")
             return
         response = task.result()
-        if type(response) is MalformedRequest:  # a large body, found malformed off the loop
+        if isinstance(response, MalformedRequest):  # a large body, found malformed off the loop
             self._refuse(slot.header, slot.size, response)
             return
         slot.response = response

@@ -149,7 +149,7 @@ def _portable(exc: BaseException) -> BaseException:
     if isinstance(exc, AssignmentError):
         for cls in type(exc).__mro__:
             if cls.__module__ == "assignors.errors":
-                return cls(exc.message)
+                return cls(exc.message)  # type: ignore[no-any-return]  # a class of assignors.errors
     return ReplicaAssignorError(f"assignor failed: {type(exc).__name__}: {exc}")
 
 
@@ -257,7 +257,7 @@ class _Worker:
         self.pid = pid
         self.sock = sock
         self.lock = threading.Lock()
-        self.current: Future | None = None
+        self.current: Future[Any] | None = None
         self.killed: str | None = None
         self._pidfd: int | None = None
         with contextlib.suppress(OSError, AttributeError):
@@ -267,7 +267,7 @@ class _Worker:
         with self.lock:
             self._kill(reason)
 
-    def kill_if_running(self, call: Future, reason: str) -> bool:
+    def kill_if_running(self, call: Future[Any], reason: str) -> bool:
         with self.lock:
             if self.current is not call:
                 return False
@@ -298,7 +298,7 @@ class _Worker:
             self._pidfd = None
 
 
-class _Call(Future):
+class _Call(Future[Any]):
     """A call that can always be cancelled: a running one by killing its worker."""
 
     def __init__(self) -> None:
@@ -315,7 +315,7 @@ class _Call(Future):
 
 
 class _Zygote:
-    def __init__(self, init: dict) -> None:
+    def __init__(self, init: dict[str, Any]) -> None:
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
         paths = [p or os.getcwd() for p in sys.path]
@@ -372,7 +372,7 @@ class AssignorPool(Executor):
         self.memory_limit = memory_limit
         self._init = {"assignor": assignor_name, "memory_limit": memory_limit, "preload": tuple(preload)}
         self._on_restart = on_restart or (lambda reason: None)
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()  # short sections only: submit() takes it on the event loop
         self._zygote_lock = threading.Lock()  # held while a zygote starts (half a second)
         self._zygote: _Zygote | None = None
@@ -421,7 +421,7 @@ class AssignorPool(Executor):
                 log.debug("assignor_zygote_started", pid=zygote.proc.pid, assignor=self.assignor_name)
             return zygote
 
-    def submit(self, fn, /, *args, **kwargs) -> Future:
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         if self._shutdown:
             raise RuntimeError("cannot schedule new calls after shutdown")
         self._ensure_threads()

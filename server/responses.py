@@ -21,7 +21,7 @@ class Slot:
 
     __slots__ = ("response", "task", "outcome", "close_reason", "header", "size")
 
-    def __init__(self, response: bytes | bytearray | None, task: asyncio.Task[bytes] | None, outcome: Any,
+    def __init__(self, response: bytes | bytearray | None, task: asyncio.Task[Any] | None, outcome: Any,
                  close_reason: str | None, header: Any = None, size: int = 0) -> None:
         self.response = response
         self.task = task

@@ -37,7 +37,7 @@ class ServerState:
     # set while no connection is open (the graceful shutdown waits for it)
     no_connections: asyncio.Event = field(default_factory=asyncio.Event)
     next_conn_id: int = 0
-    tasks: set[asyncio.Task] = field(default_factory=set)
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     stopping: bool = False
     # the listener connections arrive on (its security protocol decides TLS and SASL)
     listener: Listener | None = None

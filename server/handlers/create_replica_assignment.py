@@ -93,7 +93,7 @@ def interpret(request: CreateReplicaAssignmentRequest, version: int, view: Clust
     return Placement(spec, _with_topic(view, topic, current), request.force_simple_assignment, request.timeout_ms)
 
 
-def _with_topic(view: ClusterView, topic: str | None, current: dict) -> ClusterView:
+def _with_topic(view: ClusterView, topic: str | None, current: dict[int, Any]) -> ClusterView:
     """The view with the request's current assignment standing for the topic's."""
     name = topic if topic is not None else ""
     if not current and name not in view.topics:

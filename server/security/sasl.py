@@ -33,6 +33,7 @@ import base64
 import binascii
 import hmac
 import secrets
+from collections.abc import Callable
 
 from protocol.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
 
@@ -152,7 +153,7 @@ class ScramServer:
     blocking = False
 
     def __init__(self, mechanism: str, users: UserStore, secret: bytes,
-                 server_nonce=lambda: secrets.token_urlsafe(24)) -> None:
+                 server_nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24)) -> None:
         if mechanism not in HASHES:
             raise ValueError(mechanism)
         self.name = mechanism
@@ -263,7 +264,7 @@ class ScramServer:
         return b"v=" + base64.b64encode(server_signature)
 
 
-def create_mechanism(name: str, users: UserStore, secret: bytes):
+def create_mechanism(name: str, users: UserStore, secret: bytes) -> PlainServer | ScramServer:
     if name == "PLAIN":
         return PlainServer(users, secret)
     return ScramServer(name, users, secret)
