@@ -3,7 +3,7 @@
 Standard library only. See ``assignors.base`` for the plug-in interface.
 """
 
-from .base import ANONYMOUS, ReplicaAssignor, check_preconditions, place, validate_assignment
+from .base import ANONYMOUS, PlacementSpec, ReplicaAssignor, check_preconditions, place, validate_assignment
 from .errors import (
     AssignmentError,
     AssignmentTimeoutError,
@@ -29,6 +29,7 @@ __all__ = [
     "InvalidPartitionsError",
     "InvalidReplicaAssignmentError",
     "InvalidReplicationFactorError",
+    "PlacementSpec",
     "REGISTERED",
     "ReplicaAssignor",
     "ReplicaAssignorError",

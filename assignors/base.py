@@ -12,15 +12,31 @@ from __future__ import annotations
 
 import abc
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from .errors import AssignmentError, ReplicaAssignorError
 from .model import Assignment, ClusterView
 from .validate import check_preconditions, check_request, validate_assignment
 
-__all__ = ["ANONYMOUS", "ReplicaAssignor", "check_preconditions", "place", "validate_assignment"]
+__all__ = ["ANONYMOUS", "PlacementSpec", "ReplicaAssignor", "check_preconditions", "framework", "place",
+           "validate_assignment"]
 
 ANONYMOUS = "User:ANONYMOUS"
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementSpec:
+    """What to place (Kafka's ``PlacementSpec``): some partitions of one topic, and how many
+    replicas each gets. What the cluster looks like is apart (:class:`ClusterView`).
+
+    A request becomes one of these once, where it is read (the server's handler, the command
+    line), and travels whole to the framework; the plug-in method receives its fields.
+    """
+
+    topic_name: str | None
+    partitions: Sequence[int]  # a range for the usual request; any ascending ids
+    replication_factor: int
 
 
 class ReplicaAssignor(abc.ABC):
@@ -67,20 +83,28 @@ def place(
 ) -> Assignment:
     """Preconditions, the assignor, then validation: the only way assignments are made.
 
-    The request is checked once (:func:`assignors.validate.check_request`), so assignors
-    assume valid input; the answer is checked by :func:`assignors.validate.validate_assignment`.
+    The arguments are the plug-in method's; :func:`framework` does the rest.
     """
-    current = cluster.topic_assignment(topic_name)
-    check_request(topic_name, partitions, replication_factor, cluster, current)
+    drawn = rng if rng is not None else random.Random()
+    return framework(assignor, PlacementSpec(topic_name, partitions, replication_factor), cluster,
+                     lambda: assignor.assign_replicas_to_brokers(topic_name, partitions, replication_factor, cluster,
+                                                                 principal, rng=drawn))
+
+
+def framework(assignor: object, spec: PlacementSpec, cluster: ClusterView,
+              call: Callable[[], Mapping[int, Sequence[int]]]) -> Assignment:
+    """The framework around one call of an assignor (:func:`place`, or the memo's
+    ``assign_drawn``): the request is checked once (:func:`assignors.validate.check_request`),
+    so assignors assume valid input; a plug-in's bug becomes :class:`ReplicaAssignorError`,
+    never a crash; the answer is checked by :func:`assignors.validate.validate_assignment`."""
+    current = cluster.topic_assignment(spec.topic_name)
+    check_request(spec.topic_name, spec.partitions, spec.replication_factor, cluster, current)
     try:
-        result = assignor.assign_replicas_to_brokers(
-            topic_name, partitions, replication_factor, cluster, principal,
-            rng=rng if rng is not None else random.Random(),
-        )
+        result = call()
     except AssignmentError:
         raise
     except Exception as exc:  # a plug-in's bug must become an error response, not a crash
         raise ReplicaAssignorError(
             f"assignor {type(assignor).__name__} failed: {type(exc).__name__}: {exc}"
         ) from exc
-    return validate_assignment(result, partitions, replication_factor, cluster, current)
+    return validate_assignment(result, spec.partitions, spec.replication_factor, cluster, current)

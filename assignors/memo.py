@@ -19,9 +19,10 @@ Constraints
       entries (oldest evicted first). Entries are read-only; callers must not mutate them.
 
 Algorithm
-    For a :class:`MemoizableAssignor`, ``key = assignor.draw(...)``; on a miss, the shared
-    preconditions, then ``assignor.assign_drawn(key, ...)``, then validation, then the
-    entry is stored. Other layers may attach derived data (the encoded response) to an
+    For a :class:`MemoizableAssignor`, ``key = assignor.draw(...)``; on a miss,
+    ``assignor.assign_drawn(key, ...)`` inside the framework of every placement (the shared
+    request checks, then validation: :func:`assignors.base.framework`), then the entry is
+    stored. Other layers may attach derived data (the encoded response) to an
     entry through :meth:`MemoEntry.derived`.
 
 Example
@@ -36,8 +37,7 @@ import random
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
-from .base import ANONYMOUS, ReplicaAssignor, check_preconditions, validate_assignment
-from .errors import AssignmentError, ReplicaAssignorError
+from .base import ANONYMOUS, PlacementSpec, ReplicaAssignor, framework
 from .model import Assignment, ClusterView
 
 __all__ = ["MemoEntry", "MemoizableAssignor", "PlacementMemo"]
@@ -121,9 +121,7 @@ class PlacementMemo:
     def place(
         self,
         assignor: ReplicaAssignor,
-        topic_name: str | None,
-        partitions: Sequence[int],
-        replication_factor: int,
+        spec: PlacementSpec,
         cluster: ClusterView,
         principal: str = ANONYMOUS,
         *,
@@ -133,8 +131,10 @@ class PlacementMemo:
 
         None is returned before any draw is made, so the caller can still call
         :func:`assignors.base.place` with the same ``rng`` and get the same answer; always
-        for an assignor that is not a :class:`MemoizableAssignor`.
+        for an assignor that is not a :class:`MemoizableAssignor`. A new entry goes through
+        the same framework as :func:`assignors.base.place` (:func:`assignors.base.framework`).
         """
+        topic_name, partitions, replication_factor = spec.topic_name, spec.partitions, spec.replication_factor
         if (self.max_entries <= 0 or len(partitions) * replication_factor > self.max_replicas
                 or not isinstance(assignor, MemoizableAssignor)):
             return None
@@ -147,16 +147,8 @@ class PlacementMemo:
             self.hits += 1
             return entry
         self.misses += 1
-        check_preconditions(len(partitions), replication_factor, cluster)
-        try:
-            result = assignor.assign_drawn(draw, topic_name, partitions, replication_factor, cluster)
-        except AssignmentError:
-            raise
-        except Exception as exc:  # as in place(): a bug becomes an error response
-            raise ReplicaAssignorError(
-                f"assignor {type(assignor).__name__} failed: {type(exc).__name__}: {exc}") from exc
-        entry = MemoEntry(validate_assignment(result, partitions, replication_factor, cluster,
-                                              cluster.topic_assignment(topic_name)))
+        entry = MemoEntry(framework(assignor, spec, cluster, lambda: assignor.assign_drawn(
+            draw, topic_name, partitions, replication_factor, cluster)))
         entries = self._entries
         while len(entries) >= self.max_entries:
             entries.pop(next(iter(entries)), None)

@@ -51,7 +51,7 @@ import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from .base import ANONYMOUS, ReplicaAssignor, place
+from .base import ANONYMOUS, PlacementSpec, ReplicaAssignor, place
 from .errors import InvalidReplicationFactorError, ReplicaAssignorError
 from .model import Assignment, ClusterView
 from .validate import check_placeholders, validate_assignment
@@ -90,9 +90,7 @@ def refusal_message(replication_factor: int, cluster: ClusterView, *, enabled: b
 
 def place_under_replicated(
     assignor: ReplicaAssignor,
-    topic_name: str | None,
-    partitions: Sequence[int],
-    replication_factor: int,
+    spec: PlacementSpec,
     cluster: ClusterView,
     principal: str = ANONYMOUS,
     *,
@@ -106,6 +104,7 @@ def place_under_replicated(
     placeholders, never first. Raises :class:`InvalidReplicationFactorError` when too few
     brokers are alive and under-replicated creation is disabled or not allowed.
     """
+    topic_name, partitions, replication_factor = spec.topic_name, spec.partitions, spec.replication_factor
     alive = len(cluster.brokers)
     if not partitions or replication_factor <= 0 or replication_factor <= alive:
         return place(assignor, topic_name, partitions, replication_factor, cluster, principal, rng=rng)

@@ -246,8 +246,9 @@ class Checker:
         if len(answer) != len(decoded.replica_assignment):
             raise FuzzFailure("the answer lists a partition twice")
         try:
-            validate_assignment(answer, placement.partitions, placement.replication_factor, placement.cluster,
-                                placement.cluster.topic_assignment(placement.topic or ""))
+            spec = placement.spec
+            validate_assignment(answer, spec.partitions, spec.replication_factor, placement.cluster,
+                                placement.cluster.topic_assignment(spec.topic_name))
         except AssignmentError as exc:
             raise FuzzFailure(f"WRONG ASSIGNMENT for {request}: {exc}") from None
 

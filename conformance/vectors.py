@@ -28,6 +28,7 @@ from kafka.protocol.schemas import BaseField
 
 from protocol.frame import peek_header, skip_tagged_fields
 from protocol.messages import (
+    REPLICA_ASSIGNMENT_FEATURE,
     ApiVersionsRequest,
     ApiVersionsResponse,
     CreateReplicaAssignmentRequest,
@@ -40,7 +41,7 @@ FORMAT = "kafka-replica-assignor/conformance-vectors"
 FORMAT_VERSION = 1
 VECTORS_RESOURCE = "vectors/create-replica-assignment-v1.json"
 CLIENT_ID = "conformance-kit"
-FEATURE_NAME = "replica.assignment"
+FEATURE_NAME = REPLICA_ASSIGNMENT_FEATURE
 REGENERATE = "python -m conformance.generator --write"
 
 # the contract's APIs, in the order the file lists them

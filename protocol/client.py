@@ -47,6 +47,7 @@ from .errors import error_for_code
 from .frame import recv_exactly, skip_tagged_fields
 from .messages import (
     CREATE_REPLICA_ASSIGNMENT_API_KEY,
+    REPLICA_ASSIGNMENT_FEATURE,
     ApiVersionsRequest,
     ApiVersionsResponse,
     CreateReplicaAssignmentRequest,
@@ -56,7 +57,7 @@ from .messages import (
 )
 from .version import package_version
 
-FEATURE_NAME = "replica.assignment"
+FEATURE_NAME = REPLICA_ASSIGNMENT_FEATURE
 _METADATA_VERSION = 12
 _LEN = struct.Struct(">i")
 

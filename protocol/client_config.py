@@ -56,9 +56,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .security import SECURITY_PROTOCOLS, uses_sasl, uses_tls
+from .security import SASL_MECHANISMS, SECURITY_PROTOCOLS, uses_sasl, uses_tls
 
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _LOGIN_MODULES = {
     "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
     "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",

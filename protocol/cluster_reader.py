@@ -105,7 +105,7 @@ def _error_name(code: int) -> str:
     return f"{kafka_errors.for_code(code).__name__} ({code})"
 
 
-def snapshot_from_metadata(cluster: Mapping[str, Any],
+def snapshot_from_metadata(cluster: Mapping[str, Any],  # noqa: C901 - one pass over both answers
                            topics: Iterable[Mapping[str, Any]] = ()) -> ClusterRead:
     """Map kafka-python's ``describe_cluster()`` and ``describe_topics()`` answers (see the
     module docstring for the rules)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 _HEADER = struct.Struct(">hhih")
 _INT32 = struct.Struct(">i")
@@ -18,6 +19,24 @@ _RESPONSE_HEAD_V1 = struct.Struct(">iiB")  # length, correlation id, tagged fiel
 
 class MalformedFrameError(ValueError):
     """The bytes are not a Kafka request: the connection that sent them is closed."""
+
+
+class MalformedRequest(NamedTuple):
+    """A request body that does not decode, as a value: what a placement off the event loop
+    hands back for a large body (a plain value crosses the process boundary; an exception
+    would tell nobody in particular). The connection closes, as for a body refused on the loop."""
+
+    error: str
+    # protocol.structure's refusal (StructureError): why, and at which byte of the body
+    reason: str | None = None
+    offset: int | None = None
+
+    @classmethod
+    def of(cls, exc: Exception) -> MalformedRequest:
+        reason, offset = getattr(exc, "reason", None), getattr(exc, "offset", None)
+        if isinstance(reason, str) and isinstance(offset, int):  # a StructureError
+            return cls(str(exc), reason, offset)
+        return cls(f"{type(exc).__name__}: {exc}")
 
 
 @dataclass(frozen=True, slots=True)

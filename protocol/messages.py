@@ -25,6 +25,12 @@ from kafka.protocol.metadata import (
     MetadataRequest,
     MetadataResponse,
 )
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 
 import schemas
 
@@ -52,6 +58,9 @@ with warnings.catch_warnings():
         CreateReplicaAssignmentRequest[_v]
 
 CREATE_REPLICA_ASSIGNMENT_API_KEY: int = CreateReplicaAssignmentRequest.API_KEY
+# the supported feature ApiVersions v3+ lists: how a client tells this server from a Kafka
+# broker, where apiKey 68 is ConsumerGroupHeartbeat
+REPLICA_ASSIGNMENT_FEATURE = "replica.assignment"
 
 # restore the global registry: apiKey 68 stays whatever kafka-python (or nobody) had
 if CREATE_REPLICA_ASSIGNMENT_API_KEY in _before:
@@ -107,6 +116,11 @@ def check_body(cls, body: memoryview, version: int) -> None:
 
 __all__ = [
     "CREATE_REPLICA_ASSIGNMENT_API_KEY",
+    "REPLICA_ASSIGNMENT_FEATURE",
+    "SaslAuthenticateRequest",
+    "SaslAuthenticateResponse",
+    "SaslHandshakeRequest",
+    "SaslHandshakeResponse",
     "check_body",
     "decode_body",
     "ApiVersionsRequest",

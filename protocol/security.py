@@ -1,7 +1,8 @@
-"""Kafka's security protocols, and which of them use TLS and which SASL.
+"""Kafka's security protocols, which of them use TLS and which SASL, and the SASL mechanisms.
 
-The one place both sides read them: the server's listeners (:mod:`server.config`) and the
-admin client's ``security.protocol`` (:mod:`protocol.secure_client`).
+The one place both sides read them: the server's listeners and ``sasl.enabled.mechanisms``
+(:mod:`server.config`), its SCRAM users (:mod:`server.security.users`), and the admin
+client's ``security.protocol`` and ``sasl.mechanism`` (:mod:`protocol.client_config`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,10 @@ from __future__ import annotations
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _TLS = frozenset({"SSL", "SASL_SSL"})
 _SASL = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
+
+# SCRAM mechanisms and the hash each is built on (RFC 5802, RFC 7677)
+SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+SASL_MECHANISMS = ("PLAIN", *SCRAM_HASHES)
 
 
 def uses_tls(security_protocol: str) -> bool:

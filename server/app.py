@@ -6,7 +6,8 @@ import asyncio
 import os
 import signal
 import socket
-from concurrent.futures import ThreadPoolExecutor
+import ssl
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 import structlog
@@ -16,7 +17,7 @@ from assignors import create_assignor
 from .cluster import create_source
 from .config import ConfigError, Listener, ServerConfig, metrics_address
 from .connection import KafkaConnection
-from .dispatch import supported_versions
+from .dispatch import APIS, supported_versions
 from .handlers import api_versions, metadata
 from .health import remove_status, write_status
 from .isolation import AssignorPool
@@ -43,7 +44,7 @@ class ReplicaAssignorServer:
         self.worker = worker
         self.status_file = status_file  # where the health check finds the bound listener (server.health)
         # the fields of the started line, for the supervisor to announce the server with
-        self.started_fields: dict = {}
+        self.started_fields: dict[str, Any] = {}
         self.state: ServerState | None = None
         self.started = asyncio.Event()
         self._stop = asyncio.Event()
@@ -53,7 +54,7 @@ class ReplicaAssignorServer:
         self.port: int | None = None
         self.metrics_port: int | None = None
 
-    def _executor(self, metrics: Metrics):
+    def _executor(self, metrics: Metrics) -> Executor:
         cfg = self.config
         if cfg.assignor_isolation == "thread":
             return ThreadPoolExecutor(max_workers=cfg.assignor_max_workers, thread_name_prefix="assignor")
@@ -61,10 +62,31 @@ class ReplicaAssignorServer:
                             memory_limit=cfg.assignor_worker_max_memory_bytes, on_restart=metrics.worker_restarted)
 
     async def start(self) -> None:
+        """Build the shared state, bind the listener (and the metrics listener), log the start."""
+        listener = self.config.listeners[0]
+        # first: unreadable PEM files are a configuration error before anything starts
+        ssl_context = build_ssl_context(self.config) if listener.uses_tls else None
+        state = await self._build_state()
+        await self._listen(state, listener, ssl_context)
+        for v, data in api_versions.build_templates(supported_versions()).items():
+            state.templates[(api_versions.API_KEY, v)] = data
+        for v, data in metadata.build_templates(state).items():
+            state.templates[(metadata.API_KEY, v)] = data
+        metrics_at = metrics_address(self.config)
+        if metrics_at is not None:
+            self._metrics_server = MetricsServer(state.metrics, self._health)
+            await self._metrics_server.start(*metrics_at)
+            self.metrics_port = self._metrics_server.port
+            log.info("metrics_started", host=self._metrics_server.host, port=self.metrics_port,
+                     paths=["/metrics", "/health"])
+        self._announce(state, listener)
+        self.started.set()
+
+    async def _build_state(self) -> ServerState:
+        """The assignor, the SASL users, the metrics, the cluster source and the executor."""
         cfg = self.config
         assignor = create_assignor(cfg.replica_assignor_class_name)
         listener = cfg.listeners[0]
-        ssl_context = build_ssl_context(cfg) if listener.uses_tls else None
         users = None
         if listener.uses_sasl:
             # load_config's checks refuse a SASL listener without sasl.users.file
@@ -73,8 +95,8 @@ class ReplicaAssignorServer:
                 users = UserStore(cfg.sasl_users_file)
             except UsersFileError as exc:
                 raise ConfigError(f"sasl.users.file: {exc}") from None
-        metrics_at = metrics_address(cfg)
-        metrics = Metrics(enabled=metrics_at is not None)
+        metrics = Metrics(enabled=metrics_address(cfg) is not None,
+                          api_names={key: api.name for key, api in APIS.items()})
         source = create_source(cfg)
         await source.start()
         executor = self._executor(metrics)
@@ -87,20 +109,25 @@ class ReplicaAssignorServer:
             metrics.connections.set_function(lambda: len(state.connections))
             if state.memo is not None:
                 metrics.watch_memo(state.memo)
-        loop = asyncio.get_running_loop()
         if isinstance(executor, AssignorPool) and not state.assignor_builtin:
             # a plug-in always runs in a worker: have them ready before the first request
             try:
-                await loop.run_in_executor(None, executor.start)
+                await asyncio.get_running_loop().run_in_executor(None, executor.start)
             except RuntimeError as exc:
                 executor.shutdown(wait=False)
                 raise ConfigError(f"replica.assignor.class.name: {exc}") from None
+        return state
+
+    async def _listen(self, state: ServerState, listener: Listener, ssl_context: ssl.SSLContext | None) -> None:
+        """Bind ``listener``; the bound and advertised addresses go into the state."""
+        cfg = self.config
         options: dict[str, Any] = {}
         if self.worker is not None:
             options["reuse_port"] = True  # the supervisor holds the port; the kernel spreads connections
         # TLS: each connection runs its own handshake (KafkaConnection), so that a failed one is logged
-        server = await loop.create_server(lambda: KafkaConnection(state, ssl_context), listener.host,
-                                          listener.port, reuse_address=True, backlog=1024, **options)
+        server = await asyncio.get_running_loop().create_server(
+            lambda: KafkaConnection(state, ssl_context), listener.host, listener.port, reuse_address=True,
+            backlog=1024, **options)
         self._servers.append(server)
         sock = server.sockets[0].getsockname()
         self.host, self.port = sock[0], sock[1]
@@ -113,36 +140,29 @@ class ReplicaAssignorServer:
             state.advertised = Listener(listener.security_protocol, socket.getfqdn(), self.port)
         else:
             state.advertised = state.listener
-        for v, data in api_versions.build_templates(supported_versions()).items():
-            state.templates[(api_versions.API_KEY, v)] = data
-        for v, data in metadata.build_templates(state).items():
-            state.templates[(metadata.API_KEY, v)] = data
-        if metrics_at is not None:
-            self._metrics_server = MetricsServer(metrics, self._health)
-            await self._metrics_server.start(*metrics_at)
-            self.metrics_port = self._metrics_server.port
-            log.info("metrics_started", host=self._metrics_server.host, port=self.metrics_port,
-                     paths=["/metrics", "/health"])
-        view = source.view()
+
+    def _announce(self, state: ServerState, listener: Listener) -> None:
+        """``server_started`` (with the status file for the health check), or ``worker_started``."""
+        view = state.source.view()
         self.started_fields = fields = dict(
             host=self.host, port=self.port, advertised=str(state.advertised),
             security_protocol=listener.security_protocol, assignor=state.assignor_name,
-            isolation=cfg.assignor_isolation, brokers=len(view.brokers), racks=len(view.racks),
-            loop=type(loop).__module__.split(".")[0])
-        if self.worker is None:
-            if self.status_file:
-                bound: tuple[str, int] | None = None
-                if self._metrics_server:
-                    host, port = self._metrics_server.host, self.metrics_port
-                    assert host is not None and port is not None  # set once MetricsServer.start returned
-                    bound = (host, port)
-                write_status(self.status_file, state.listener, bound)
-            log.info("server_started", **fields)
-        else:
+            isolation=self.config.assignor_isolation, brokers=len(view.brokers), racks=len(view.racks),
+            loop=type(asyncio.get_running_loop()).__module__.split(".")[0])
+        if self.worker is not None:
             log.info("worker_started", pid=os.getpid(), **fields)
-        self.started.set()
+            return
+        if self.status_file:
+            bound: tuple[str, int] | None = None
+            if self._metrics_server:
+                host, port = self._metrics_server.host, self.metrics_port
+                assert host is not None and port is not None  # set once MetricsServer.start returned
+                bound = (host, port)
+            assert state.listener is not None
+            write_status(self.status_file, state.listener, bound)
+        log.info("server_started", **fields)
 
-    def _health(self) -> tuple[bool, dict]:
+    def _health(self) -> tuple[bool, dict[str, Any]]:
         state = self.state
         healthy = self.started.is_set() and state is not None and not state.stopping
         details = {"listener": str(state.listener) if state else None,
@@ -166,6 +186,8 @@ class ReplicaAssignorServer:
         await self.shutdown()
 
     async def shutdown(self) -> None:
+        """Stop accepting; let in-flight requests finish and their answers go out within
+        ``shutdown.timeout.ms``; then close what is left and stop the parts."""
         state = self.state
         if state is None or state.stopping:
             return
@@ -183,20 +205,7 @@ class ReplicaAssignorServer:
             for t in not_done:
                 t.cancel()
         await asyncio.sleep(0)  # let completion callbacks write their responses
-        for conn in list(state.connections):
-            conn.close()
-        # every answer handed to a transport goes out whole: close() writes what is buffered
-        # first, and connection_lost (which takes the connection out of the state) comes after
-        while state.connections and loop.time() < deadline:
-            await asyncio.sleep(0.01)
-        if state.connections:
-            log.warning("connections_aborted", connections=len(state.connections),
-                        unsent_bytes=sum(c.transport.get_write_buffer_size() for c in state.connections
-                                         if c.transport is not None),
-                        shutdown_timeout_ms=self.config.shutdown_timeout_ms)
-            for conn in list(state.connections):
-                if conn.transport is not None:
-                    conn.transport.abort()
+        await self._close_connections(state, deadline)
         for server in self._servers:
             try:
                 await asyncio.wait_for(server.wait_closed(), max(deadline - loop.time(), 0.1))
@@ -208,3 +217,25 @@ class ReplicaAssignorServer:
         state.executor.shutdown(wait=False, cancel_futures=True)
         log.info("server_stopped" if self.worker is None else "worker_stopped", port=self.port,
                  unfinished=len([t for t in state.tasks if not t.done()]))
+
+    async def _close_connections(self, state: ServerState, deadline: float) -> None:
+        """Close every connection and wait (for the state's event, no polling) until they are
+        gone or ``deadline``; abort the rest. Every answer handed to a transport goes out whole:
+        close() writes what is buffered first, and connection_lost (which takes the connection
+        out of the state) comes after."""
+        for conn in list(state.connections):
+            conn.close()
+        if state.connections:
+            remaining = max(deadline - asyncio.get_running_loop().time(), 0.0)
+            try:
+                await asyncio.wait_for(state.no_connections.wait(), remaining)
+            except TimeoutError:
+                pass
+        if state.connections:
+            log.warning("connections_aborted", connections=len(state.connections),
+                        unsent_bytes=sum(c.transport.get_write_buffer_size() for c in state.connections
+                                         if c.transport is not None),
+                        shutdown_timeout_ms=self.config.shutdown_timeout_ms)
+            for conn in list(state.connections):
+                if conn.transport is not None:
+                    conn.transport.abort()

@@ -10,10 +10,12 @@ learned survives restarts. A snapshot that cannot be read, is over
 
 from __future__ import annotations
 
+from typing import Any
+
 from assignors import ClusterView
 from assignors.snapshot import SnapshotError
 
-from .cluster_source import create_cluster_source
+from .cluster_source import ClusterSource, create_cluster_source
 from .config import ConfigError, ServerConfig
 from .observed import DEFAULT_OBSERVED_PATH, ObservedStoreError
 
@@ -21,7 +23,7 @@ from .observed import DEFAULT_OBSERVED_PATH, ObservedStoreError
 class _StartupChecked:
     """Wraps a source so that a bad snapshot or store becomes a ConfigError naming the key."""
 
-    def __init__(self, source, config: ServerConfig) -> None:
+    def __init__(self, source: ClusterSource, config: ServerConfig) -> None:
         self._source = source
         self._config = config
 
@@ -37,14 +39,17 @@ class _StartupChecked:
     async def stop(self) -> None:
         await self._source.stop()
 
+    async def refresh(self) -> bool:
+        return await self._source.refresh()
+
     def view(self) -> ClusterView:
         return self._source.view()
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return self._source.describe()
 
 
-def create_source(config: ServerConfig):
+def create_source(config: ServerConfig) -> _StartupChecked:
     path = config.observed_brokers_path
     if path is None and config.bootstrap_servers:
         path = DEFAULT_OBSERVED_PATH

@@ -12,21 +12,21 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from protocol.client_config import ClientConfigError
 from protocol.client_config import parse_properties as read_properties_text
-from protocol.security import SECURITY_PROTOCOLS, uses_sasl, uses_tls
+from protocol.security import SASL_MECHANISMS, SCRAM_HASHES, SECURITY_PROTOCOLS, uses_sasl, uses_tls
 
 
 class ConfigError(ValueError):
     """The configuration is unusable; the message names the key."""
 
 
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
 MAX_WORKER_PROCESSES = 256  # a typo (1000) must not start a thousand interpreters
 
@@ -69,232 +69,384 @@ class Listener:
         return uses_sasl(self.security_protocol)
 
 
-def _bool(key: str, value: str) -> bool:
-    v = value.strip().lower()
-    if v in {"true", "1", "yes"}:
-        return True
-    if v in {"false", "0", "no"}:
-        return False
-    raise ConfigError(f"{key}: expected true or false, got {value!r}")
-
-
-def _int(key: str, value: str, minimum: int | None = None) -> int:
-    try:
-        n = int(value.strip())
-    except ValueError:
-        raise ConfigError(f"{key}: expected an integer, got {value!r}") from None
-    if minimum is not None and n < minimum:
-        raise ConfigError(f"{key}: must be >= {minimum}, got {n}")
-    return n
-
-
 def default_cluster_file() -> str:
     return str(resources.files("server").joinpath("default-cluster.json"))
 
 
+# --- the types of values (Kafka's ConfigDef.Type with its validator): each parses one
+# property's text, refuses a bad one naming the key, and describes what it accepts ---
+
+class _Type:
+    """Parses one property value, refusing a bad one with a message that names the key."""
+
+    __slots__ = ()
+
+    def describe(self) -> str:
+        """What the docs table says it accepts."""
+        raise NotImplementedError
+
+    def parse(self, key: str, text: str, base_dir: Path | None) -> Any:
+        raise NotImplementedError
+
+    def show(self, value: Any) -> str:
+        """A default value as the properties file would spell it."""
+        if isinstance(value, tuple):
+            return ",".join(str(v) for v in value)
+        if isinstance(value, bool):
+            return str(value).lower()
+        return str(value)
+
+
 @dataclass(frozen=True, slots=True)
-class ServerConfig:
-    listeners: tuple[Listener, ...] = (Listener("PLAINTEXT", "127.0.0.1", 9095),)
-    advertised_listeners: tuple[Listener, ...] = ()
-    replica_assignor_class_name: str = "default"
-    replica_assignor_random_seed: int | None = None
-    cluster_metadata_file: str = field(default_factory=default_cluster_file)
-    # a larger snapshot file is refused (the last good view is kept): server/snapshot_file.py
-    cluster_metadata_file_max_bytes: int = 256 * 1024 * 1024
-    bootstrap_servers: str | None = None
-    metadata_refresh_interval_ms: int = 30_000
-    observed_brokers_path: str | None = None
-    enable_under_replicated_topic_creation: bool = False
-    min_insync_replicas: int = 1
-    socket_request_max_bytes: int = 104_857_600
-    # all connections' buffered request bytes together (Kafka's default -1 is unbounded);
-    # at least socket.request.max.bytes, as Kafka requires
-    queued_max_request_bytes: int = 512 * 1024 * 1024
-    max_connections: int = 2_000
-    max_connections_per_ip: int = 1_000
-    connections_max_idle_ms: int = 600_000
-    max_inflight_requests_per_connection: int = 64
-    max_partitions_per_request: int = 1_000_000
-    assignor_max_workers: int = 4
-    inline_assignment_max_replicas: int = 3_000
-    # assignors.memo: small placements kept per distinct draw (0 disables the memo)
-    memo_max_entries: int = 4_096
-    shutdown_timeout_ms: int = 10_000
-    log_format: str = "auto"
-    log_level: str = "info"
-    event_loop: str = "uvloop"
-    node_id: int = 0
-    # TLS (listeners SSL:// and SASL_SSL://); PEM files only
-    ssl_keystore_location: str | None = None
-    ssl_key_password: str | None = field(default=None, repr=False)  # never in a log line
-    ssl_truststore_location: str | None = None
-    ssl_client_auth: str = "none"
-    ssl_enabled_protocols: tuple[str, ...] = TLS_VERSIONS
-    ssl_cipher_suites: str | None = None
-    ssl_handshake_timeout_ms: int = 10_000
-    # SASL (listeners SASL_PLAINTEXT:// and SASL_SSL://)
-    sasl_enabled_mechanisms: tuple[str, ...] = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-    sasl_users_file: str | None = None
-    sasl_server_max_receive_size: int = 524_288
-    connection_failed_authentication_delay_ms: int = 100
-    # who may call CreateReplicaAssignment (empty: everyone)
-    authorizer_allowed_principals: tuple[str, ...] = ()
-    # plug-in isolation: non-inline assignments run in killable worker processes
-    assignor_isolation: str = "process"
-    assignor_worker_max_memory_bytes: int = 2 * 1024 ** 3
-    # Prometheus /metrics and /health over HTTP (off when unset)
-    metrics_listener: str | None = None
-    # > 1: that many server processes share the listener port (SO_REUSEPORT); server/workers.py
-    num_worker_processes: int = 1
+class _Int(_Type):
+    minimum: int | None = None
+    maximum: int | None = None
+    unbounded: int | None = None  # a value below ``minimum`` that means "no limit" (Kafka's -1)
 
-    @property
-    def advertised(self) -> tuple[Listener, ...]:
-        return self.advertised_listeners or self.listeners
+    def describe(self) -> str:
+        if self.minimum is None:
+            return "an integer"
+        bounds = f"[{self.minimum}, {self.maximum}]" if self.maximum is not None else f">= {self.minimum}"
+        return bounds if self.unbounded is None else f"{self.unbounded} (unbounded) or {bounds}"
 
-
-# property name -> (attribute, parser)
-_KEYS = {
-    "listeners": "listeners",
-    "advertised.listeners": "advertised_listeners",
-    "replica.assignor.class.name": "replica_assignor_class_name",
-    "replica.assignor.random.seed": "replica_assignor_random_seed",
-    "cluster.metadata.file": "cluster_metadata_file",
-    "cluster.metadata.file.max.bytes": "cluster_metadata_file_max_bytes",
-    "bootstrap.servers": "bootstrap_servers",
-    "metadata.refresh.interval.ms": "metadata_refresh_interval_ms",
-    "observed.brokers.path": "observed_brokers_path",
-    "enable.under.replicated.topic.creation": "enable_under_replicated_topic_creation",
-    "min.insync.replicas": "min_insync_replicas",
-    "socket.request.max.bytes": "socket_request_max_bytes",
-    "queued.max.request.bytes": "queued_max_request_bytes",
-    "max.connections": "max_connections",
-    "max.connections.per.ip": "max_connections_per_ip",
-    "connections.max.idle.ms": "connections_max_idle_ms",
-    "max.inflight.requests.per.connection": "max_inflight_requests_per_connection",
-    "max.partitions.per.request": "max_partitions_per_request",
-    "replica.assignor.max.workers": "assignor_max_workers",
-    "replica.assignor.inline.max.replicas": "inline_assignment_max_replicas",
-    "replica.assignor.memo.max.entries": "memo_max_entries",
-    "shutdown.timeout.ms": "shutdown_timeout_ms",
-    "log.format": "log_format",
-    "log.level": "log_level",
-    "event.loop": "event_loop",
-    "node.id": "node_id",
-    "ssl.keystore.location": "ssl_keystore_location",
-    "ssl.keystore.type": "ssl_keystore_type",
-    "ssl.key.password": "ssl_key_password",
-    "ssl.truststore.location": "ssl_truststore_location",
-    "ssl.truststore.type": "ssl_truststore_type",
-    "ssl.client.auth": "ssl_client_auth",
-    "ssl.enabled.protocols": "ssl_enabled_protocols",
-    "ssl.cipher.suites": "ssl_cipher_suites",
-    "ssl.handshake.timeout.ms": "ssl_handshake_timeout_ms",
-    "sasl.enabled.mechanisms": "sasl_enabled_mechanisms",
-    "sasl.users.file": "sasl_users_file",
-    "sasl.server.max.receive.size": "sasl_server_max_receive_size",
-    "connection.failed.authentication.delay.ms": "connection_failed_authentication_delay_ms",
-    "authorizer.allowed.principals": "authorizer_allowed_principals",
-    "replica.assignor.isolation": "assignor_isolation",
-    "replica.assignor.worker.max.memory.bytes": "assignor_worker_max_memory_bytes",
-    "metrics.listener": "metrics_listener",
-    "num.worker.processes": "num_worker_processes",
-}
-
-# accepted for Kafka compatibility, checked, not stored: only PEM files are read
-_PEM_ONLY = {"ssl_keystore_type", "ssl_truststore_type"}
-
-
-def _convert(key: str, value: str, base_dir: Path | None):
-    attr = _KEYS[key]
-    if attr in {"listeners", "advertised_listeners"}:
-        specs = [v for v in value.split(",") if v.strip()]
-        if attr == "listeners" and not specs:
-            raise ConfigError("listeners: at least one listener is required")
-        return tuple(Listener.parse(v, key) for v in specs)
-    if attr == "replica_assignor_random_seed":
-        return None if value.strip() == "" else _int(key, value)
-    if attr in {"enable_under_replicated_topic_creation"}:
-        return _bool(key, value)
-    if attr == "min_insync_replicas":
-        return _int(key, value, 1)
-    if attr == "queued_max_request_bytes":
-        n = _int(key, value, -1)
-        if n == 0:
-            raise ConfigError(f"{key}: must be -1 (unbounded) or positive, got 0")
+    def parse(self, key: str, text: str, base_dir: Path | None) -> int:
+        try:
+            n = int(text.strip())
+        except ValueError:
+            raise ConfigError(f"{key}: expected an integer, got {text!r}") from None
+        if n == self.unbounded:
+            return n
+        if self.minimum is not None and n < self.minimum:
+            if self.unbounded is not None:
+                raise ConfigError(f"{key}: must be {self.unbounded} (unbounded) or >= {self.minimum}, got {n}")
+            raise ConfigError(f"{key}: must be >= {self.minimum}, got {n}")
+        if self.maximum is not None and n > self.maximum:
+            raise ConfigError(f"{key}: must be <= {self.maximum}, got {n}")
         return n
-    if attr in {"metadata_refresh_interval_ms", "socket_request_max_bytes", "max_connections",
-                "max_connections_per_ip", "max_inflight_requests_per_connection",
-                "max_partitions_per_request", "assignor_max_workers", "connections_max_idle_ms",
-                "shutdown_timeout_ms", "ssl_handshake_timeout_ms", "sasl_server_max_receive_size",
-                "cluster_metadata_file_max_bytes"}:
-        return _int(key, value, 1)
-    if attr == "num_worker_processes":
-        n = _int(key, value, 1)
-        if n > MAX_WORKER_PROCESSES:
-            raise ConfigError(f"{key}: must be <= {MAX_WORKER_PROCESSES}, got {n}")
-        return n
-    if attr in {"inline_assignment_max_replicas", "node_id", "connection_failed_authentication_delay_ms",
-                "assignor_worker_max_memory_bytes", "memo_max_entries"}:
-        return _int(key, value, 0)
-    if attr in _PEM_ONLY:
-        if value.strip().upper() != "PEM":
-            raise ConfigError(f"{key}: only PEM is supported, got {value!r} "
-                              f"(convert a JKS or PKCS12 store with keytool and openssl)")
-        return "PEM"
-    if attr == "ssl_client_auth":
-        v = value.strip().lower()
-        if v not in {"required", "requested", "none"}:
-            raise ConfigError(f"{key}: expected required, requested or none, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class _OptionalInt(_Type):
+    def describe(self) -> str:
+        return "an integer, or empty"
+
+    def parse(self, key: str, text: str, base_dir: Path | None) -> int | None:
+        return None if text.strip() == "" else _Int().parse(key, text, base_dir)
+
+
+@dataclass(frozen=True, slots=True)
+class _Bool(_Type):
+    def describe(self) -> str:
+        return "true, false"
+
+    def parse(self, key: str, text: str, base_dir: Path | None) -> bool:
+        v = text.strip().lower()
+        if v in {"true", "1", "yes"}:
+            return True
+        if v in {"false", "0", "no"}:
+            return False
+        raise ConfigError(f"{key}: expected true or false, got {text!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Choice(_Type):
+    """One of ``choices``, compared in lower case (upper case with ``upper``)."""
+
+    choices: tuple[str, ...]
+    upper: bool = False
+    refusal: str = ""  # in place of "expected a, b or c"
+
+    def describe(self) -> str:
+        return ", ".join(self.choices)
+
+    def parse(self, key: str, text: str, base_dir: Path | None) -> str:
+        v = text.strip().upper() if self.upper else text.strip().lower()
+        if v not in self.choices:
+            *first, last = self.choices
+            if self.refusal:
+                raise ConfigError(self.refusal.format(key=key, text=text))
+            raise ConfigError(f"{key}: expected {', '.join(first)} or {last}, got {text!r}")
         return v
-    if attr == "ssl_enabled_protocols":
-        items = tuple(v.strip() for v in value.split(",") if v.strip())
-        bad = [v for v in items if v not in TLS_VERSIONS]
-        if bad or not items:
-            raise ConfigError(f"{key}: expected a list of {', '.join(TLS_VERSIONS)}, got {value!r}")
-        return items
-    if attr == "sasl_enabled_mechanisms":
-        items = tuple(v.strip().upper() for v in value.split(",") if v.strip())
-        bad = [v for v in items if v not in SASL_MECHANISMS]
-        if bad or not items:
-            raise ConfigError(f"{key}: supported mechanisms are {', '.join(SASL_MECHANISMS)}, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class _ChoiceList(_Type):
+    """A non-empty comma-separated list of ``choices``; duplicates keep their first place."""
+
+    choices: tuple[str, ...]
+    upper: bool = False
+    refusal: str = "expected a list of"
+
+    def describe(self) -> str:
+        return "a list of " + ", ".join(self.choices)
+
+    def parse(self, key: str, text: str, base_dir: Path | None) -> tuple[str, ...]:
+        items = tuple(v.strip().upper() if self.upper else v.strip() for v in text.split(",") if v.strip())
+        if not items or any(v not in self.choices for v in items):
+            raise ConfigError(f"{key}: {self.refusal} {', '.join(self.choices)}, got {text!r}")
         return tuple(dict.fromkeys(items))
-    if attr == "authorizer_allowed_principals":
-        return parse_principals(key, value)
-    if attr == "assignor_isolation":
-        v = value.strip().lower()
-        if v not in {"process", "thread"}:
-            raise ConfigError(f"{key}: expected process or thread, got {value!r}")
-        return v
-    if attr == "metrics_listener":
-        return _metrics_listener(key, value)
-    if attr in {"cluster_metadata_file", "observed_brokers_path", "ssl_keystore_location",
-                "ssl_truststore_location", "sasl_users_file"}:
-        v = value.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class _Listeners(_Type):
+    required: bool
+
+    def describe(self) -> str:
+        return "a list of PROTOCOL://host:port" + ("" if self.required else ", or empty")
+
+    def parse(self, key: str, text: str, base_dir: Path | None) -> tuple[Listener, ...]:
+        specs = [v for v in text.split(",") if v.strip()]
+        if self.required and not specs:
+            raise ConfigError(f"{key}: at least one listener is required")
+        return tuple(Listener.parse(v, key) for v in specs)
+
+    def show(self, value: Any) -> str:
+        return ",".join(str(listener) for listener in value)
+
+
+@dataclass(frozen=True, slots=True)
+class _Path(_Type):
+    """A file; relative to the properties file it is read from (to the working directory in overrides)."""
+
+    def describe(self) -> str:
+        return "a path"
+
+    def parse(self, key: str, text: str, base_dir: Path | None) -> str:
+        v = text.strip()
         if not v:
             raise ConfigError(f"{key}: a path is required")
         p = Path(os.path.expanduser(v))
         if not p.is_absolute() and base_dir is not None:
             p = base_dir / p
         return str(p)
-    if attr == "log_format":
-        v = value.strip().lower()
-        if v not in {"auto", "json", "console"}:
-            raise ConfigError(f"{key}: expected auto, json or console, got {value!r}")
-        return v
-    if attr == "log_level":
-        v = value.strip().lower()
-        if v not in {"debug", "info", "warning", "error"}:
-            raise ConfigError(f"{key}: expected debug, info, warning or error, got {value!r}")
-        return v
-    if attr == "event_loop":
-        v = value.strip().lower()
-        if v not in {"uvloop", "asyncio"}:
-            raise ConfigError(f"{key}: expected uvloop or asyncio, got {value!r}")
-        return v
-    v = value.strip()
-    if attr == "replica_assignor_class_name" and not v:
-        raise ConfigError(f"{key}: a class name is required")
-    return v or None
+
+
+@dataclass(frozen=True, slots=True)
+class _Text(_Type):
+    """Free text; empty means unset, unless ``required``."""
+
+
+    required: str = ""  # what the refusal of an empty value calls the missing thing
+
+    def describe(self) -> str:
+        return "text" if self.required else "text, or empty"
+
+    def parse(self, key: str, text: str, base_dir: Path | None) -> str | None:
+        v = text.strip()
+        if not v and self.required:
+            raise ConfigError(f"{key}: {self.required} is required")
+        return v or None
+
+
+@dataclass(frozen=True, slots=True)
+class _Principals(_Type):
+    def describe(self) -> str:
+        return "a list of User:name"
+
+    def parse(self, key: str, text: str, base_dir: Path | None) -> tuple[str, ...]:
+        return parse_principals(key, text)
+
+
+@dataclass(frozen=True, slots=True)
+class _HttpListener(_Type):
+    def describe(self) -> str:
+        return "http://host:port, or empty"
+
+    def parse(self, key: str, text: str, base_dir: Path | None) -> str | None:
+        return _metrics_listener(key, text)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    """One property, declared once: parsing, the default, the refusal and the docs come from here."""
+
+    name: str
+    type: _Type
+    doc: str
+    # the default as the docs table shows it, when not the value itself ("the bound address")
+    default_doc: str | None = None
+    # documented in docs/security.md's tables instead of the README's
+    security: bool = False
+
+
+_KEY = "config_key"
+
+
+def _setting(name: str, type_: _Type, default: Any, doc: str, *, default_doc: str | None = None,
+             security: bool = False, default_factory: Any = None, secret: bool = False) -> Any:
+    """A :class:`ServerConfig` field declaring the property ``name`` (typed ``Any`` for the dataclass)."""
+    metadata = {_KEY: ConfigKey(name, type_, doc, default_doc, security)}
+    if default_factory is not None:
+        return field(default_factory=default_factory, metadata=metadata, repr=not secret)
+    return field(default=default, metadata=metadata, repr=not secret)
+
+
+_PEM = _Choice(("PEM",), upper=True, refusal="{key}: only PEM is supported, got {text!r} "
+                                             "(convert a JKS or PKCS12 store with keytool and openssl)")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Every server property, each declared once (name, type and range, default, doc).
+
+    The fields are in the order of the docs tables; :data:`CONFIG_KEYS` indexes them by
+    property name, :func:`load_config` parses through them, :func:`property_table` writes
+    the README's table from them (``tests/unit/test_config_declaration.py`` keeps it so).
+    """
+
+    listeners: tuple[Listener, ...] = _setting(
+        "listeners", _Listeners(required=True), (Listener("PLAINTEXT", "127.0.0.1", 9095),), "where to listen")
+    advertised_listeners: tuple[Listener, ...] = _setting(
+        "advertised.listeners", _Listeners(required=False), (), "what Metadata tells clients",
+        default_doc="the bound address")
+    replica_assignor_class_name: str = _setting(
+        "replica.assignor.class.name", _Text(required="a class name"), "default",
+        "`default`, `striped`, `multi-level`, or `package.module.Class`")
+    replica_assignor_random_seed: int | None = _setting(
+        "replica.assignor.random.seed", _OptionalInt(), None,
+        "deterministic mode: the same request always gets the same bytes",
+        default_doc="unset (random, as Kafka)")
+    cluster_metadata_file: str = _setting(
+        "cluster.metadata.file", _Path(), None,
+        "cluster snapshot (format below); re-read every `metadata.refresh.interval.ms` only when it changed, "
+        "parsed off the event loop; an invalid file, or one without brokers, keeps the last good view",
+        default_doc="the embedded 6-broker example", default_factory=default_cluster_file)
+    cluster_metadata_file_max_bytes: int = _setting(
+        "cluster.metadata.file.max.bytes", _Int(1), 256 * 1024 * 1024,
+        "a larger snapshot file is refused: at start-up with one line, later by keeping the last good view "
+        "(`metadata_refresh_failed`)", default_doc="268435456 (256 MiB)")
+    bootstrap_servers: str | None = _setting(
+        "bootstrap.servers", _Text(), None, "follow a live Kafka cluster instead of a file")
+    metadata_refresh_interval_ms: int = _setting(
+        "metadata.refresh.interval.ms", _Int(1), 30_000, "live-cluster or snapshot-file refresh")
+    observed_brokers_path: str | None = _setting(
+        "observed.brokers.path", _Path(), None, "SQLite store of every broker ever seen (KIP-409)")
+    enable_under_replicated_topic_creation: bool = _setting(
+        "enable.under.replicated.topic.creation", _Bool(), False, "allow placeholders when brokers are down")
+    min_insync_replicas: int = _setting(
+        "min.insync.replicas", _Int(1), 1, "alive brokers needed per partition for placeholders")
+    socket_request_max_bytes: int = _setting(
+        "socket.request.max.bytes", _Int(1), 104_857_600, "larger frames close the connection, as in Kafka")
+    queued_max_request_bytes: int = _setting(
+        "queued.max.request.bytes", _Int(1, unbounded=-1), 512 * 1024 * 1024,
+        "request bytes all connections may buffer together; over it the server stops reading until requests "
+        "are processed (Kafka's name; its default -1, unbounded, is accepted; at least "
+        "`socket.request.max.bytes`)")
+    max_connections: int = _setting(
+        "max.connections", _Int(1), 2_000, "a new connection over it is closed at once")
+    max_connections_per_ip: int = _setting(
+        "max.connections.per.ip", _Int(1), 1_000, "the same, per client address")
+    connections_max_idle_ms: int = _setting(
+        "connections.max.idle.ms", _Int(1), 600_000, "a connection idle for that long is closed")
+    max_inflight_requests_per_connection: int = _setting(
+        "max.inflight.requests.per.connection", _Int(1), 64,
+        "the server stops reading a connection with that many requests unanswered")
+    max_partitions_per_request: int = _setting(
+        "max.partitions.per.request", _Int(1), 1_000_000, "more partitions are refused (INVALID_PARTITIONS)")
+    assignor_max_workers: int = _setting(
+        "replica.assignor.max.workers", _Int(1), 4,
+        "placements running off the event loop at once (worker processes or threads)")
+    inline_assignment_max_replicas: int = _setting(
+        "replica.assignor.inline.max.replicas", _Int(0), 3_000,
+        "a built-in assignor's placement of at most this many replicas runs on the event loop "
+        "(docs/architecture.md)")
+    memo_max_entries: int = _setting(
+        "replica.assignor.memo.max.entries", _Int(0), 4_096,
+        "small placements (at most 1,024 replicas) kept per distinct random draw and broker layout, already "
+        "validated and encoded; 0 turns it off (docs/architecture.md)")
+    assignor_isolation: str = _setting(
+        "replica.assignor.isolation", _Choice(("process", "thread")), "process",
+        "where other placements run: killable worker processes, or threads for debugging (docs/security.md)")
+    assignor_worker_max_memory_bytes: int = _setting(
+        "replica.assignor.worker.max.memory.bytes", _Int(0), 2 * 1024 ** 3,
+        "address-space cap of each worker process; 0: none", default_doc="2147483648 (2 GiB)")
+    shutdown_timeout_ms: int = _setting(
+        "shutdown.timeout.ms", _Int(1), 10_000, "on SIGTERM, in-flight requests get this long to finish")
+    authorizer_allowed_principals: tuple[str, ...] = _setting(
+        "authorizer.allowed.principals", _Principals(), (),
+        "who may call CreateReplicaAssignment (others get CLUSTER_AUTHORIZATION_FAILED)",
+        default_doc="unset (everyone)")
+    metrics_listener: str | None = _setting(
+        "metrics.listener", _HttpListener(), None, "Prometheus `/metrics` and `/health` over HTTP")
+    num_worker_processes: int = _setting(
+        "num.worker.processes", _Int(1, maximum=MAX_WORKER_PROCESSES), 1,
+        "worker processes sharing the listener with `SO_REUSEPORT`, up to one per core (docs/architecture.md); "
+        "refused with `metrics.listener`")
+    log_format: str = _setting(
+        "log.format", _Choice(("auto", "json", "console")), "auto", "`console` only on a TTY with `auto`")
+    log_level: str = _setting(
+        "log.level", _Choice(("debug", "info", "warning", "error")), "info", "the least severe line logged")
+    event_loop: str = _setting(
+        "event.loop", _Choice(("uvloop", "asyncio")), "uvloop", "the event loop (`--loop` overrides it)")
+    node_id: int = _setting(
+        "node.id", _Int(0), 0, "the broker id this server gives itself in Metadata")
+    # TLS (listeners SSL:// and SASL_SSL://); PEM files only: docs/security.md
+    ssl_keystore_location: str | None = _setting(
+        "ssl.keystore.location", _Path(), None,
+        "PEM file: the server's private key and its certificate chain (leaf first)",
+        default_doc="required for `SSL`, `SASL_SSL`", security=True)
+    ssl_keystore_type: str = _setting(
+        "ssl.keystore.type", _PEM, "PEM", "only `PEM`", security=True)
+    ssl_key_password: str | None = _setting(
+        "ssl.key.password", _Text(), None, "password of the private key, if it is encrypted", security=True,
+        secret=True)  # never in a log line
+    ssl_truststore_location: str | None = _setting(
+        "ssl.truststore.location", _Path(), None, "PEM file of the CA certificates that sign *client* certificates",
+        security=True)
+    ssl_truststore_type: str = _setting(
+        "ssl.truststore.type", _PEM, "PEM", "only `PEM`", security=True)
+    ssl_client_auth: str = _setting(
+        "ssl.client.auth", _Choice(("required", "requested", "none")), "none", "whether client certificates "
+        "are asked for", security=True)
+    ssl_enabled_protocols: tuple[str, ...] = _setting(
+        "ssl.enabled.protocols", _ChoiceList(TLS_VERSIONS), TLS_VERSIONS, "nothing older is offered",
+        security=True)
+    ssl_cipher_suites: str | None = _setting(
+        "ssl.cipher.suites", _Text(), None, "OpenSSL cipher list for TLS 1.2", default_doc="Python's defaults",
+        security=True)
+    ssl_handshake_timeout_ms: int = _setting(
+        "ssl.handshake.timeout.ms", _Int(1), 10_000, "a TLS handshake must complete within this", security=True)
+    # SASL (listeners SASL_PLAINTEXT:// and SASL_SSL://): docs/security.md
+    sasl_enabled_mechanisms: tuple[str, ...] = _setting(
+        "sasl.enabled.mechanisms", _ChoiceList(SASL_MECHANISMS, upper=True, refusal="supported mechanisms are"),
+        tuple(SCRAM_HASHES), "PLAIN is opt-in", security=True)
+    sasl_users_file: str | None = _setting(
+        "sasl.users.file", _Path(), None, "the users file", default_doc="required for `SASL_*`", security=True)
+    sasl_server_max_receive_size: int = _setting(
+        "sasl.server.max.receive.size", _Int(1), 524_288, "largest frame accepted before authentication",
+        security=True)
+    connection_failed_authentication_delay_ms: int = _setting(
+        "connection.failed.authentication.delay.ms", _Int(0), 100,
+        "a failed authentication is answered (then the connection closed) after this delay", security=True)
+
+    @property
+    def advertised(self) -> tuple[Listener, ...]:
+        return self.advertised_listeners or self.listeners
+
+
+# property name -> (ServerConfig attribute, declaration), in declaration order
+CONFIG_KEYS: dict[str, tuple[str, ConfigKey]] = {
+    f.metadata[_KEY].name: (f.name, f.metadata[_KEY]) for f in fields(ServerConfig)}
+
+
+_DEFAULTS = ServerConfig()
+
+
+def default_value(name: str) -> Any:
+    """The default of property ``name``, as :class:`ServerConfig` holds it."""
+    return getattr(_DEFAULTS, CONFIG_KEYS[name][0])
+
+
+def property_table(*, security: bool = False) -> str:
+    """The docs table of the properties (the README's, or with ``security`` those of docs/security.md)."""
+    rows = ["| property | default | valid values | meaning |", "|---|---|---|---|"]
+    for name, (_, key) in CONFIG_KEYS.items():
+        if key.security != security:
+            continue
+        value = default_value(name)
+        shown = key.default_doc or ("unset" if value is None or value == () else f"`{key.type.show(value)}`")
+        rows.append(f"| `{name}` | {shown} | {key.type.describe()} | {key.doc} |")
+    return "\n".join(rows) + "\n"
 
 
 def parse_principals(key: str, value: str) -> tuple[str, ...]:
@@ -360,7 +512,7 @@ def parse_properties(text: str, source: str = "<config>") -> dict[str, str]:
         raise ConfigError(str(exc)) from None
 
 
-def load_config(path: str | os.PathLike | None = None,
+def load_config(path: str | os.PathLike[str] | None = None,
                 overrides: Iterable[str] | Mapping[str, str] = ()) -> ServerConfig:
     """Read ``path`` (if any), apply ``key=value`` overrides, and return a frozen config.
 
@@ -378,12 +530,11 @@ def load_config(path: str | os.PathLike | None = None,
     items = overrides.items() if isinstance(overrides, Mapping) else map(_split_override, overrides)
     entries.update((k.strip(), (v.strip(), None)) for k, v in items)
     values = {}
-    for key, (value, base) in entries.items():
-        if key not in _KEYS:
-            raise ConfigError(f"unknown configuration key {key!r}")
-        converted = _convert(key, value, base)
-        if _KEYS[key] not in _PEM_ONLY:
-            values[_KEYS[key]] = converted
+    for name, (value, base) in entries.items():
+        if name not in CONFIG_KEYS:
+            raise ConfigError(f"unknown configuration key {name!r}")
+        attribute, key = CONFIG_KEYS[name]
+        values[attribute] = key.type.parse(name, value, base)
     return _check(ServerConfig(**values))
 
 

@@ -36,6 +36,13 @@ meanwhile. Bytes stand for work: every request's work on the loop is linear in i
 inline placement, bounded by ``replica.assignor.inline.max.replicas``). The budget is in
 bytes, not time, so that the same input is always cut the same way.
 
+The connection is split as a protocol server's usually is: flow control (reading paused
+and resumed, the connection's share of ``queued.max.request.bytes``) is
+:class:`server.flow_control.FlowControl`; the TLS upgrade of a connection on an ``SSL``
+listener is :class:`server.tls_upgrade.TlsUpgrade`; answers in request order are
+:class:`server.responses.ResponseQueue`. This class cuts frames, takes turns, gates
+requests by the SASL state and dispatches them.
+
 Security: on SSL listeners the principal is the client certificate's subject (if one was
 verified); on SASL listeners the connection follows Kafka's authentication state machine
 (``server.security.sasl``) and accepts nothing but ApiVersions and the SASL APIs until it
@@ -48,24 +55,25 @@ from __future__ import annotations
 import asyncio
 import ssl
 import struct
-from collections import deque
+from typing import Any
 
 import kafka.errors as kafka_errors
 import structlog
 
-from protocol.frame import MalformedFrameError, peek_header, skip_tagged_fields
-from protocol.structure import StructureError
+from protocol.frame import MalformedFrameError, MalformedRequest, peek_header, skip_tagged_fields
 
 from .dispatch import APIS
-from .handlers import sasl_authenticate
+from .flow_control import FlowControl
+from .handlers import api_versions, sasl_authenticate
 from .logs import hold_lines, release_lines
 from .request_memory import RequestMemory
+from .responses import ResponseQueue, Slot
 from .security import ANONYMOUS, SaslSession, current_principal, principal_from_certificate
+from .tls_upgrade import TlsUpgrade
 
 log = structlog.get_logger("replica_assignor")
 bind_contextvars = structlog.contextvars.bind_contextvars
 _LEN = struct.Struct(">i")
-_API_VERSIONS = 18
 _UNSUPPORTED_VERSION = kafka_errors.UnsupportedVersionError.errno
 # one turn of a connection on the loop: at most this many requests, and none started once
 # the requests and answers of the turn reach this many bytes (the rest waits for the next
@@ -74,34 +82,17 @@ _TURN_FRAMES = 64
 _TURN_BYTES = 32 * 1024
 
 
-class _Slot:
-    """A response to come: ``response`` is None until ``task`` finishes."""
-
-    __slots__ = ("response", "task", "outcome", "close_reason", "header", "size")
-
-    def __init__(self, response, task, outcome, close_reason, header=None, size: int = 0) -> None:
-        self.response = response
-        self.task = task
-        self.outcome = outcome
-        self.close_reason = close_reason
-        # the request's header and size, for a body found malformed off the loop
-        self.header = header
-        self.size = size
-
-
 class KafkaConnection(asyncio.Protocol):
-    __slots__ = ("state", "transport", "conn_id", "peer", "principal", "sasl", "_buf", "_queue", "_closing",
-                 "_idle_handle", "_ip", "_loop", "_last_active", "_max_frame", "_read_paused", "_write_paused",
-                 "_blocked", "_failing", "_metrics", "_counted", "_out", "_log_requests",
-                 "_memory", "_charged", "_memory_wait", "_turn", "_max_inflight", "_answered",
-                 "_ssl_context", "_handshake", "_lost", "_early")
+    __slots__ = ("state", "transport", "conn_id", "peer", "principal", "sasl", "flow", "responses", "_buf",
+                 "_closing", "_idle_handle", "_ip", "_loop", "_last_active", "_max_frame", "_blocked", "_failing",
+                 "_metrics", "_counted", "_log_requests", "_turn", "_max_inflight", "_answered", "_ssl_context",
+                 "_tls", "_lost")
 
-    def __init__(self, state, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(self, state: Any, ssl_context: ssl.SSLContext | None = None) -> None:
         self.state = state
         self._ssl_context = ssl_context
-        self._handshake: asyncio.Task | None = None
+        self._tls: TlsUpgrade | None = None  # the TLS handshake, while it runs
         self._lost = False
-        self._early: bytearray | None = None  # bytes read before the TLS layer took the transport over
         # set by connection_made (then by the TLS upgrade) before any other call uses it
         self.transport: asyncio.Transport = None  # type: ignore[assignment]
         self.conn_id = 0
@@ -110,36 +101,30 @@ class KafkaConnection(asyncio.Protocol):
         self.sasl: SaslSession | None = None
         self._ip = ""
         self._buf = bytearray()
-        self._queue: deque[_Slot] = deque()
+        self.responses = ResponseQueue()
         self._closing = False
         self._idle_handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by connection_made
         self._last_active = 0.0
         self._max_frame = state.config.socket_request_max_bytes
-        self._read_paused = False
-        self._write_paused = False
         # an authentication step is running: read nothing more until it is done
         self._blocked = False
         # authentication failed: the pending answer is the last one, then the connection closes
         self._failing: str | None = None
         self._metrics = state.metrics
         self._counted = False
-        # answers gathered during one read (None outside one), written with a single send
-        self._out: list[bytes | bytearray] | None = None
         self._answered = 0  # bytes of the answers computed on the loop (the turn's budget counts them)
         self._log_requests = state.config.log_level == "debug"
         memory = state.request_memory
         if memory is None:  # a state built without the server (tests): its own budget
             memory = state.request_memory = RequestMemory(state.config.queued_max_request_bytes)
-        self._memory: RequestMemory = memory
-        self._charged = 0  # bytes of self._buf and of the frame being read, counted in self._memory
-        self._memory_wait = False  # waiting for self._memory to reserve the frame being read
+        self.flow = FlowControl(memory, self._update_reading)
         self._turn: asyncio.Handle | None = None  # the next turn, when frames are left for it
         self._max_inflight = state.config.max_inflight_requests_per_connection
 
     # -- lifecycle -------------------------------------------------------------------
-    def connection_made(self, transport) -> None:
-        self.transport = transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._use(transport)  # type: ignore[arg-type]  # a stream transport
         self._loop = asyncio.get_running_loop()
         state = self.state
         self.conn_id = state.new_conn_id()
@@ -149,7 +134,7 @@ class KafkaConnection(asyncio.Protocol):
         cfg = state.config
         if state.stopping:
             self._closing = True
-            transport.abort()
+            transport.abort()  # type: ignore[attr-defined]
             return
         per_ip = state.connections_by_ip.get(self._ip, 0)
         if len(state.connections) >= cfg.max_connections or per_ip >= cfg.max_connections_per_ip:
@@ -160,69 +145,33 @@ class KafkaConnection(asyncio.Protocol):
                         max_connections=cfg.max_connections, max_connections_per_ip=cfg.max_connections_per_ip)
             self._metrics.connection_refused(reason)
             self._closing = True
-            transport.abort()
+            transport.abort()  # type: ignore[attr-defined]
             return
-        state.connections.add(self)
-        state.connections_by_ip[self._ip] = per_ip + 1
+        state.connection_opened(self, self._ip)
         self._counted = True
         if self._ssl_context is not None:
-            # the ClientHello is for the TLS layer; uvloop starts reading after connection_made
-            # whatever it says, so what comes before start_tls takes over is kept for it
-            self._early = bytearray()
-            transport.pause_reading()
-            self._handshake = self._loop.create_task(self._start_tls(transport))
+            self._tls = TlsUpgrade(self, self._ssl_context)
+            self._tls.start(self.transport)
             return
         self._ready()
 
-    async def _start_tls(self, raw: asyncio.Transport) -> None:
-        """The TLS handshake, run here rather than by the listener: asyncio and uvloop drop a failed
-        server-side handshake without a word (connection_made is never called), and Kafka logs it."""
-        cfg = self.state.config
-        loop, context = asyncio.get_running_loop(), self._ssl_context
-        assert context is not None
-        upgrade = asyncio.ensure_future(loop.start_tls(
-            raw, self, context, server_side=True, ssl_handshake_timeout=cfg.ssl_handshake_timeout_ms / 1000.0))
-        try:
-            while raw.get_protocol() is self and not upgrade.done():
-                await asyncio.sleep(0)  # start_tls puts its TLS protocol on the transport
-            early, self._early = self._early, None
-            if early and not upgrade.done():
-                _feed(raw.get_protocol(), early)
-            tls = await upgrade
-        except asyncio.CancelledError:
-            upgrade.cancel()
-            self._handshake_failed(raw, None)
-            raise
-        except (OSError, TimeoutError, EOFError) as exc:
-            self._handshake_failed(raw, exc)
-            return
-        self._handshake = None
+    def _use(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        self.flow.attach(transport)
+        self.responses.attach(transport)
+
+    def tls_ready(self, raw: asyncio.Transport, tls: asyncio.Transport | None) -> None:
+        """:class:`TlsUpgrade`: the handshake is done; ``tls`` is the transport from now on."""
+        self._tls = None
         if tls is None or self._closing:
             raw.abort()
             return
-        self.transport = tls
+        self._use(tls)
         self.principal = principal_from_certificate(tls.get_extra_info("peercert"))
         self._ready()
         if len(self._buf) >= 4:  # requests that came with the end of the handshake
             self._process()
             self._update_reading()
-
-    def _handshake_failed(self, raw: asyncio.Transport, exc: BaseException | None) -> None:
-        self._handshake = None
-        if exc is not None:
-            if isinstance(exc, ssl.SSLError):
-                reason = exc.reason or exc.strerror or type(exc).__name__
-            elif isinstance(exc, TimeoutError):
-                reason = "handshake timed out"
-            else:
-                reason = "connection closed during the handshake"
-            log.warning("tls_handshake_failed", conn_id=self.conn_id, peer=self.peer, reason=reason,
-                        error=str(exc) or type(exc).__name__,
-                        ssl_client_auth=self.state.config.ssl_client_auth)
-            self._metrics.connection_closed("TLS handshake failed")
-        raw.abort()
-        # the TLS layer took the transport over: this protocol is not told the connection is lost
-        self.connection_lost(exc if isinstance(exc, Exception) else None)
 
     def _ready(self) -> None:
         state = self.state
@@ -235,37 +184,23 @@ class KafkaConnection(asyncio.Protocol):
         self._idle_handle = self._loop.call_later(cfg.connections_max_idle_ms / 1000.0, self._idle_check)
         log.debug("connection_opened", conn_id=self.conn_id, peer=self.peer, principal=self.principal)
 
-    def connection_lost(self, exc) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
         if self._lost:
             return  # after a failed TLS handshake both this protocol and the TLS layer may say so
         self._lost = True
-        self._closing = True  # a TLS handshake still running fails, and says why (_start_tls)
-        state = self.state
+        self._closing = True  # a TLS handshake still running fails, and says why (TlsUpgrade)
         if self._counted:
             self._counted = False
-            state.connections.discard(self)
-            n = state.connections_by_ip.get(self._ip, 1) - 1
-            if n > 0:
-                state.connections_by_ip[self._ip] = n
-            else:
-                state.connections_by_ip.pop(self._ip, None)
+            self.state.connection_closed(self, self._ip)
         if self._idle_handle is not None:
             self._idle_handle.cancel()
             self._idle_handle = None
-        for slot in self._queue:
-            if slot.task is not None and not slot.task.done():
-                slot.task.cancel()
-        self._queue.clear()
+        self.responses.cancel()
         if self._turn is not None:
             self._turn.cancel()
             self._turn = None
-        if self._memory_wait:
-            self._memory_wait = False
-            self._memory.cancel(self)
         self._buf = bytearray()
-        if self._charged:
-            charged, self._charged = self._charged, 0
-            self._memory.release(charged)
+        self.flow.release()
         log.debug("connection_closed", conn_id=self.conn_id, peer=self.peer)
 
     def _idle_check(self) -> None:
@@ -276,7 +211,7 @@ class KafkaConnection(asyncio.Protocol):
         cfg = self.state.config
         idle_s = cfg.connections_max_idle_ms / 1000.0
         # waiting for our own answers is not idleness
-        remaining = idle_s if self._queue else idle_s - (self._loop.time() - self._last_active)
+        remaining = idle_s if self.responses else idle_s - (self._loop.time() - self._last_active)
         if remaining > 0:
             self._idle_handle = self._loop.call_later(remaining, self._idle_check)
             return
@@ -286,22 +221,22 @@ class KafkaConnection(asyncio.Protocol):
         self._closing = True
         self.transport.close()
 
-    def close(self, reason: str | None = None, **fields) -> None:
+    def close(self, reason: str | None = None, **fields: Any) -> None:
         if self._closing:
             return
-        self._drain_out()  # answers to the requests before the one that closes the connection
+        self.responses.write_batch()  # answers to the requests before the one that closes the connection
         self._closing = True
         if reason is not None:
             log.warning("connection_closed", conn_id=self.conn_id, peer=self.peer, reason=reason, **fields)
             self._metrics.connection_closed(reason)
-        if self._handshake is not None:
-            self._handshake.cancel()  # its transport is the TLS layer's: the task closes it
+        if self._tls is not None:
+            self._tls.cancel()  # its transport is the TLS layer's: the upgrade closes it
         elif self.transport is not None:
             self.transport.close()
 
     @property
     def idle(self) -> bool:
-        return not self._queue
+        return not self.responses
 
     # -- authentication (called by the SASL handlers) ----------------------------------
     def authenticated(self, principal: str, mechanism: str) -> None:
@@ -311,58 +246,43 @@ class KafkaConnection(asyncio.Protocol):
         log.info("authentication_succeeded", conn_id=self.conn_id, peer=self.peer, principal=principal,
                  mechanism=mechanism)
 
-    def authentication_failed(self, reason: str, **fields) -> None:
+    def authentication_failed(self, reason: str, **fields: Any) -> None:
         """The answer being built is the last: the connection closes once it is written."""
         self._failing = reason
         self._metrics.authentication(fields.get("mechanism"), False)
         log.warning("authentication_failed", conn_id=self.conn_id, peer=self.peer, reason=reason,
                     **{k: v for k, v in fields.items() if v is not None})
 
-    # -- flow control ------------------------------------------------------------------
+    # -- flow control (server.flow_control) ------------------------------------------------
     def pause_writing(self) -> None:
         # the peer does not read its responses: stop reading its requests
-        self._write_paused = True
+        self.flow.writing_paused = True
         self._update_reading()
 
     def resume_writing(self) -> None:
-        self._write_paused = False
+        self.flow.writing_paused = False
         self._update_reading()
         self._schedule_turn()  # requests read before the pause
 
-    def memory_granted(self, n: int) -> None:
-        """server.request_memory: the frame being read has its bytes; read on."""
-        self._charged += n
-        self._memory_wait = False
-        self._update_reading()
-
     def _update_reading(self) -> None:
-        if self._closing or self.transport is None:
-            return
-        pause = (self._write_paused or self._blocked or self._failing is not None or self._memory_wait
-                 or self._turn is not None or len(self._queue) >= self._max_inflight)
-        if pause and not self._read_paused:
-            self._read_paused = True
-            self.transport.pause_reading()
-        elif not pause and self._read_paused:
-            self._read_paused = False
-            self.transport.resume_reading()
+        if not self._closing:
+            self.flow.update(self._blocked or self._failing is not None or self._turn is not None
+                             or len(self.responses) >= self._max_inflight)
 
     # -- reading ---------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
         if self._closing:
             return
-        if self._early is not None:  # before the TLS layer took over: its bytes
-            self._early += data
+        tls = self._tls
+        if tls is not None and tls.early is not None:  # before the TLS layer took over: its bytes
+            tls.early += data
             self.transport.pause_reading()
             return
         buf = self._buf
         buf += data
-        over = len(buf) - self._charged
-        if over > 0:  # past what was reserved: in memory already, counted as it is
-            self._charged += over
-            self._memory.charge(over)
+        self.flow.received(len(buf))
         self._last_active = self._loop.time()
-        if not self._blocked and self._failing is None and self._turn is None and self._handshake is None:
+        if not self._blocked and self._failing is None and self._turn is None and tls is None:
             self._process()
 
     def _schedule_turn(self) -> None:
@@ -379,68 +299,40 @@ class KafkaConnection(asyncio.Protocol):
         self._process()
         self._update_reading()
 
-    def _account(self) -> None:
-        """Count this connection's bytes in ``queued.max.request.bytes``: the buffer, and the
-        whole of a frame whose size is read but not its body, reserved before it is read."""
-        buf = self._buf
-        need = len(buf)
-        if need >= 4:
-            (size,) = _LEN.unpack_from(buf, 0)
-            if 0 <= size <= self._max_frame:
-                need = max(need, 4 + size)
-        delta = need - self._charged
-        if delta < 0:
-            self._charged = need
-            self._memory.release(-delta)
-        elif delta > 0 and not self._memory_wait:
-            if self._memory.reserve(self, delta, self._charged):
-                self._charged = need
-            else:
-                self._memory_wait = True
-                self._update_reading()
-
     def _process(self) -> None:
         # every log line of the requests in this read names the connection (tasks copy it)
         bind_contextvars(conn_id=self.conn_id, peer=self.peer)
         # immediate answers of this read are written together: one send for a pipelined batch;
         # so are its log lines, after the answers
-        self._out = []
+        responses = self.responses
+        responses.begin_batch()
         held = hold_lines()
         try:
             self._process_frames()
         finally:
-            out, self._out = self._out, None
-            if out and not self._closing:
-                self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+            responses.end_batch(not self._closing)
             release_lines(held)
-        if not self._closing:
-            self._account()
-
-    def _drain_out(self) -> None:
-        """Write the answers gathered so far in this read (before anything that must follow them)."""
-        out = self._out
-        if out:
-            self.transport.write(out[0] if len(out) == 1 else b"".join(out))
-            out.clear()
+        if not self._closing and self.flow.account(self._buf, self._max_frame):
+            self._update_reading()  # the frame being read waits for its bytes
 
     def _process_frames(self) -> None:
         buf = self._buf
         pos = 0
         n = len(buf)
-        queue = self._queue
+        slots = self.responses.slots
         max_inflight = self._max_inflight
         # frames this turn may start: each one adds at most one answer to the queue or to
-        # self._out (answers not yet handed to the transport count as in flight)
-        room = min(_TURN_FRAMES, max_inflight - len(queue))
+        # the read's batch (answers not yet handed to the transport count as in flight)
+        room = min(_TURN_FRAMES, max_inflight - len(slots))
         frames = 0
         # bytes read (pos, with the size prefixes) and answered (self._answered) in this turn
         budget = _TURN_BYTES + self._answered
         # (the transport says pause_writing only when written to, which the loop below does not do
-        # but on the way to a close: self._write_paused is read once)
-        write_paused = self._write_paused
+        # but on the way to a close: writing_paused is read once)
+        write_paused = self.flow.writing_paused
         while n - pos >= 4:
             if frames >= room or pos + self._answered >= budget or write_paused:
-                if write_paused or len(queue) >= max_inflight:
+                if write_paused or len(slots) >= max_inflight:
                     break  # resumed by an answer done (_completed) or by resume_writing
                 if pos:
                     del buf[:pos]
@@ -467,11 +359,13 @@ class KafkaConnection(asyncio.Protocol):
         if pos:
             del buf[:pos]
 
-    def _request(self, payload: bytes) -> bool:
+    # each refusal is one branch of the per-request path: split, every request would pay a call
+    # for it (bench/request_cost.py)
+    def _request(self, payload: bytes) -> bool:  # noqa: C901
         """Handle one request; False when the connection was closed because of it."""
         sasl = self.sasl
         if sasl is not None and sasl.raw:  # after SaslHandshake v0: a bare token, no Kafka header
-            outcome = self._metrics.begin(sasl_authenticate.API_KEY)
+            outcome = self._metrics.begin(sasl_authenticate.API_KEY, self._log_requests)
             self._dispatch(sasl_authenticate.handle_raw(self.state, payload, self), outcome, True, None, None)
             return not self._closing
         try:
@@ -496,7 +390,7 @@ class KafkaConnection(asyncio.Protocol):
                        api_version=version, correlation_id=header.correlation_id, sasl_state=sasl.state)
             return False
         view = memoryview(payload)
-        outcome = self._metrics.begin(header.api_key)
+        outcome = self._metrics.begin(header.api_key, self._log_requests)
         if outcome is not None and not supported:
             outcome.error_code = _UNSUPPORTED_VERSION  # ApiVersions' fallback answer
         current_principal.set(self.principal)
@@ -509,53 +403,47 @@ class KafkaConnection(asyncio.Protocol):
             else:
                 result = api.handle(self.state, header, view[offset:])
         except Exception as exc:  # a body that does not decode, or anything else wrong with it
-            self._refuse(header, len(payload), exc)
+            self._refuse(header, len(payload), MalformedRequest.of(exc))
             return False
-        if sasl is not None and header.api_key == _API_VERSIONS and supported:
+        if sasl is not None and header.api_key == api_versions.API_KEY and supported:
             sasl.api_versions_answered()
         if self._log_requests and type(result) is bytes and not api.logs_requests:
             # answered at once (ApiVersions, Metadata, SASL): logged at debug, as Kafka's request
-            # logger does; assignments log their own request_handled at info
+            # logger does, with the error code the handler reported; assignments log their own
+            # request_handled at info
             log.debug("request_handled", api_key=header.api_key, api_version=version,
-                      correlation_id=header.correlation_id, error_code=_response_error_code(header, result))
+                      correlation_id=header.correlation_id, error_code=outcome.error_code if outcome else None)
         self._dispatch(result, outcome, api.connection_bound, header, payload)
         return True
 
-    def _refuse(self, header, size: int, exc: Exception) -> None:
+    def _refuse(self, header: Any, size: int, malformed: MalformedRequest) -> None:
         """Close for a request body that does not decode (found on the loop, or off it for a large one)."""
-        if isinstance(exc, StructureError):  # what a Kafka broker refuses, or what would not decode in linear time
+        if malformed.reason is not None:  # what a Kafka broker refuses, or what would not decode in linear time
             log.warning("frame_rejected", conn_id=self.conn_id, peer=self.peer, api_key=header.api_key,
-                        api_version=header.api_version, correlation_id=header.correlation_id, reason=exc.reason,
-                        offset=exc.offset, size=size)
-            error = str(exc)
-        else:
-            error = f"{type(exc).__name__}: {exc}"
+                        api_version=header.api_version, correlation_id=header.correlation_id,
+                        reason=malformed.reason, offset=malformed.offset, size=size)
         self.close("malformed request", api_key=header.api_key, api_version=header.api_version,
-                   correlation_id=header.correlation_id, error=error)
+                   correlation_id=header.correlation_id, error=malformed.error)
 
-    def _dispatch(self, result, outcome, exclusive: bool, header, payload: bytes | None) -> None:
+    def _dispatch(self, result: Any, outcome: Any, exclusive: bool, header: Any, payload: bytes | None) -> None:
         """Queue a handler's result: bytes now, or an awaitable whose answer comes later."""
         failing = self._failing
         if isinstance(result, (bytes, bytearray)):
             self._answered += len(result)
             if outcome is not None:
                 self._metrics.finish(outcome)
-            if failing is not None:
-                self._queue.append(_Slot(result, None, None, failing))
+            if failing is None:
+                self.responses.ready(result)
+            else:  # the last answer
+                self.responses.later(Slot(result, None, None, failing))
                 self._flush()
-            elif not self._queue:
-                if self._out is not None:
-                    self._out.append(result)
-                else:
-                    self.transport.write(result)
-            else:
-                self._queue.append(_Slot(result, None, None, None))
             return
         task = self._loop.create_task(result)
-        slot = _Slot(None, task, outcome, failing, header, len(payload) if payload is not None else 0)
-        self._queue.append(slot)
+        slot = Slot(None, task, outcome, failing, header, len(payload) if payload is not None else 0)
+        self.responses.later(slot)
         self.state.tasks.add(task)
-        def done(t: asyncio.Task[bytes], s: _Slot = slot) -> None:
+
+        def done(t: asyncio.Task[bytes | MalformedRequest], s: Slot = slot) -> None:
             self._completed(t, s)
 
         task.add_done_callback(done)
@@ -563,8 +451,8 @@ class KafkaConnection(asyncio.Protocol):
             self._blocked = True
         self._update_reading()
 
-    # -- writing ---------------------------------------------------------------------
-    def _completed(self, task: asyncio.Task, slot: _Slot) -> None:
+    # -- writing (server.responses) ----------------------------------------------------------
+    def _completed(self, task: asyncio.Task[bytes | MalformedRequest], slot: Slot) -> None:
         self.state.tasks.discard(task)
         if task.cancelled():
             return
@@ -572,21 +460,23 @@ class KafkaConnection(asyncio.Protocol):
         if self._closing:
             return
         if exc is not None:
-            if isinstance(exc, MalformedFrameError) and slot.header is not None:
-                self._refuse(slot.header, slot.size, exc)  # a large body, decoded off the loop
-            else:
-                self.close("request failed", error=f"{type(exc).__name__}: {exc}")
+            self.close("request failed", error=f"{type(exc).__name__}: {exc}")
             return
-        slot.response = task.result()
+        response = task.result()
+        if isinstance(response, MalformedRequest):  # a large body, found malformed off the loop
+            self._refuse(slot.header, slot.size, response)
+            return
+        slot.response = response
         slot.task = None
         if slot.outcome is not None:
             self._metrics.finish(slot.outcome)
-        if self._failing is not None and slot.close_reason is None and not any(s.task for s in self._queue):
+        responses = self.responses
+        if self._failing is not None and slot.close_reason is None and not responses.computing:
             slot.close_reason = self._failing  # the step that failed was this one
         self._flush()
         if self._closing:
             return
-        if self._blocked and not any(s.task is not None for s in self._queue):
+        if self._blocked and not responses.computing:
             self._blocked = False
             self._update_reading()
         if not self._blocked and self._failing is None and len(self._buf) >= 4 and self._turn is None:
@@ -594,40 +484,8 @@ class KafkaConnection(asyncio.Protocol):
             self._update_reading()
 
     def _flush(self) -> None:
-        self._drain_out()
-        queue = self._queue
-        write = self.transport.write
-        while queue and queue[0].response is not None:
-            slot = queue.popleft()
-            if slot.response:
-                write(slot.response)
-            if slot.close_reason is not None:
-                queue.clear()
-                self._fail_after_write(slot.close_reason)
-                return
+        close_reason = self.responses.flush()
+        if close_reason is not None:
+            self.close(close_reason)  # transport.close() sends what is buffered first
+            return
         self._update_reading()
-
-    def _fail_after_write(self, reason: str) -> None:
-        # transport.close() sends what is buffered first
-        self.close(reason)
-
-
-def _feed(protocol: asyncio.BaseProtocol, data: bytes | bytearray) -> None:
-    """Hand ``data`` to a protocol as its transport would (a buffered protocol, or data_received)."""
-    if isinstance(protocol, asyncio.Protocol) or not hasattr(protocol, "get_buffer"):
-        protocol.data_received(data)  # type: ignore[attr-defined]
-        return
-    view = memoryview(data)
-    while view:
-        buffer = protocol.get_buffer(len(view))
-        n = min(len(buffer), len(view))
-        buffer[:n] = view[:n]
-        protocol.buffer_updated(n)  # type: ignore[attr-defined]  # a BufferedProtocol, by get_buffer
-        view = view[n:]
-
-
-def _response_error_code(header, frame_bytes: bytes) -> int | None:
-    """The top-level error code of an immediate answer, where the API has one first in its body."""
-    if header.api_key == _API_VERSIONS and len(frame_bytes) >= 10:
-        return struct.unpack_from(">h", frame_bytes, 8)[0]
-    return None

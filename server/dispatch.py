@@ -22,7 +22,7 @@ class Api:
     min_version: int
     max_version: int
     flexible_versions: frozenset[int]  # request header v2 (tagged fields) in these versions
-    handle: Callable
+    handle: Callable[..., Any]
     # below min / above max: answer anyway (ApiVersions' fallback) instead of closing
     answers_unsupported: bool = False
     # the handler takes the connection as a fourth argument (authentication state), and an

@@ -35,10 +35,10 @@ server over the zygote's control socket (``SCM_RIGHTS``). The zygote is single-t
 so forking it is safe.
 
 Calls. ``submit(fn, *args)`` pickles ``fn`` (by reference: a module-level function) and
-its arguments, which must be plain values: the request handler submits
-``answer_detached(assignor name, placement or raw request body, version, view, limits, random
-state, principal, KIP-409 settings)`` (server/handlers/create_replica_assignment.py), never the
-server's state; it answers with the encoded response body (bytes, not the assignment's integers). Pickling has
+its arguments, which must be plain values: the request handler submits ``run(job)`` of a
+``PlacementJob`` (server/handlers/create_replica_assignment.py), never the server's state;
+it answers with an ``Outcome``: the encoded response body (bytes, not the assignment's
+integers), a typed error, or a malformed request body. Pickling has
 no side effect on what it pickles; the cluster view's read-only maps travel as dicts and
 come back read-only. A worker's assignor is its own (:func:`worker_assignor`), built once
 in the zygote from ``replica.assignor.class.name`` and inherited by every fork.
@@ -114,13 +114,18 @@ def _dumps(obj: Any) -> bytes:
     return buf.getvalue()
 
 
+# the plain values a placement job answers with (server.handlers.create_replica_assignment.run)
+_REPLY_VALUES = frozenset({("server.handlers.create_replica_assignment", "Outcome"),
+                           ("protocol.frame", "MalformedRequest")})
+
+
 class _ReplyUnpickler(pickle.Unpickler):
     """What the server accepts back from a worker: plain data and the domain's errors.
     A plug-in runs in the worker; nothing it sends can make the server import or call
     anything else."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if module == "assignors.errors":
+        if module == "assignors.errors" or (module, name) in _REPLY_VALUES:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"a worker may not send {module}.{name}")
 
@@ -144,7 +149,7 @@ def _portable(exc: BaseException) -> BaseException:
     if isinstance(exc, AssignmentError):
         for cls in type(exc).__mro__:
             if cls.__module__ == "assignors.errors":
-                return cls(exc.message)
+                return cls(exc.message)  # type: ignore[no-any-return]  # a class of assignors.errors
     return ReplicaAssignorError(f"assignor failed: {type(exc).__name__}: {exc}")
 
 
@@ -252,7 +257,7 @@ class _Worker:
         self.pid = pid
         self.sock = sock
         self.lock = threading.Lock()
-        self.current: Future | None = None
+        self.current: Future[Any] | None = None
         self.killed: str | None = None
         self._pidfd: int | None = None
         with contextlib.suppress(OSError, AttributeError):
@@ -262,7 +267,7 @@ class _Worker:
         with self.lock:
             self._kill(reason)
 
-    def kill_if_running(self, call: Future, reason: str) -> bool:
+    def kill_if_running(self, call: Future[Any], reason: str) -> bool:
         with self.lock:
             if self.current is not call:
                 return False
@@ -293,7 +298,7 @@ class _Worker:
             self._pidfd = None
 
 
-class _Call(Future):
+class _Call(Future[Any]):
     """A call that can always be cancelled: a running one by killing its worker."""
 
     def __init__(self) -> None:
@@ -310,7 +315,7 @@ class _Call(Future):
 
 
 class _Zygote:
-    def __init__(self, init: dict) -> None:
+    def __init__(self, init: dict[str, Any]) -> None:
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
         paths = [p or os.getcwd() for p in sys.path]
@@ -367,7 +372,7 @@ class AssignorPool(Executor):
         self.memory_limit = memory_limit
         self._init = {"assignor": assignor_name, "memory_limit": memory_limit, "preload": tuple(preload)}
         self._on_restart = on_restart or (lambda reason: None)
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()  # short sections only: submit() takes it on the event loop
         self._zygote_lock = threading.Lock()  # held while a zygote starts (half a second)
         self._zygote: _Zygote | None = None
@@ -416,7 +421,7 @@ class AssignorPool(Executor):
                 log.debug("assignor_zygote_started", pid=zygote.proc.pid, assignor=self.assignor_name)
             return zygote
 
-    def submit(self, fn, /, *args, **kwargs) -> Future:
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         if self._shutdown:
             raise RuntimeError("cannot schedule new calls after shutdown")
         self._ensure_threads()
@@ -432,13 +437,7 @@ class AssignorPool(Executor):
             threads, zygote = list(self._threads), self._zygote
             live = list(self._live)
         if cancel_futures:
-            while True:
-                try:
-                    job = self._jobs.get_nowait()
-                except queue.Empty:
-                    break
-                if job is not None and isinstance(job[0], _Call):
-                    job[0].cancel()
+            self._cancel_queued()
         for worker in live:
             worker.kill("shutdown")
         for _ in threads:
@@ -448,6 +447,15 @@ class AssignorPool(Executor):
         if wait:
             for t in threads:
                 t.join(5.0)
+
+    def _cancel_queued(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            if job is not None and isinstance(job[0], _Call):
+                job[0].cancel()
 
     # -- one thread per worker slot ------------------------------------------------------
     def _spawn(self) -> _Worker:
@@ -467,70 +475,82 @@ class AssignorPool(Executor):
         worker.close()
 
     def _drive(self) -> None:
+        """One worker slot: the next job runs on this slot's worker, started on demand."""
         worker: _Worker | None = None
         while True:
             job = self._jobs.get()
             if job is None:
                 break
             if job[0] == "warm":
-                try:
-                    if worker is None:
-                        worker = self._spawn()
-                except Exception as exc:  # noqa: BLE001
-                    log.error("assignor_worker_failed_to_start", assignor=self.assignor_name, error=str(exc))
+                worker = self._warm(worker)
                 job[1].set()
-                continue
-            call, fn, args, kwargs = job
-            if not call.set_running_or_notify_cancel():
-                continue
-            try:
-                payload = _dumps((fn, args, kwargs))
-            except Exception as exc:  # noqa: BLE001
-                call.set_exception(ReplicaAssignorError(f"cannot hand the request to an assignor worker: {exc}"))
-                continue
-            try:
-                if worker is None:
-                    worker = self._spawn()
-            except Exception as exc:  # noqa: BLE001
-                call.set_exception(ReplicaAssignorError(f"cannot start an assignor worker: {exc}"))
-                continue
-            with worker.lock:
-                worker.current = call
-            call.worker = worker
-            try:
-                _send(worker.sock, payload)
-                reply = _recv(worker.sock)
-            except (OSError, EOFError) as exc:
-                with worker.lock:
-                    worker.current = None
-                reason = worker.killed or "died"
-                self._retire(worker)
-                worker = None
-                self._on_restart("timeout" if reason == "cancelled" else reason)
-                if reason == "cancelled":
-                    log.warning("assignor_worker_killed", reason="deadline passed", assignor=self.assignor_name)
-                elif reason != "shutdown":
-                    log.error("assignor_worker_died", assignor=self.assignor_name, error=str(exc) or type(exc).__name__)
-                if not call.done():
-                    call.set_exception(ReplicaAssignorError(
-                        f"assignor {self.assignor_name} worker process "
-                        f"{'was stopped' if reason in ('cancelled', 'shutdown') else 'died'} during the call"))
-                continue
-            with worker.lock:
-                worker.current = None
-            call.worker = None
-            try:
-                ok, value, retire = _loads_reply(reply)
-            except Exception as exc:  # noqa: BLE001
-                ok, value, retire = False, ReplicaAssignorError(
-                    f"assignor {self.assignor_name} returned something that is not an assignment: {exc}"), True
-            if retire:
-                self._retire(worker)
-                worker = None
-                self._on_restart("retired")
-            if ok:
-                call.set_result(value)
             else:
-                call.set_exception(value)
+                worker = self._run_call(worker, *job)
         if worker is not None:
             self._retire(worker)
+
+    def _warm(self, worker: _Worker | None) -> _Worker | None:
+        try:
+            return worker if worker is not None else self._spawn()
+        except Exception as exc:  # noqa: BLE001
+            log.error("assignor_worker_failed_to_start", assignor=self.assignor_name, error=str(exc))
+            return None
+
+    def _run_call(self, worker: _Worker | None, call: _Call, fn: Callable[..., Any], args: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> _Worker | None:
+        """One call on ``worker`` (started when None); the worker for the next call (None: gone)."""
+        if not call.set_running_or_notify_cancel():
+            return worker
+        try:
+            payload = _dumps((fn, args, kwargs))
+        except Exception as exc:  # noqa: BLE001
+            call.set_exception(ReplicaAssignorError(f"cannot hand the request to an assignor worker: {exc}"))
+            return worker
+        try:
+            if worker is None:
+                worker = self._spawn()
+        except Exception as exc:  # noqa: BLE001
+            call.set_exception(ReplicaAssignorError(f"cannot start an assignor worker: {exc}"))
+            return worker
+        with worker.lock:
+            worker.current = call
+        call.worker = worker
+        try:
+            _send(worker.sock, payload)
+            reply = _recv(worker.sock)
+        except (OSError, EOFError) as exc:
+            self._lost(worker, call, exc)
+            return None
+        with worker.lock:
+            worker.current = None
+        call.worker = None
+        try:
+            ok, value, retire = _loads_reply(reply)
+        except Exception as exc:  # noqa: BLE001
+            ok, value, retire = False, ReplicaAssignorError(
+                f"assignor {self.assignor_name} returned something that is not an assignment: {exc}"), True
+        if retire:
+            self._retire(worker)
+            worker = None
+            self._on_restart("retired")
+        if ok:
+            call.set_result(value)
+        else:
+            call.set_exception(value)
+        return worker
+
+    def _lost(self, worker: _Worker, call: _Call, exc: BaseException) -> None:
+        """The worker died or was killed (deadline, shutdown) during ``call``."""
+        with worker.lock:
+            worker.current = None
+        reason = worker.killed or "died"
+        self._retire(worker)
+        self._on_restart("timeout" if reason == "cancelled" else reason)
+        if reason == "cancelled":
+            log.warning("assignor_worker_killed", reason="deadline passed", assignor=self.assignor_name)
+        elif reason != "shutdown":
+            log.error("assignor_worker_died", assignor=self.assignor_name, error=str(exc) or type(exc).__name__)
+        if not call.done():
+            call.set_exception(ReplicaAssignorError(
+                f"assignor {self.assignor_name} worker process "
+                f"{'was stopped' if reason in ('cancelled', 'shutdown') else 'died'} during the call"))

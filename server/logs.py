@@ -13,10 +13,11 @@ import logging
 import sys
 import threading
 import time
+from typing import IO, Any
 
 import orjson
 import structlog
-from structlog.typing import Processor
+from structlog.typing import EventDict, Processor, WrappedLogger
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
@@ -32,7 +33,7 @@ class _LossyStream:
     pipelined read holds them, and they are written together when it is done.
     """
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream: IO[str]) -> None:
         self._stream = stream
         self.dropped = 0
         self._lock = threading.Lock()
@@ -68,7 +69,7 @@ class _LossyStream:
                 self.dropped += len(pending)
 
     def isatty(self) -> bool:
-        return self._stream.isatty()
+        return bool(self._stream.isatty())
 
 
 # the stream configure_logging() set up last (one per process in the server)
@@ -89,7 +90,7 @@ def release_lines(stream: _LossyStream | None) -> None:
         stream.release()
 
 
-def _orjson_dumps(obj, **_kw) -> str:
+def _orjson_dumps(obj: Any, **_kw: Any) -> str:
     # orjson: the same JSON a tenth of the cost of json.dumps; anything it cannot encode is str()
     return orjson.dumps(obj, default=str).decode()
 
@@ -103,7 +104,7 @@ class _IsoClock:
         self._second = -1
         self._prefix = ""
 
-    def __call__(self, _logger, _name, event_dict):
+    def __call__(self, _logger: WrappedLogger, _name: str, event_dict: EventDict) -> EventDict:
         now = time.time()
         second = int(now)
         if second != self._second:
@@ -116,7 +117,7 @@ class _IsoClock:
 _iso_timestamp = _IsoClock()
 
 
-def _format_exc_info(logger, name, event_dict):
+def _format_exc_info(logger: WrappedLogger, name: str, event_dict: EventDict) -> EventDict:
     """structlog's ``format_exc_info``, called only for the lines that carry ``exc_info``
     (most lines don't: this saves its lookup on every request's line)."""
     if "exc_info" in event_dict:
@@ -124,11 +125,11 @@ def _format_exc_info(logger, name, event_dict):
     return event_dict
 
 
-def configure_logging(log_format: str = "auto", level: str = "info", stream=None) -> None:
-    stream = stream or sys.stdout
-    use_console = log_format == "console" or (log_format == "auto" and stream.isatty())
-    stream = _LossyStream(stream)
-    _STREAMS[:] = [stream]
+def configure_logging(log_format: str = "auto", level: str = "info", stream: IO[str] | None = None) -> None:
+    target = stream or sys.stdout
+    use_console = log_format == "console" or (log_format == "auto" and target.isatty())
+    lossy = _LossyStream(target)
+    _STREAMS[:] = [lossy]
     shared: list[Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -139,13 +140,13 @@ def configure_logging(log_format: str = "auto", level: str = "info", stream=None
     structlog.configure(
         processors=[*shared, _format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level]),
-        logger_factory=structlog.WriteLoggerFactory(file=stream),
+        logger_factory=structlog.WriteLoggerFactory(file=lossy),  # type: ignore[arg-type]  # a text stream
         # the server configures logging once, before its first log line: cache the bound
         # loggers instead of rebuilding them on every call (structlog's production advice)
         cache_logger_on_first_use=True,
     )
     # stdlib loggers (kafka-python, asyncio, py4j) through the same processors
-    handler = logging.StreamHandler(stream)
+    handler = logging.StreamHandler(lossy)
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
@@ -157,5 +158,5 @@ def configure_logging(log_format: str = "auto", level: str = "info", stream=None
     root.setLevel(max(_LEVELS[level], logging.WARNING))
 
 
-def get_logger(name: str = "replica_assignor"):
+def get_logger(name: str = "replica_assignor") -> Any:
     return structlog.get_logger(name)

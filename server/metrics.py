@@ -26,11 +26,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-API_NAMES = {18: "ApiVersions", 3: "Metadata", 68: "CreateReplicaAssignment", 17: "SaslHandshake",
-             36: "SaslAuthenticate"}
+if TYPE_CHECKING:
+    from assignors.memo import PlacementMemo
+
 _LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                     1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -50,13 +53,13 @@ request_outcome: ContextVar[RequestOutcome | None] = ContextVar("request_outcome
 class _MemoCollector:
     """``replica_assignor_memo_lookups_total{result=hit|miss}`` and ``replica_assignor_memo_entries``."""
 
-    def __init__(self, memo) -> None:
+    def __init__(self, memo: PlacementMemo) -> None:
         self._memo = memo
 
-    def describe(self):
+    def describe(self) -> list[Any]:
         return []  # collected at scrape time only
 
-    def collect(self):
+    def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         lookups = CounterMetricFamily("replica_assignor_memo_lookups",
@@ -72,9 +75,12 @@ class _MemoCollector:
 class Metrics:
     """The server's metrics; a disabled instance records nothing."""
 
-    def __init__(self, enabled: bool, connections=lambda: 0) -> None:
+    def __init__(self, enabled: bool, connections: Callable[[], int] = lambda: 0,
+                 api_names: Mapping[int, str] | None = None) -> None:
         self.enabled = enabled
-        self._children: dict[tuple[int, int], tuple] = {}
+        # the ``api`` label of each api key: the dispatch table's names (server.dispatch)
+        self._api_names = dict(api_names or {})
+        self._children: dict[tuple[int, int], tuple[Any, Any]] = {}
         if not enabled:
             return
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
@@ -104,26 +110,28 @@ class Metrics:
                                        "Assignor worker processes replaced, by reason.", ["reason"],
                                        registry=registry)
 
-    def watch_memo(self, memo) -> None:
+    def watch_memo(self, memo: PlacementMemo) -> None:
         """Expose the placement memo's (assignors.memo) lookups and size, read at scrape time."""
         if self.enabled:
             self.registry.register(_MemoCollector(memo))
 
     # -- recording (all no-ops when disabled) -------------------------------------------
-    def begin(self, api_key: int) -> RequestOutcome | None:
-        if not self.enabled:
+    def begin(self, api_key: int, track: bool = False) -> RequestOutcome | None:
+        """The outcome of a request starting now (None when metrics are off, unless ``track``:
+        the caller wants the error code its handler reports, for a log line)."""
+        if not (self.enabled or track):
             return None
         outcome = RequestOutcome(api_key, time.perf_counter())
         request_outcome.set(outcome)
         return outcome
 
     def finish(self, outcome: RequestOutcome | None) -> None:
-        if outcome is None:
+        if outcome is None or not self.enabled:
             return
         key = (outcome.api_key, outcome.error_code)
         children = self._children.get(key)
         if children is None:
-            labels = (API_NAMES.get(outcome.api_key, str(outcome.api_key)), str(outcome.error_code))
+            labels = (self._api_names.get(outcome.api_key, str(outcome.api_key)), str(outcome.error_code))
             children = self._children[key] = (self.requests.labels(*labels),
                                               self.request_duration.labels(*labels))
         children[0].inc()
@@ -131,10 +139,9 @@ class Metrics:
 
     def note_error_code(self, code: int) -> None:
         """The error code of the response being built for the current request."""
-        if self.enabled:
-            outcome = request_outcome.get()
-            if outcome is not None:
-                outcome.error_code = code
+        outcome = request_outcome.get()
+        if outcome is not None:
+            outcome.error_code = code
 
     def assignment_handled(self, assignor: str, error_code: int, seconds: float) -> None:
         """CreateReplicaAssignment's handler: one call per answered request."""
@@ -170,7 +177,7 @@ class MetricsServer:
     MAX_HEADER_BYTES = 8192
     READ_TIMEOUT_S = 5.0
 
-    def __init__(self, metrics: Metrics, health) -> None:
+    def __init__(self, metrics: Metrics, health: Callable[[], tuple[bool, dict[str, Any]]]) -> None:
         self.metrics = metrics
         self.health = health  # () -> (healthy: bool, details: dict)
         self._server: asyncio.base_events.Server | None = None

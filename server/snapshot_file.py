@@ -105,7 +105,7 @@ def parse(data: bytes) -> SnapshotContent:
     return SnapshotContent(snapshot.brokers, snapshot.assignments())
 
 
-def load(path: str | Path, max_bytes: int, known_digests: tuple[bytes, ...] = ()) -> tuple:
+def load(path: str | Path, max_bytes: int, known_digests: tuple[bytes, ...] = ()) -> tuple[Any, ...]:
     """Read, hash and (unless the digest is one of ``known_digests``) parse: the outcome as
     plain data.
 
@@ -113,7 +113,7 @@ def load(path: str | Path, max_bytes: int, known_digests: tuple[bytes, ...] = ()
     ``("error", kind, message, stamp, digest)`` (``kind``: ``"os"`` with an errno, or
     ``"snapshot"``); stamps as tuples, brokers as tuples of :class:`BrokerEntry` fields.
     """
-    stamp: tuple | None = None
+    stamp: tuple[int, ...] | None = None
     digest: bytes | None = None
     try:
         file_stamp, data = read_capped(path, max_bytes)
@@ -131,7 +131,7 @@ def load(path: str | Path, max_bytes: int, known_digests: tuple[bytes, ...] = ()
     return ("parsed", stamp, digest, brokers, content.topics)
 
 
-def _fields(stamp: FileStamp) -> tuple:
+def _fields(stamp: FileStamp) -> tuple[int, ...]:
     return (stamp.device, stamp.inode, stamp.size, stamp.mtime_ns, stamp.ctime_ns)
 
 
@@ -200,7 +200,7 @@ class SnapshotFile:
         self.max_bytes = max_bytes
         self._in_process_max_bytes = in_process_max_bytes
         self._racy_window_ns = racy_window_ns
-        self._stamp: tuple | None = None  # of the file as last read (good or refused)
+        self._stamp: tuple[int, ...] | None = None  # of the file as last read (good or refused)
         self._read_started_ns = 0
         self._digest: bytes | None = None  # of the last good content
         self._refused: tuple[bytes | None, Exception] | None = None  # the file on disk is refused
@@ -257,7 +257,7 @@ class SnapshotFile:
             error = self._refused[1]
             raise type(error)(*error.args)
 
-    async def _load_in_child(self, known: tuple[bytes, ...]) -> tuple:
+    async def _load_in_child(self, known: tuple[bytes, ...]) -> tuple[Any, ...]:
         env = dict(os.environ)
         paths = [p or os.getcwd() for p in sys.path]
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
@@ -277,4 +277,5 @@ class SnapshotFile:
             lines = err.decode("utf-8", "replace").strip().splitlines()
             raise SnapshotError(f"the snapshot reader process exited with {proc.returncode}"
                                 + (f": {lines[-1]}" if lines else ""))
-        return _plain_loads(out)
+        loaded: tuple[Any, ...] = _plain_loads(out)
+        return loaded

@@ -25,7 +25,7 @@ class ServerState:
     assignor_name: str
     source: ClusterSource
     # runs the assignments that are not done inline, as calls of plain values (the handler's
-    # place_detached; this state never crosses to them): server.isolation.AssignorPool, worker
+    # run(job); this state never crosses to them): server.isolation.AssignorPool, worker
     # processes (replica.assignor.isolation=process, the default), or a ThreadPoolExecutor (=thread)
     executor: Executor
     advertised: Listener
@@ -34,8 +34,10 @@ class ServerState:
     templates: dict[tuple[int, int], bytes] = field(default_factory=dict)
     connections: set[Any] = field(default_factory=set)
     connections_by_ip: dict[str, int] = field(default_factory=dict)
+    # set while no connection is open (the graceful shutdown waits for it)
+    no_connections: asyncio.Event = field(default_factory=asyncio.Event)
     next_conn_id: int = 0
-    tasks: set[asyncio.Task] = field(default_factory=set)
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     stopping: bool = False
     # the listener connections arrive on (its security protocol decides TLS and SASL)
     listener: Listener | None = None
@@ -57,10 +59,27 @@ class ServerState:
 
     def __post_init__(self) -> None:
         self.assignor_builtin = type(self.assignor).__module__.startswith("assignors.")
+        if not self.connections:
+            self.no_connections.set()
         if self.listener is None:
             self.listener = self.advertised
         if self.memo is None and self.config.memo_max_entries > 0:
             self.memo = PlacementMemo(max_entries=self.config.memo_max_entries)
+
+    def connection_opened(self, connection: Any, ip: str) -> None:
+        self.connections.add(connection)
+        self.connections_by_ip[ip] = self.connections_by_ip.get(ip, 0) + 1
+        self.no_connections.clear()
+
+    def connection_closed(self, connection: Any, ip: str) -> None:
+        self.connections.discard(connection)
+        n = self.connections_by_ip.get(ip, 1) - 1
+        if n > 0:
+            self.connections_by_ip[ip] = n
+        else:
+            self.connections_by_ip.pop(ip, None)
+        if not self.connections:
+            self.no_connections.set()
 
     def new_conn_id(self) -> int:
         self.next_conn_id += 1

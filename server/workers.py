@@ -45,6 +45,7 @@ import signal
 import socket
 import struct
 import sys
+from typing import Any
 
 import structlog
 
@@ -112,7 +113,7 @@ class Supervisor:
                                                               *config.listeners[1:]))
         self.count = config.num_worker_processes
         self.workers: dict[int, _Worker] = {}
-        self.ready: dict[int, dict] = {}
+        self.ready: dict[int, dict[str, Any]] = {}
         self.announced = False
         self.stopping = False
         self.exit_code = EXIT_OK
@@ -214,7 +215,7 @@ class Supervisor:
             pass  # it died already: _ready sees the end of file
         return worker
 
-    def _accepting(self, index: int, fields: dict) -> None:
+    def _accepting(self, index: int, fields: dict[str, Any]) -> None:
         self.ready[index] = fields
         if index == 0:
             self._first_ready.set()
@@ -227,7 +228,7 @@ class Supervisor:
             log.info("server_started", **self.ready[0], workers=self.count)
 
 
-async def _ready(worker: _Worker) -> dict | None:
+async def _ready(worker: _Worker) -> dict[str, Any] | None:
     """The worker's started fields once it accepts connections; None if it exits first."""
     try:
         line = await worker.reader.readline()
@@ -272,7 +273,7 @@ def worker_main() -> None:
     sys.exit(run_server(server, _serve(server, channel)))
 
 
-async def _serve(server, channel: socket.socket) -> None:
+async def _serve(server: ReplicaAssignorServer, channel: socket.socket) -> None:
     await server.start()
     server.install_signal_handlers()
     loop = asyncio.get_running_loop()

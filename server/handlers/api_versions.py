@@ -14,7 +14,7 @@ from __future__ import annotations
 import kafka.errors as kafka_errors
 
 from protocol.frame import RequestHeaderPeek, frame, patch_correlation_id
-from protocol.messages import ApiVersionsRequest, ApiVersionsResponse, check_body
+from protocol.messages import REPLICA_ASSIGNMENT_FEATURE, ApiVersionsRequest, ApiVersionsResponse, check_body
 
 from ..state import ServerState
 
@@ -22,7 +22,7 @@ REQUEST = ApiVersionsRequest
 API_KEY = REQUEST.API_KEY
 # the schema goes further (v4); this server answers up to v3, and newer versions get the fallback
 MIN_VERSION, MAX_VERSION = REQUEST.valid_versions[0], 3
-FEATURE_NAME = "replica.assignment"
+FEATURE_NAME = REPLICA_ASSIGNMENT_FEATURE
 FEATURE_VERSION = 1
 
 

@@ -25,21 +25,21 @@ import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 import structlog
 
 from assignors import (
-    ANONYMOUS,
-    Assignment,
     AssignmentError,
     AssignmentTimeoutError,
     AuthorizationError,
     ClusterView,
+    PlacementSpec,
+    ReplicaAssignor,
     ReplicaAssignorError,
     create_assignor,
 )
-from assignors.memo import MemoEntry
+from assignors.memo import PlacementMemo
 from assignors.under_replicated import place_under_replicated
 from assignors.validate import (
     check_node_ids,
@@ -50,10 +50,10 @@ from assignors.validate import (
     read_pending_topics,
 )
 from protocol.errors import error_for_exception
-from protocol.fast import encode_assignment_body, encode_assignment_frame
-from protocol.frame import MalformedFrameError, RequestHeaderPeek, frame
+from protocol.fast import encode_assignment_body
+from protocol.frame import MalformedRequest, RequestHeaderPeek, frame
 from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse, decode_body
-from protocol.structure import StructureError, peek_field
+from protocol.structure import peek_field
 
 from ..isolation import worker_assignor
 from ..security import authorize, current_principal
@@ -69,11 +69,9 @@ _SIMPLE = create_assignor("default")
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """One request, interpreted: what to place and over which view."""
+    """One request, interpreted: what to place (the spec), over which view, how, and by when."""
 
-    topic: str | None
-    partitions: range
-    replication_factor: int
+    spec: PlacementSpec
     cluster: ClusterView
     force_simple: bool
     timeout_ms: int
@@ -99,12 +97,14 @@ def interpret(request: CreateReplicaAssignmentRequest, version: int, view: Clust
          for t in request.pending_topics or ()), topic) if version >= 2 else {}
     if pending:
         check_size(n + sum(map(len, pending.values())), max_partitions)
-    return Placement(topic, partitions_to_place(topic, n, rf, current, view), rf,
-                     _with_topic(view, topic, current, pending), request.force_simple_assignment,
+    # a request naming no topic places under "", where the view keeps its current assignment
+    spec = PlacementSpec(topic if topic is not None else "", partitions_to_place(topic, n, rf, current, view), rf)
+    return Placement(spec, _with_topic(view, topic, current, pending), request.force_simple_assignment,
                      request.timeout_ms)
 
 
-def _with_topic(view: ClusterView, topic: str | None, current: dict, pending: dict | None = None) -> ClusterView:
+def _with_topic(view: ClusterView, topic: str | None, current: dict[int, Any],
+                pending: dict[str, dict[int, tuple[int, ...]]] | None = None) -> ClusterView:
     """The view with the request's current assignment standing for the topic's, and the
     pending topics of a batch (v2) standing for any topics of their names."""
     name = topic if topic is not None else ""
@@ -136,223 +136,179 @@ def request_rng(seed: int | None, body: bytes) -> random.Random:
     return random.Random(int.from_bytes(digest[:16], "big"))
 
 
-def hand_over(rng: random.Random) -> tuple[Any, ...]:
-    """The generator's state, for a placement off the loop to continue exactly (seeded answers
-    stay reproducible across the process boundary). The generator itself moves on to a new
-    stream, so the shared unseeded one never hands two placements the same draws."""
-    handed = rng.getstate()
+
+def hand_over(rng: random.Random) -> random.Random:
+    """A generator that continues ``rng`` exactly, for a placement off the loop (seeded answers
+    stay reproducible across the process boundary; it crosses as its state). ``rng`` itself
+    moves on to a new stream, so the shared unseeded one never hands two placements the same
+    draws."""
+    handed = random.Random()
+    handed.setstate(rng.getstate())
     rng.seed(rng.getrandbits(128))
     return handed
 
 
-def compute(state: ServerState, placement: Placement, rng: random.Random,
-            principal: str = ANONYMOUS) -> Assignment | MemoEntry:
-    """On the event loop: run the assignor (or Kafka's rack-unaware default when forced) with
-    all checks.
+class PlacementJob(NamedTuple):
+    """One placement to run, whichever way it runs (inline, in a thread, in a worker process):
+    plain, picklable values, never the server's state. A named tuple: one is built per request
+    on the hot path (``bench/request_cost.py``)."""
 
-    Small placements by an assignor that supports it come from the memo (assignors.memo):
-    the same draws give the same, already validated, entry.
-    """
-    topic = placement.topic if placement.topic is not None else ""
-    if placement.force_simple:
-        assignor, cluster = _SIMPLE, placement.cluster.without_racks()
-    else:
-        assignor, cluster = state.assignor, placement.cluster
-    memo = state.memo
-    if memo is not None and placement.replication_factor <= len(cluster.brokers):
-        entry = memo.place(assignor, topic, placement.partitions, placement.replication_factor, cluster,
-                           principal, rng=rng)
-        if entry is not None:
-            return entry
-    cfg = state.config
-    # KIP-409: identical to assignors.place() unless fewer brokers are alive than the RF
-    return place_under_replicated(
-        assignor, topic, placement.partitions, placement.replication_factor, cluster, principal,
-        rng=rng, enabled=cfg.enable_under_replicated_topic_creation,
-        min_insync_replicas=cfg.min_insync_replicas)
+    # the request interpreted on the loop, or the raw body of a large one (over
+    # DETACHED_BODY_BYTES), checked, decoded and interpreted where the job runs
+    request: Placement | bytes
+    version: int
+    view: ClusterView | None  # what a raw body is interpreted against
+    rng: random.Random  # off the loop, a hand_over() of the request's generator
+    principal: str
+    assignor_name: str  # resolved where the job runs (server.isolation.worker_assignor)
+    max_partitions: int  # max.partitions.per.request
+    under_replicated: bool  # KIP-409: enable.under.replicated.topic.creation
+    min_insync_replicas: int
 
 
-def place_detached(assignor_name: str, placement: Placement, rng_state: tuple[Any, ...], principal: str,
-                   under_replicated: bool, min_insync_replicas: int) -> Assignment:
-    """Off the event loop: the placement :func:`compute` makes, from plain picklable values.
+class Outcome(NamedTuple):
+    """What a job gives, whichever way it ran: the encoded response body, or the typed error
+    to answer with, or a request body that does not decode (the connection closes)."""
 
-    What the executor runs (a worker process of server.isolation, or a thread): the
-    generator travels as its state (:func:`hand_over`) and is continued by a fresh one; the
-    assignor is the running process's own (:func:`server.isolation.worker_assignor`, built
-    in the zygote before any worker forks); ``under_replicated`` and ``min_insync_replicas``
-    are the KIP-409 settings. No memo: the same answer as :func:`compute` for the same state.
-    """
-    rng = random.Random()
-    rng.setstate(rng_state)
-    if placement.force_simple:
-        assignor, cluster = _SIMPLE, placement.cluster.without_racks()
-    else:
-        assignor, cluster = worker_assignor(assignor_name), placement.cluster
-    return place_under_replicated(
-        assignor, placement.topic if placement.topic is not None else "", placement.partitions,
-        placement.replication_factor, cluster, principal, rng=rng, enabled=under_replicated,
-        min_insync_replicas=min_insync_replicas)
+    body: bytes = b""
+    partitions: int = 0
+    error: AssignmentError | None = None
+    malformed: MalformedRequest | None = None
+
+
+def run(job: PlacementJob, assignor: ReplicaAssignor | None = None, memo: PlacementMemo | None = None) -> Outcome:
+    """The placement of one job, validated and encoded: the same bytes inline, in a thread or in
+    a worker process for the same random state.
+
+    On the event loop the caller passes the server's ``assignor`` and its ``memo`` (small
+    placements by an assignor that supports it come from the memo: the same draws give the
+    same, already validated and encoded, entry); off the loop the process's own assignor is
+    used (built in the zygote before any worker forks). An invalid request or a refusal is an
+    :class:`Outcome` with its typed error; only a bug raises (and a worker out of memory, which
+    server.isolation retires)."""
+    try:
+        placement = job.request
+        if isinstance(placement, bytes):
+            try:
+                decoded = decode_body(CreateReplicaAssignmentRequest, memoryview(placement), job.version)
+            except Exception as exc:  # noqa: BLE001 - a body that does not decode closes the connection
+                return Outcome(malformed=MalformedRequest.of(exc))
+            assert job.view is not None
+            placement = interpret(decoded, job.version, job.view, job.max_partitions)
+        spec, cluster = placement.spec, placement.cluster
+        if placement.force_simple:
+            assignor, cluster = _SIMPLE, cluster.without_racks()
+        elif assignor is None:
+            assignor = worker_assignor(job.assignor_name)
+        version = job.version
+        if memo is not None and spec.replication_factor <= len(cluster.brokers):
+            entry = memo.place(assignor, spec, cluster, job.principal, rng=job.rng)
+            if entry is not None:
+                return Outcome(entry.derived(version, functools.partial(encode_assignment_body, version)),
+                               len(entry.assignment))
+        # KIP-409: identical to assignors.place() unless fewer brokers are alive than the RF
+        assignment = place_under_replicated(assignor, spec, cluster, job.principal, rng=job.rng,
+                                            enabled=job.under_replicated, min_insync_replicas=job.min_insync_replicas)
+        return Outcome(encode_assignment_body(version, assignment), len(assignment))
+    except AssignmentError as exc:
+        if isinstance(exc.__cause__, MemoryError):
+            raise  # a plug-in out of memory: server.isolation retires the worker
+        return Outcome(error=exc)
 
 
 # a request body larger than this is decoded, checked and interpreted off the event loop too
-# (answer_detached): walking, decoding and interpreting cost about a microsecond per byte, so
-# on the loop a request costs at most a few milliseconds
+# (run() of a job carrying the raw body): walking, decoding and interpreting cost about a
+# microsecond per byte, so on the loop a request costs at most a few milliseconds
 DETACHED_BODY_BYTES = 8 * 1024
 
 
-def answer_detached(assignor_name: str, request: Placement | bytes, version: int, view: ClusterView | None,
-                    max_partitions: int, rng_state: tuple[Any, ...], principal: str, under_replicated: bool,
-                    min_insync_replicas: int) -> tuple[Any, ...]:
-    """Off the event loop: a whole answer, so that nothing of the request's size runs on the loop.
-
-    ``request`` is a :class:`Placement` (a request decoded on the loop) or the raw body of a
-    large request (over :data:`DETACHED_BODY_BYTES`), which is checked, decoded and interpreted
-    here against ``view``, as :func:`handle` does on the loop. Then :func:`place_detached`
-    places and validates, and the response body is encoded here too. Returns plain values
-    (what a worker process may send back): ``("answer", response body, partitions)``, or
-    ``("malformed", reason, offset, error)`` for a body that does not decode (the connection
-    closes, as for a small one). Invalid requests raise the typed errors of ``assignors``."""
-    if isinstance(request, bytes):
-        assert view is not None
-        try:
-            decoded = decode_body(CreateReplicaAssignmentRequest, memoryview(request), version)
-        except StructureError as exc:
-            return ("malformed", exc.reason, exc.offset, str(exc))
-        except Exception as exc:  # noqa: BLE001 - a body that does not decode closes the connection
-            return ("malformed", None, None, f"{type(exc).__name__}: {exc}")
-        placement = interpret(decoded, version, view, max_partitions)
+def handle(state: ServerState, header: RequestHeaderPeek,
+           body: memoryview) -> bytes | Coroutine[Any, Any, bytes | MalformedRequest]:
+    """Decode and validate on the loop; place inline when small, else in the executor. A body
+    over DETACHED_BODY_BYTES is not even decoded here: the executor does all of it."""
+    version = header.api_version
+    large = len(body) > DETACHED_BODY_BYTES
+    if not large:
+        request = decode_body(CreateReplicaAssignmentRequest, body, version)
+    started = time.perf_counter()
+    principal = current_principal.get()
+    if not authorize(state, principal):
+        return _answer(state, header, Outcome(error=AuthorizationError(
+            f"Principal {principal} is not allowed to call CreateReplicaAssignment.")), started)
+    cfg = state.config
+    seed = cfg.replica_assignor_random_seed
+    placement: Placement | bytes
+    if large:  # authorized here, everything else in the executor
+        placement = bytes(body)
+        rng = request_rng(seed, placement if seed is not None else b"")
+        # the deadline, read without decoding the body (the fields before timeoutMs are numbers)
+        timeout_ms = peek_field(CreateReplicaAssignmentRequest, version, body, "timeout_ms")
+        view: ClusterView | None = state.source.view()
+        inline = False
     else:
-        placement = request
-    assignment = place_detached(assignor_name, placement, rng_state, principal, under_replicated,
-                                min_insync_replicas)
-    return ("answer", encode_assignment_body(version, assignment), len(assignment))
+        try:
+            placement = interpret(request, version, state.source.view(), cfg.max_partitions_per_request)
+        except AssignmentError as exc:
+            return _answer(state, header, Outcome(error=exc), started)
+        rng = request_rng(seed, bytes(body) if seed is not None else b"")
+        spec = placement.spec
+        timeout_ms, view = placement.timeout_ms, None
+        inline = (state.assignor_builtin and len(spec.partitions) * max(spec.replication_factor, 1)
+                  <= cfg.inline_assignment_max_replicas)
+    job = PlacementJob(placement, version, view, rng if inline else hand_over(rng), principal, state.assignor_name,
+                       cfg.max_partitions_per_request, cfg.enable_under_replicated_topic_creation,
+                       cfg.min_insync_replicas)
+    if not inline:
+        return _off_loop(state, header, job, started, timeout_ms)
+    try:
+        outcome = run(job, state.assignor, state.memo)
+    except AssignmentError as exc:
+        outcome = Outcome(error=exc)
+    except Exception as exc:  # framework bug: never crash the connection
+        outcome = Outcome(error=ReplicaAssignorError(f"internal error: {exc!r}"))
+    return _answer(state, header, outcome, started)
 
 
-def _encode(version: int, correlation_id: int, assignment: Assignment | MemoEntry | _Encoded | None,
-            exc: BaseException | None) -> bytes:
-    if type(assignment) is MemoEntry:
-        body = assignment.derived(version, functools.partial(encode_assignment_body, version))
-        return frame(correlation_id, body, flexible_header=True)
+async def _off_loop(state: ServerState, header: RequestHeaderPeek, job: PlacementJob, started: float,
+                    timeout_ms: int) -> bytes | MalformedRequest:
+    """The job in the executor (server.isolation's worker processes, or threads), with the
+    request's timeout as its deadline."""
+    future = asyncio.get_running_loop().run_in_executor(state.executor, run, job)
+    try:
+        outcome = await asyncio.wait_for(future, max(timeout_ms, 1) / 1000.0)
+    except TimeoutError:
+        outcome = Outcome(error=AssignmentTimeoutError(
+            f"Assignor {state.assignor_name} did not finish within timeoutMs={timeout_ms}."))
+    except AssignmentError as exc:  # from the pool: a worker that died, ran out of memory, ...
+        outcome = Outcome(error=exc)
+    except Exception as exc:
+        outcome = Outcome(error=ReplicaAssignorError(f"internal error: {exc!r}"))
+    if outcome.malformed is not None:
+        return outcome.malformed  # the connection closes, as for a small body refused on the loop
+    return _answer(state, header, outcome, started)
+
+
+def _answer(state: ServerState, header: RequestHeaderPeek, outcome: Outcome, started: float) -> bytes:
+    """The response frame of an answer or an error, counted and logged (request_handled)."""
+    version, correlation_id = header.api_version, header.correlation_id
+    elapsed = time.perf_counter() - started
+    exc = outcome.error
     if exc is None:
-        if isinstance(assignment, _Encoded):  # encoded off the loop (answer_detached)
-            return frame(correlation_id, assignment.body, flexible_header=True)
-        assert assignment is not None and not isinstance(assignment, MemoEntry)
-        # straight from tuples; byte-identical to the codec (tests/conformance/test_fast_encode.py)
-        return encode_assignment_frame(version, correlation_id, assignment)
+        state.metrics.assignment_handled(state.assignor_name, 0, elapsed)
+        log.info("request_handled", api_key=API_KEY, api_version=version, correlation_id=correlation_id,
+                 assignor=state.assignor_name, error_code=0, duration_ms=round(elapsed * 1000, 3),
+                 partitions=outcome.partitions)
+        return frame(correlation_id, outcome.body, flexible_header=True)
     error = error_for_exception(exc)
     message = getattr(exc, "message", None) or str(exc) or error.description
     response = CreateReplicaAssignmentResponse(
         version=version, throttle_time_ms=0, error_code=error.errno, error_message=message,
         replica_assignment=[])
-    return frame(correlation_id, response.encode(version=version), flexible_header=True)
-
-
-def handle(state: ServerState, header: RequestHeaderPeek,
-           body: memoryview) -> bytes | Coroutine[Any, Any, bytes]:
-    """Decode and validate on the loop; place inline when small, else in the executor. A body
-    over DETACHED_BODY_BYTES is not even decoded here: the executor does all of it."""
-    version = header.api_version
-    if len(body) > DETACHED_BODY_BYTES:
-        return _detached_body(state, header, body)
-    request = decode_body(CreateReplicaAssignmentRequest, body, version)
-    started = time.perf_counter()
-    principal = current_principal.get()
-    if not authorize(state, principal):
-        return _finish(state, header, None, AuthorizationError(
-            f"Principal {principal} is not allowed to call CreateReplicaAssignment."), started)
-    try:
-        placement = interpret(request, version, state.source.view(), state.config.max_partitions_per_request)
-    except AssignmentError as exc:
-        return _finish(state, header, None, exc, started)
-    seed = state.config.replica_assignor_random_seed
-    rng = request_rng(seed, bytes(body) if seed is not None else b"")
-    inline = (len(placement.partitions) * max(placement.replication_factor, 1)
-              <= state.config.inline_assignment_max_replicas
-              and state.assignor_builtin)
-    if inline:
-        try:
-            result = compute(state, placement, rng, principal)
-        except AssignmentError as exc:
-            return _finish(state, header, None, exc, started)
-        except Exception as exc:  # framework bug: never crash the connection
-            return _finish(state, header, None, ReplicaAssignorError(f"internal error: {exc!r}"), started)
-        return _finish(state, header, result, None, started)
-    return _run_in_executor(state, header, placement, None, hand_over(rng), started, principal,
-                            placement.timeout_ms)
-
-
-def _detached_body(state: ServerState, header: RequestHeaderPeek, body: memoryview) -> bytes | Coroutine[Any, Any, bytes]:
-    """A large request: authorized here, everything else in the executor (answer_detached)."""
-    started = time.perf_counter()
-    principal = current_principal.get()
-    if not authorize(state, principal):
-        return _finish(state, header, None, AuthorizationError(
-            f"Principal {principal} is not allowed to call CreateReplicaAssignment."), started)
-    raw = bytes(body)
-    seed = state.config.replica_assignor_random_seed
-    rng = request_rng(seed, raw if seed is not None else b"")
-    # the deadline, read without decoding the body (the fields before timeoutMs are numbers)
-    timeout_ms = peek_field(CreateReplicaAssignmentRequest, header.api_version, body, "timeout_ms")
-    return _run_in_executor(state, header, raw, state.source.view(), hand_over(rng), started, principal,
-                            timeout_ms)
-
-
-async def _run_in_executor(state: ServerState, header: RequestHeaderPeek, request: Placement | bytes,
-                           view: ClusterView | None, rng_state: tuple[Any, ...], started: float, principal: str,
-                           timeout_ms: int) -> bytes:
-    loop = asyncio.get_running_loop()
-    timeout = max(timeout_ms, 1) / 1000.0
-    cfg = state.config
-    future = loop.run_in_executor(state.executor, answer_detached, state.assignor_name, request,
-                                  header.api_version, view, cfg.max_partitions_per_request, rng_state, principal,
-                                  cfg.enable_under_replicated_topic_creation, cfg.min_insync_replicas)
-    try:
-        result = await asyncio.wait_for(future, timeout)
-    except TimeoutError:
-        exc = AssignmentTimeoutError(
-            f"Assignor {state.assignor_name} did not finish within timeoutMs={timeout_ms}.")
-        return _finish(state, header, None, exc, started)
-    except AssignmentError as exc:
-        return _finish(state, header, None, exc, started)
-    except Exception as exc:
-        return _finish(state, header, None, ReplicaAssignorError(f"internal error: {exc!r}"), started)
-    if result[0] == "malformed":
-        _, reason, offset, error = result
-        raise StructureError(reason, offset) if reason is not None else MalformedFrameError(error)
-    _, response_body, partitions = result
-    return _finish(state, header, _Encoded(response_body, partitions), None, started)
-
-
-class _Encoded:
-    """A response body encoded off the loop (answer_detached), and how many partitions it has."""
-
-    __slots__ = ("body", "partitions")
-
-    def __init__(self, body: bytes, partitions: int) -> None:
-        self.body = body
-        self.partitions = partitions
-
-    def __len__(self) -> int:
-        return self.partitions
-
-
-def _finish(state: ServerState, header: RequestHeaderPeek, result: Assignment | MemoEntry | _Encoded | None,
-            exc: BaseException | None, started: float) -> bytes:
-    out = _encode(header.api_version, header.correlation_id, result, exc)
-    code = 0 if exc is None else error_for_exception(exc).errno
-    elapsed = time.perf_counter() - started
-    state.metrics.assignment_handled(state.assignor_name, code, elapsed)
-    if exc is None:  # the common line, without a dict of its fields in between
-        log.info("request_handled", api_key=API_KEY, api_version=header.api_version,
-                 correlation_id=header.correlation_id, assignor=state.assignor_name, error_code=0,
-                 duration_ms=round(elapsed * 1000, 3),
-                 partitions=len(result.assignment) if isinstance(result, MemoEntry) else len(result) if result else 0)
-        return out
-    fields = dict(api_key=API_KEY, api_version=header.api_version, correlation_id=header.correlation_id,
-                  assignor=state.assignor_name, error_code=code, duration_ms=round(elapsed * 1000, 3), partitions=0)
-    if exc is not None:
-        fields["error_message"] = getattr(exc, "message", str(exc))
-        if isinstance(exc, ReplicaAssignorError):
-            log.warning("assignment_refused", **fields)
+    state.metrics.assignment_handled(state.assignor_name, error.errno, elapsed)
+    fields = dict(api_key=API_KEY, api_version=version, correlation_id=correlation_id,
+                  assignor=state.assignor_name, error_code=error.errno, duration_ms=round(elapsed * 1000, 3),
+                  partitions=0, error_message=getattr(exc, "message", str(exc)))
+    if isinstance(exc, ReplicaAssignorError):
+        log.warning("assignment_refused", **fields)
     log.info("request_handled", **fields)
-    return out
+    return frame(correlation_id, response.encode(version=version), flexible_header=True)

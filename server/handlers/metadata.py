@@ -5,6 +5,8 @@ for by name get UNKNOWN_TOPIC_OR_PARTITION: the server holds no topics.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import kafka.errors as kafka_errors
 
 from protocol.frame import RequestHeaderPeek, frame, patch_correlation_id
@@ -18,7 +20,7 @@ API_KEY = REQUEST.API_KEY
 MIN_VERSION, MAX_VERSION = REQUEST.valid_versions[0], 12
 
 
-def _response(state: ServerState, version: int, topics) -> MetadataResponse:
+def _response(state: ServerState, version: int, topics: Iterable[str]) -> MetadataResponse:
     adv = state.advertised
     return MetadataResponse(
         version=version,

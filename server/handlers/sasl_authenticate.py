@@ -16,15 +16,23 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 import kafka.errors as kafka_errors
-from kafka.protocol.sasl import SaslAuthenticateRequest, SaslAuthenticateResponse
 
 from protocol.frame import RequestHeaderPeek, frame
-from protocol.messages import decode_body
+from protocol.messages import SaslAuthenticateRequest, SaslAuthenticateResponse, decode_body
 
-from ..security import AuthenticationFailed
+from ..security import AuthenticationFailed, SaslSession
 from ..state import ServerState
+
+if TYPE_CHECKING:
+    from ..connection import KafkaConnection
+
+# builds what is sent back from the server's token, or from the failure
+Answer = Callable[[bytes | None, AuthenticationFailed | None], bytes]
+Reply = bytes | Coroutine[Any, Any, bytes]
 
 REQUEST = SaslAuthenticateRequest
 API_KEY = REQUEST.API_KEY
@@ -33,7 +41,8 @@ AFTER_AUTHENTICATION = "SaslAuthenticate request received after successful authe
 _LEN = struct.Struct(">i")
 
 
-def _response(state: ServerState, header: RequestHeaderPeek, error, message: str | None, token: bytes) -> bytes:
+def _response(state: ServerState, header: RequestHeaderPeek, error: type[kafka_errors.BrokerResponseError],
+              message: str | None, token: bytes | None) -> bytes:
     version = header.api_version
     state.metrics.note_error_code(error.errno)
     kwargs = {"session_lifetime_ms": 0} if version >= 1 else {}
@@ -43,30 +52,34 @@ def _response(state: ServerState, header: RequestHeaderPeek, error, message: str
                  flexible_header=SaslAuthenticateResponse.flexible_version_q(version))
 
 
-def _record(conn, mechanism: str, failure: AuthenticationFailed | None) -> None:
+def _record(conn: KafkaConnection, mechanism: str, failure: AuthenticationFailed | None) -> None:
+    session = conn.sasl
+    assert session is not None  # a SASL listener's connection
     if failure is not None:
         conn.authentication_failed("authentication failed", mechanism=mechanism, user=failure.user,
                                    detail=failure.detail)
-    elif conn.sasl.complete:
-        conn.authenticated(conn.sasl.principal, mechanism)
+    elif session.complete:
+        assert session.principal is not None  # set when the exchange completes
+        conn.authenticated(session.principal, mechanism)
 
 
-def _evaluate(session, token: bytes) -> tuple[bytes | None, AuthenticationFailed | None]:
+def _evaluate(session: SaslSession, token: bytes) -> tuple[bytes | None, AuthenticationFailed | None]:
     try:
         return session.evaluate(token), None
     except AuthenticationFailed as exc:
         return None, exc
 
 
-def _exchange(state: ServerState, conn, token: bytes, answer):
+def _exchange(state: ServerState, conn: KafkaConnection, token: bytes, answer: Answer) -> Reply:
     """Evaluate one token; ``answer(server_token, failure)`` builds what is sent back.
     Returns bytes, or a coroutine when the answer must wait (PLAIN's key derivation runs
     in a thread; a failure is answered after the configured delay)."""
     session = conn.sasl
+    assert session is not None and session.mechanism is not None  # after SaslHandshake
     mechanism = session.mechanism.name
     delay_s = state.config.connection_failed_authentication_delay_ms / 1000.0
 
-    async def later(pending: bool, response, failure):
+    async def later(pending: bool, response: bytes | None, failure: AuthenticationFailed | None) -> bytes:
         if pending:
             response, failure = await asyncio.to_thread(_evaluate, session, token)
             _record(conn, mechanism, failure)
@@ -83,13 +96,13 @@ def _exchange(state: ServerState, conn, token: bytes, answer):
     return later(False, response, failure)
 
 
-def handle(state: ServerState, header: RequestHeaderPeek, body: memoryview, conn):
+def handle(state: ServerState, header: RequestHeaderPeek, body: memoryview, conn: KafkaConnection) -> Reply:
     request = decode_body(SaslAuthenticateRequest, body, header.api_version)
     session = conn.sasl
     if session is None or session.complete:
         return _response(state, header, kafka_errors.IllegalSaslStateError, AFTER_AUTHENTICATION, b"")
 
-    def answer(response, failure):
+    def answer(response: bytes | None, failure: AuthenticationFailed | None) -> bytes:
         if failure is None:
             return _response(state, header, kafka_errors.NoError, None, response)
         return _response(state, header, kafka_errors.SaslAuthenticationFailedError, str(failure), b"")
@@ -97,9 +110,11 @@ def handle(state: ServerState, header: RequestHeaderPeek, body: memoryview, conn
     return _exchange(state, conn, bytes(request.auth_bytes or b""), answer)
 
 
-def handle_raw(state: ServerState, token: bytes, conn):
+def handle_raw(state: ServerState, token: bytes, conn: KafkaConnection) -> Reply:
     """A bare SASL token (after SaslHandshake v0): a bare token back, or nothing and a close."""
-    def answer(response, failure):
-        return b"" if failure is not None else _LEN.pack(len(response)) + response
+    def answer(response: bytes | None, failure: AuthenticationFailed | None) -> bytes:
+        if failure is not None or response is None:
+            return b""
+        return _LEN.pack(len(response)) + response
 
     return _exchange(state, conn, bytes(token), answer)

@@ -14,14 +14,18 @@ KIP-368, is not offered: SaslAuthenticate's session lifetime is always 0).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 import kafka.errors as kafka_errors
-from kafka.protocol.sasl import SaslHandshakeRequest, SaslHandshakeResponse
 
 from protocol.frame import RequestHeaderPeek, frame
-from protocol.messages import decode_body
+from protocol.messages import SaslHandshakeRequest, SaslHandshakeResponse, decode_body
 
 from ..state import ServerState
+
+if TYPE_CHECKING:
+    from ..connection import KafkaConnection
 
 REQUEST = SaslHandshakeRequest
 API_KEY = REQUEST.API_KEY
@@ -42,7 +46,8 @@ async def _after(delay_s: float, response: bytes) -> bytes:
     return response
 
 
-def handle(state: ServerState, header: RequestHeaderPeek, body: memoryview, conn):
+def handle(state: ServerState, header: RequestHeaderPeek, body: memoryview,
+           conn: KafkaConnection) -> bytes | Coroutine[Any, Any, bytes]:
     request = decode_body(SaslHandshakeRequest, body, header.api_version)
     session = conn.sasl
     if session is None or session.complete:

@@ -11,8 +11,10 @@
 docs/security.md is the operator's guide.
 """
 
+from assignors import ANONYMOUS
+
 from .authorizer import authorize
-from .principal import ANONYMOUS, current_principal, principal_from_certificate, user_principal
+from .principal import current_principal, principal_from_certificate, user_principal
 from .sasl import AuthenticationFailed, SaslSession
 from .tls import build_ssl_context
 from .users import ScramCredential, UsersFileError, UserStore, scram_credential

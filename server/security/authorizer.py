@@ -8,8 +8,13 @@ authorised (a Kafka broker answers them for any authenticated principal too).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def authorize(state, principal: str) -> bool:
+if TYPE_CHECKING:
+    from ..state import ServerState
+
+
+def authorize(state: ServerState, principal: str) -> bool:
     """True when ``principal`` may call CreateReplicaAssignment on this server."""
     allowed = state.config.authorizer_allowed_principals
     return not allowed or principal in allowed

@@ -14,7 +14,9 @@ into executor threads or worker processes: pass the value on explicitly.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextvars import ContextVar
+from typing import Any
 
 from assignors import ANONYMOUS
 
@@ -52,7 +54,7 @@ def _escape(value: str) -> str:
     return "".join(out)
 
 
-def distinguished_name(subject) -> str:
+def distinguished_name(subject: Iterable[Iterable[tuple[str, object]]]) -> str:
     """RFC 2253 string of a subject as ``ssl.SSLSocket.getpeercert()`` gives it
     (a sequence of RDNs, each a sequence of (attribute, value) pairs, in certificate
     order); RFC 2253 lists the RDNs last to first."""
@@ -62,7 +64,7 @@ def distinguished_name(subject) -> str:
     return ",".join(rdns)
 
 
-def principal_from_certificate(peercert: dict | None) -> str:
+def principal_from_certificate(peercert: dict[str, Any] | None) -> str:
     """``User:<subject DN>`` for a verified client certificate, else ``User:ANONYMOUS``."""
     if not peercert or not peercert.get("subject"):
         return ANONYMOUS

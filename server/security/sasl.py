@@ -33,6 +33,9 @@ import base64
 import binascii
 import hmac
 import secrets
+from collections.abc import Callable
+
+from protocol.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
 
 from .principal import user_principal
 from .users import DEFAULT_ITERATIONS, HASHES, ScramCredential, UserStore, digest, hmac_digest, password_matches
@@ -40,7 +43,8 @@ from .users import DEFAULT_ITERATIONS, HASHES, ScramCredential, UserStore, diges
 INITIAL, HANDSHAKE, AUTHENTICATE, RAW, COMPLETE, FAILED = (
     "initial", "handshake", "authenticate", "raw", "complete", "failed")
 
-API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = (
+    ApiVersionsRequest.API_KEY, SaslHandshakeRequest.API_KEY, SaslAuthenticateRequest.API_KEY)
 _EXPECTED = {INITIAL: frozenset({API_VERSIONS, SASL_HANDSHAKE}), HANDSHAKE: frozenset({SASL_HANDSHAKE}),
              AUTHENTICATE: frozenset({SASL_AUTHENTICATE})}
 
@@ -149,7 +153,7 @@ class ScramServer:
     blocking = False
 
     def __init__(self, mechanism: str, users: UserStore, secret: bytes,
-                 server_nonce=lambda: secrets.token_urlsafe(24)) -> None:
+                 server_nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24)) -> None:
         if mechanism not in HASHES:
             raise ValueError(mechanism)
         self.name = mechanism
@@ -260,7 +264,7 @@ class ScramServer:
         return b"v=" + base64.b64encode(server_signature)
 
 
-def create_mechanism(name: str, users: UserStore, secret: bytes):
+def create_mechanism(name: str, users: UserStore, secret: bytes) -> PlainServer | ScramServer:
     if name == "PLAIN":
         return PlainServer(users, secret)
     return ScramServer(name, users, secret)

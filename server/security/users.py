@@ -33,12 +33,19 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import structlog
 
+from protocol.security import SCRAM_HASHES
+
 log = structlog.get_logger("replica_assignor")
 
-HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+HASHES = SCRAM_HASHES  # mechanism -> hashlib name (protocol.security)
 # RFC 7677 asks for at least 4096; Kafka refuses fewer for both mechanisms
 MIN_ITERATIONS = 4096
 # kafka-python's SCRAM client refuses more than this
@@ -71,13 +78,12 @@ class ScramCredential:
         if len(self.salt) < 8:
             raise ValueError("the salt must be at least 8 bytes")
 
-    def to_json(self) -> dict:
-        b64 = lambda b: base64.b64encode(b).decode("ascii")  # noqa: E731
-        return {"salt": b64(self.salt), "iterations": self.iterations,
-                "stored_key": b64(self.stored_key), "server_key": b64(self.server_key)}
+    def to_json(self) -> dict[str, Any]:
+        return {"salt": _b64(self.salt), "iterations": self.iterations,
+                "stored_key": _b64(self.stored_key), "server_key": _b64(self.server_key)}
 
     @classmethod
-    def from_json(cls, mechanism: str, data: Mapping) -> ScramCredential:
+    def from_json(cls, mechanism: str, data: Mapping[str, Any]) -> ScramCredential:
         try:
             return cls(mechanism, base64.b64decode(data["salt"], validate=True), int(data["iterations"]),
                        base64.b64decode(data["stored_key"], validate=True),
@@ -149,7 +155,7 @@ def parse_users(text: str, source: str) -> Users:
     return users
 
 
-def read_users_file(path: str | os.PathLike) -> Users:
+def read_users_file(path: str | os.PathLike[str]) -> Users:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -159,7 +165,7 @@ def read_users_file(path: str | os.PathLike) -> Users:
     return parse_users(text, str(path))
 
 
-def write_users_file(path: str | os.PathLike, users: Mapping[str, Mapping[str, ScramCredential]]) -> None:
+def write_users_file(path: str | os.PathLike[str], users: Mapping[str, Mapping[str, ScramCredential]]) -> None:
     """Write atomically (temporary file, then rename), readable by the owner only."""
     path = Path(path)
     data = {"version": FILE_VERSION,

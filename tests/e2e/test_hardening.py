@@ -143,7 +143,7 @@ def test_a_client_that_pipelines_and_never_reads_stops_being_served(server) -> N
 
         def attacker_paused() -> bool:
             conns = [c for c in server.server.state.connections if c.peer.endswith(f":{attacker.getsockname()[1]}")]
-            return bool(conns) and conns[0]._read_paused and conns[0]._write_paused
+            return bool(conns) and conns[0].flow.reading_paused and conns[0].flow.writing_paused
 
         _wait(attacker_paused, 60)
         for cid in range(2, 7):

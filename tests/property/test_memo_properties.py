@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignors import ClusterView, ReplicaAssignorError, create_assignor, place
+from assignors import ClusterView, PlacementSpec, ReplicaAssignorError, create_assignor, place
 from assignors.default import DefaultReplicaAssignor
 from assignors.memo import MemoEntry, PlacementMemo
 from tests.property.invariants import check_placement
@@ -43,7 +43,7 @@ def test_same_answer_and_same_draws_as_place(request, repeats):
     for _ in range(repeats):
         ordinary_rng, memo_rng = random.Random(seed), random.Random(seed)
         expected = place(assignor, "t", partitions, rf, view, rng=ordinary_rng)
-        entry = memo.place(assignor, "t", partitions, rf, view, rng=memo_rng)
+        entry = memo.place(assignor, PlacementSpec("t", partitions, rf), view, rng=memo_rng)
         assert isinstance(entry, MemoEntry)
         assert entry.assignment == expected
         assert memo_rng.getstate() == ordinary_rng.getstate()
@@ -66,15 +66,15 @@ def test_no_answer_crosses_layouts(first, second):
     memo = PlacementMemo()
     for pairs in (pairs_a, pairs_b, pairs_a):
         view = _view(pairs)
-        entry = memo.place(assignor, None, partitions, rf, view, rng=random.Random(seed))
+        entry = memo.place(assignor, PlacementSpec(None, partitions, rf), view, rng=random.Random(seed))
         assert entry.assignment == place(assignor, None, partitions, rf, view, rng=random.Random(seed))
 
 
 def test_a_new_view_object_of_the_same_layout_hits():
     pairs = [(b, f"r{b % 3}") for b in range(6)]
     assignor, memo = DefaultReplicaAssignor(), PlacementMemo()
-    a = memo.place(assignor, "t", range(12), 3, _view(pairs), rng=random.Random(5))
-    b = memo.place(assignor, "t", range(12), 3, _view(list(reversed(pairs))), rng=random.Random(5))
+    a = memo.place(assignor, PlacementSpec("t", range(12), 3), _view(pairs), rng=random.Random(5))
+    b = memo.place(assignor, PlacementSpec("t", range(12), 3), _view(list(reversed(pairs))), rng=random.Random(5))
     assert a is b and memo.hits == 1
 
 
@@ -99,7 +99,7 @@ def test_declines_without_drawing(case):
         partitions = range(0)
     rng = random.Random(9)
     state = rng.getstate()
-    assert PlacementMemo().place(DefaultReplicaAssignor(), "t", partitions, rf, view, rng=rng) is None
+    assert PlacementMemo().place(DefaultReplicaAssignor(), PlacementSpec("t", partitions, rf), view, rng=rng) is None
     assert rng.getstate() == state
 
 
@@ -108,7 +108,7 @@ def test_other_assignors_are_not_memoized():
     for name in ("striped", "multi-level"):
         rng = random.Random(1)
         state = rng.getstate()
-        assert PlacementMemo().place(create_assignor(name), "t", range(12), 3, _view(pairs), rng=rng) is None
+        assert PlacementMemo().place(create_assignor(name), PlacementSpec("t", range(12), 3), _view(pairs), rng=rng) is None
         assert rng.getstate() == state
 
 
@@ -116,16 +116,16 @@ def test_bounds():
     pairs = [(b, None) for b in range(6)]
     assignor = DefaultReplicaAssignor()
     memo = PlacementMemo(max_entries=5, max_replicas=30)
-    assert memo.place(assignor, "t", range(11), 3, _view(pairs), rng=random.Random(0)) is None  # 33 > 30
+    assert memo.place(assignor, PlacementSpec("t", range(11), 3), _view(pairs), rng=random.Random(0)) is None  # 33 > 30
     for seed in range(40):
-        assert memo.place(assignor, "t", range(10), 3, _view(pairs), rng=random.Random(seed)) is not None
+        assert memo.place(assignor, PlacementSpec("t", range(10), 3), _view(pairs), rng=random.Random(seed)) is not None
         assert len(memo) <= 5
-    assert PlacementMemo(max_entries=0).place(assignor, "t", range(3), 1, _view(pairs),
+    assert PlacementMemo(max_entries=0).place(assignor, PlacementSpec("t", range(3), 1), _view(pairs),
                                               rng=random.Random(0)) is None
 
 
 def test_derived_data_is_made_once_per_key():
-    entry = PlacementMemo().place(DefaultReplicaAssignor(), "t", range(4), 2, _view([(b, None) for b in range(4)]),
+    entry = PlacementMemo().place(DefaultReplicaAssignor(), PlacementSpec("t", range(4), 2), _view([(b, None) for b in range(4)]),
                                   rng=random.Random(3))
     calls = []
 
@@ -149,5 +149,5 @@ class _BrokenDraws(DefaultReplicaAssignor):
 def test_a_wrong_memoized_answer_is_refused():
     memo = PlacementMemo()
     with pytest.raises(ReplicaAssignorError, match="duplicate broker"):
-        memo.place(_BrokenDraws(), "t", range(6), 3, _view([(b, None) for b in range(6)]), rng=random.Random(0))
+        memo.place(_BrokenDraws(), PlacementSpec("t", range(6), 3), _view([(b, None) for b in range(6)]), rng=random.Random(0))
     assert len(memo) == 0

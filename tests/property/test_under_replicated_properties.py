@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignors import BrokerMetadata, ClusterView, InvalidReplicationFactorError, place
+from assignors import BrokerMetadata, ClusterView, InvalidReplicationFactorError, PlacementSpec, place
 from assignors.default import DefaultReplicaAssignor
 from assignors.repair import repair
 from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
@@ -60,7 +60,7 @@ class Scenario:
 
     def place(self) -> dict[int, list[int]]:
         return place_under_replicated(
-            ASSIGNORS[self.assignor](), "t", range(self.partitions), self.rf, self.cluster,
+            ASSIGNORS[self.assignor](), PlacementSpec("t", range(self.partitions), self.rf), self.cluster,
             rng=random.Random(self.seed), enabled=self.enabled, min_insync_replicas=self.min_isr,
         )
 

@@ -1,6 +1,6 @@
 """Requests whose size would hold the event loop: checked without decoding (ApiVersions), and
 large CreateReplicaAssignment bodies decoded, interpreted, placed and encoded off the loop
-(``answer_detached``). Each fast path is checked against the plain one."""
+(``run`` of a job carrying the raw body). Each fast path is checked against the plain one."""
 
 from __future__ import annotations
 
@@ -11,17 +11,18 @@ import struct
 import pytest
 from structlog.testing import capture_logs
 
-from assignors import ANONYMOUS, ClusterView
+from assignors import ANONYMOUS, ClusterView, create_assignor, place
 from protocol.fast import encode_assignment_body
 from protocol.messages import ApiVersionsRequest, CreateReplicaAssignmentRequest, check_body, decode_body
 from protocol.structure import StructureError, peek_field
 from server.handlers import create_replica_assignment as handler
 from server.handlers.create_replica_assignment import (
-    answer_detached,
+    Outcome,
+    PlacementJob,
     hand_over,
     interpret,
-    place_detached,
     request_rng,
+    run,
 )
 from tests.servers import ServerThread, read_frame
 
@@ -85,19 +86,24 @@ def test_timeout_is_read_without_decoding(version: int) -> None:
 def test_a_raw_body_is_answered_as_a_decoded_one(version: int) -> None:
     body = _cra(version, entries=800 if version else 0)
     placement = interpret(decode_body(CRA, memoryview(body), version), version, VIEW, 1_000_000)
+    spec = placement.spec
     for seed in range(3):
-        args = ("default", version, VIEW, 1_000_000)
-        raw = answer_detached(args[0], body, *args[1:], hand_over(request_rng(seed, body)), ANONYMOUS, False, 1)
-        decoded = answer_detached(args[0], placement, *args[1:], hand_over(request_rng(seed, body)), ANONYMOUS,
-                                  False, 1)
-        plain = place_detached("default", placement, hand_over(request_rng(seed, body)), ANONYMOUS, False, 1)
-        assert raw == decoded == ("answer", encode_assignment_body(version, plain), len(plain))
+        raw = run(_job(body, version, hand_over(request_rng(seed, body))))
+        decoded = run(_job(placement, version, hand_over(request_rng(seed, body))))
+        plain = place(create_assignor("default"), spec.topic_name, spec.partitions, spec.replication_factor,
+                      placement.cluster, rng=hand_over(request_rng(seed, body)))
+        assert raw == decoded == Outcome(encode_assignment_body(version, plain), len(plain))
+
+
+def _job(request, version: int, rng: random.Random) -> PlacementJob:
+    return PlacementJob(request, version, VIEW, rng, ANONYMOUS, "default", 1_000_000, False, 1)
 
 
 def test_a_malformed_raw_body_comes_back_as_such() -> None:
     body = _cra(1, entries=10)[:-1] + b"\x02\x07\x01a\x07\x01b"  # a duplicate tag at the end
-    assert answer_detached("default", body, 1, VIEW, 1_000_000, hand_over(random.Random(1)), ANONYMOUS, False,
-                           1)[:3] == ("malformed", "tagged field 7 appears twice", len(body) - 3)
+    malformed = run(_job(body, 1, hand_over(random.Random(1)))).malformed
+    assert malformed is not None and (malformed.reason, malformed.offset) == ("tagged field 7 appears twice",
+                                                                              len(body) - 3)
 
 
 def _header(correlation_id: int) -> bytes:

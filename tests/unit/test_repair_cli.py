@@ -8,6 +8,7 @@ import random
 import pytest
 from structlog.testing import capture_logs
 
+from assignors import PlacementSpec
 from assignors.default import DefaultReplicaAssignor
 from assignors.repair import NO_RACK, Replacement, expected_back, rack_levels, repair
 from assignors.snapshot import ClusterSnapshot
@@ -202,7 +203,7 @@ async def test_rolling_restart_then_repair(cli, tmp_path):
         path.write_text(json.dumps({"brokers": brokers}))
         assert await source.refresh()
     created = place_under_replicated(
-        DefaultReplicaAssignor(), "orders", range(6), 3, source.view(), rng=random.Random(5),
+        DefaultReplicaAssignor(), PlacementSpec("orders", range(6), 3), source.view(), rng=random.Random(5),
         enabled=True, min_insync_replicas=2)
     assert all(sorted(r) == [-1, 0, 1] for r in created.values())
 

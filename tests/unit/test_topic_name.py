@@ -52,7 +52,7 @@ def test_the_request_reader_checks_the_name_first_and_lets_null_through():
         interpret(bad, 1, VIEW, 100)
     null = CreateReplicaAssignmentRequest(version=1, num_partitions=3, replication_factor=2, node_id=[],
                                           topic_name=None, current_assignment=[], timeout_ms=1000)
-    assert interpret(null, 1, VIEW, 100).topic is None
+    assert interpret(null, 1, VIEW, 100).spec.topic_name == ""  # placed under no name
     v0 = CreateReplicaAssignmentRequest(version=0, num_partitions=3, replication_factor=2, node_id=[],
                                         timeout_ms=1000)
-    assert interpret(v0, 0, VIEW, 100).topic is None
+    assert interpret(v0, 0, VIEW, 100).spec.topic_name == ""

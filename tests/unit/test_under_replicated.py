@@ -11,6 +11,7 @@ from assignors import (
     ClusterView,
     InvalidPartitionsError,
     InvalidReplicationFactorError,
+    PlacementSpec,
     ReplicaAssignor,
     ReplicaAssignorError,
     place,
@@ -45,7 +46,7 @@ def three_zones(offline: int = 1) -> ClusterView:
 
 
 def under(assignor, partitions, rf, cluster, *, enabled=True, min_isr=1, seed=7, topic="t"):
-    return place_under_replicated(assignor, topic, partitions, rf, cluster, rng=random.Random(seed),
+    return place_under_replicated(assignor, PlacementSpec(topic, partitions, rf), cluster, rng=random.Random(seed),
                                   enabled=enabled, min_insync_replicas=min_isr)
 
 

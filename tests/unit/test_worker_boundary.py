@@ -1,7 +1,7 @@
-"""The worker boundary (server.isolation, the CreateReplicaAssignment handler): a placement off
-the event loop is a call of plain values (``place_detached``) that gives, for the same random
-state, the answer the inline path gives; handing a generator over is explicit and never a side
-effect of pickling."""
+"""The worker boundary (server.isolation, the CreateReplicaAssignment handler): a placement is
+one job of plain values (``PlacementJob``) and one ``run(job) -> Outcome``, which gives, for the
+same random state, the same answer inline, across pickling and in a worker process; handing a
+generator over is explicit and never a side effect of pickling."""
 
 from __future__ import annotations
 
@@ -12,16 +12,17 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 
 import pytest
 
-from assignors import ANONYMOUS, ClusterView, ReplicaAssignor, create_assignor
+from assignors import ANONYMOUS, ClusterView, PlacementSpec, ReplicaAssignor, create_assignor
 from assignors.default import DefaultReplicaAssignor
-from assignors.memo import MemoEntry, MemoizableAssignor, PlacementMemo
+from assignors.memo import MemoizableAssignor, PlacementMemo
 from server.config import load_config
 from server.handlers.create_replica_assignment import (
+    Outcome,
     Placement,
-    compute,
+    PlacementJob,
     hand_over,
-    place_detached,
     request_rng,
+    run,
 )
 from server.isolation import AssignorPool, _dumps, worker_assignor
 from server.state import ServerState
@@ -67,19 +68,28 @@ def _state(assignor_name: str = "default", executor: Executor | None = None,
                        executor=executor or ThreadPoolExecutor(max_workers=1), advertised=config.listeners[0])
 
 
+def _placement(topic: str | None, partitions: range, rf: int, cluster: ClusterView, force_simple: bool) -> Placement:
+    return Placement(PlacementSpec(topic, partitions, rf), cluster, force_simple, 30_000)
+
+
 PLACEMENTS = {
-    "new topic": Placement(None, range(12), 3, RACKED, False, 30_000),
-    "forced simple": Placement("t", range(7), 2, RACKED, True, 30_000),
-    "no racks": Placement("t", range(40), 3, PLAIN, False, 30_000),
-    "continued topic": Placement("t", range(4, 9), 3, RACKED.with_assignment("t", {p: [p % 6, (p + 1) % 6, (p + 2) % 6]
-                                                                                   for p in range(4)}), False, 30_000),
-    "raised rf": Placement("t", range(3), 3, RACKED.with_assignment("t", {p: [p, p + 3] for p in range(3)}),
-                           False, 30_000),
+    "new topic": _placement(None, range(12), 3, RACKED, False),
+    "forced simple": _placement("t", range(7), 2, RACKED, True),
+    "no racks": _placement("t", range(40), 3, PLAIN, False),
+    "continued topic": _placement("t", range(4, 9), 3, RACKED.with_assignment(
+        "t", {p: [p % 6, (p + 1) % 6, (p + 2) % 6] for p in range(4)}), False),
+    "raised rf": _placement("t", range(3), 3, RACKED.with_assignment("t", {p: [p, p + 3] for p in range(3)}), False),
 }
 
 
-def _plain(result: Mapping[int, Sequence[int]] | MemoEntry) -> dict[int, list[int]]:
-    return {p: list(r) for p, r in (result.assignment if isinstance(result, MemoEntry) else result).items()}
+def _job(placement: Placement, rng: random.Random, principal: str = ANONYMOUS,
+         assignor_name: str = "default") -> PlacementJob:
+    return PlacementJob(placement, 1, None, rng, principal, assignor_name, 1_000_000, False, 1)
+
+
+def _inline(state: ServerState, placement: Placement, rng: random.Random, principal: str = ANONYMOUS) -> Outcome:
+    """What the handler runs on the event loop: the server's assignor and memo."""
+    return run(_job(placement, rng, principal, state.assignor_name), state.assignor, state.memo)
 
 
 def test_pickling_never_touches_a_generator():
@@ -95,10 +105,9 @@ def test_pickling_never_touches_a_generator():
 def test_hand_over_continues_exactly_and_moves_the_generator_on():
     rng, twin = random.Random(3), random.Random(3)
     handed = hand_over(rng)
-    continued = random.Random()
-    continued.setstate(handed)
-    assert [continued.random() for _ in range(5)] == [twin.random() for _ in range(5)]
-    assert hand_over(rng) != handed  # a shared generator never hands out the same draws twice
+    again = hand_over(rng)
+    assert [handed.random() for _ in range(5)] == [twin.random() for _ in range(5)]
+    assert again.getstate() != handed.getstate()  # a shared generator never hands out the same draws twice
 
 
 @pytest.mark.parametrize("name", sorted(PLACEMENTS))
@@ -107,11 +116,11 @@ def test_detached_placement_across_pickling_equals_the_inline_one(name, assignor
     placement = PLACEMENTS[name]
     state = _state(assignor_name)
     for seed in range(5):
-        inline = compute(state, placement, request_rng(seed, b"body"), "User:alice")
-        call = (place_detached, (assignor_name, placement, hand_over(request_rng(seed, b"body")), "User:alice",
-                                 False, 1), {})
+        inline = _inline(state, placement, request_rng(seed, b"body"), "User:alice")
+        assert inline.error is None and inline.partitions == len(placement.spec.partitions)
+        call = (run, (_job(placement, hand_over(request_rng(seed, b"body")), "User:alice", assignor_name),), {})
         fn, args, kwargs = pickle.loads(_dumps(call))
-        assert fn(*args, **kwargs) == _plain(inline)
+        assert fn(*args, **kwargs) == inline
 
 
 def test_a_worker_process_answers_as_the_event_loop_does():
@@ -121,9 +130,8 @@ def test_a_worker_process_answers_as_the_event_loop_does():
     try:
         pool.start()
         for seed in range(3):
-            state = hand_over(request_rng(seed, b"x"))
-            answer = pool.submit(place_detached, "default", placement, state, ANONYMOUS, False, 1).result(30)
-            assert answer == _plain(compute(_state(), placement, request_rng(seed, b"x")))
+            answer = pool.submit(run, _job(placement, hand_over(request_rng(seed, b"x")))).result(30)
+            assert answer == _inline(_state(), placement, request_rng(seed, b"x"))
     finally:
         pool.shutdown()
 
@@ -141,9 +149,8 @@ def test_a_one_method_plugin_is_placed_and_never_asked_to_draw():
     state = _state(assignor=plugin)
     assert state.memo is not None
     placement = PLACEMENTS["new topic"]
-    inline = compute(state, placement, random.Random(11))
-    assert type(inline) is dict
-    assert inline == _plain(compute(_state(), placement, random.Random(11)))
+    inline = _inline(state, placement, random.Random(11))
+    assert inline == _inline(_state(), placement, random.Random(11)) and inline.error is None
     assert len(state.memo) == 0
 
 
@@ -160,5 +167,5 @@ class _Forgetful(ReplicaAssignor, MemoizableAssignor):
 def test_a_forgotten_capability_declines_without_drawing():
     rng = random.Random(5)
     before = rng.getstate()
-    assert PlacementMemo().place(_Forgetful(), "t", range(6), 3, RACKED, rng=rng) is None
+    assert PlacementMemo().place(_Forgetful(), PlacementSpec("t", range(6), 3), RACKED, rng=rng) is None
     assert rng.getstate() == before

@@ -1,0 +1,104 @@
+"""Flow control of one connection: when it reads, and its share of the request-memory budget.
+
+A connection stops reading its socket (the kernel's buffers, then TCP, push back on the
+client) while any of these holds:
+
+- the connection says it is busy (an authentication step running, a failed authentication
+  being answered, frames left for its next turn, ``max.inflight.requests.per.connection``
+  answers pending): the argument of :meth:`FlowControl.update`;
+- the peer does not read its answers (the transport's write buffer is over its high-water
+  mark: ``pause_writing``);
+- the frame being read waits for its bytes in ``queued.max.request.bytes``
+  (:class:`server.request_memory.RequestMemory`, shared by every connection).
+
+It resumes as soon as none holds. The connection's buffer and the whole of a frame whose
+size is read but not its body are counted in the shared budget; everything is given back
+when the connection closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import Callable
+
+from .request_memory import RequestMemory
+
+_LEN = struct.Struct(">i")
+
+
+class FlowControl:
+    """Pauses and resumes reading one transport; reserves and releases its request bytes."""
+
+    __slots__ = ("_transport", "_memory", "_on_granted", "reading_paused", "writing_paused", "charged",
+                 "memory_wait")
+
+    def __init__(self, memory: RequestMemory, on_granted: Callable[[], None]) -> None:
+        self._transport: asyncio.BaseTransport | None = None
+        self._memory = memory
+        self._on_granted = on_granted  # the connection re-evaluates whether it reads
+        self.reading_paused = False
+        self.writing_paused = False  # the peer does not read what it is sent
+        self.charged = 0  # bytes of the buffer and of the frame being read, counted in the budget
+        self.memory_wait = False  # waiting for the budget to reserve the frame being read
+
+    def attach(self, transport: asyncio.BaseTransport) -> None:
+        """The transport to pause (the TLS layer's after the handshake)."""
+        self._transport = transport
+
+    def update(self, busy: bool) -> None:
+        """Read, or not: paused while the connection is ``busy``, the peer does not read, or memory is short."""
+        transport = self._transport
+        if transport is None:
+            return
+        pause = busy or self.writing_paused or self.memory_wait
+        if pause and not self.reading_paused:
+            self.reading_paused = True
+            transport.pause_reading()  # type: ignore[attr-defined]  # a read transport
+        elif not pause and self.reading_paused:
+            self.reading_paused = False
+            transport.resume_reading()  # type: ignore[attr-defined]
+
+    # -- the request-memory budget -------------------------------------------------------
+    def received(self, buffered: int) -> None:
+        """The buffer holds ``buffered`` bytes: past what was reserved, they are in memory already and
+        counted as they are."""
+        over = buffered - self.charged
+        if over > 0:
+            self.charged += over
+            self._memory.charge(over)
+
+    def account(self, buf: bytearray, max_frame: int) -> bool:
+        """Count ``buf`` and the whole of the frame it starts (when its size is known and allowed),
+        reserved before its body is read. True when the reservation must wait: pause reading."""
+        need = len(buf)
+        if need >= 4:
+            (size,) = _LEN.unpack_from(buf, 0)
+            if 0 <= size <= max_frame:
+                need = max(need, 4 + size)
+        delta = need - self.charged
+        if delta < 0:
+            self.charged = need
+            self._memory.release(-delta)
+        elif delta > 0 and not self.memory_wait:
+            if self._memory.reserve(self, delta, self.charged):
+                self.charged = need
+            else:
+                self.memory_wait = True
+                return True
+        return False
+
+    def memory_granted(self, n: int) -> None:
+        """:class:`server.request_memory.MemoryWaiter`: the frame being read has its bytes; read on."""
+        self.charged += n
+        self.memory_wait = False
+        self._on_granted()
+
+    def release(self) -> None:
+        """The connection is gone: give back everything it holds or waits for."""
+        if self.memory_wait:
+            self.memory_wait = False
+            self._memory.cancel(self)
+        if self.charged:
+            charged, self.charged = self.charged, 0
+            self._memory.release(charged)
