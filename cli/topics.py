@@ -38,6 +38,7 @@ from .common import (
     reassignment_json,
     security_options,
 )
+from .probe import explain_topics_failure
 
 CLIENT_ID = "replica-assignor-topics"
 
@@ -146,7 +147,7 @@ def run_create(args: argparse.Namespace) -> int:
               f"{len(assignment[0])}, on {args.bootstrap_server}", file=sys.stderr)
         return 0
     except Exception as exc:
-        return fail(prog, _one_line(exc))
+        return fail(prog, _one_line(explain_topics_failure(exc, args)))
 
 
 def check_created(topic: str, assignment: Mapping[int, list[int]], answer: Mapping[str, Any]) -> None:
@@ -211,7 +212,7 @@ def run_add(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 0
     except Exception as exc:
-        return fail(prog, _one_line(exc))
+        return fail(prog, _one_line(explain_topics_failure(exc, args)))
 
 
 def new_partitions(answer: Mapping[int, list[int]], current: Mapping[int, list[int]], total: int,
