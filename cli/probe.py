@@ -39,6 +39,8 @@ def probe(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
             client.metadata_brokers()  # ApiVersions, then Metadata
         except NotAReplicaAssignorError:
             return KAFKA  # it answered ApiVersions like a Kafka broker
+        except kafka_errors.KafkaTimeoutError:
+            return None  # silent: neither a TLS nor a SASL listener (both answer at once)
         except (kafka_errors.KafkaError, OSError):
             if client.api_version is not None:
                 return SASL  # ApiVersions answered, Metadata refused: it waits for SASL first
@@ -96,13 +98,14 @@ def worth_probing(exc: BaseException) -> bool:
 
     if isinstance(exc, CommandError) and exit_code(exc) == EXIT_USAGE:
         return False
-    if isinstance(exc, (kafka_errors.KafkaConnectionError, kafka_errors.KafkaTimeoutError,
-                        kafka_errors.IncompatibleBrokerVersion, kafka_errors.UnrecognizedBrokerVersion,
-                        ConnectionError, TimeoutError)):
-        return True
     text = str(exc).lower()
+    if isinstance(exc, (kafka_errors.KafkaTimeoutError, TimeoutError)) or "within" in text:
+        return False  # a silent server: asking again would only wait again (TLS and SASL listeners answer)
+    if isinstance(exc, (kafka_errors.KafkaConnectionError, kafka_errors.IncompatibleBrokerVersion,
+                        kafka_errors.UnrecognizedBrokerVersion, ConnectionError)):
+        return True
     if isinstance(exc, (ClusterReadError, CommandError, kafka_errors.KafkaError)):
-        return any(word in text for word in ("closed the connection", "timed out", "timeout", "within",
+        return any(word in text for word in ("closed the connection", "timed out", "timeout",
                                               "incompatiblebrokerversion", "cannot connect",
                                               "nobrokersavailable", "unrecognizedbrokerversion"))
     return False
