@@ -106,10 +106,24 @@ Algorithm
     ends. A raised replication factor keeps the leaders; the exact round keeps every level
     within one whenever any choice of added replicas can.
 
-    *Unbalanced trees* keep the first two and: siblings of equal size within one (brokers
-    of one rack in particular); siblings of different sizes each get the same share while
-    none runs out of brokers for a partition (a level is a set of failure domains, treated
-    alike, as Kafka treats racks, so brokers of a smaller domain carry more); leaders per
+    *Unbalanced trees* (the proportional rule, :data:`MultiLevelRackAssignor.proportional`).
+    Above the racks, the key is ``(p, fresh, t per alive broker, rank)``: the partition is
+    water-filled over the children as before (diversity first); on a tie, the child in
+    which the replica reaches a subtree the partition does not use yet at the highest level
+    (``fresh``: 1 for an unused child, 2 for an unused grandchild, ...), so a data centre
+    with a second rack free beats one with a single rack; then the fewest topic replicas
+    per alive broker, so siblings share replicas in proportion to their brokers and brokers
+    stay within one wherever diversity leaves the choice. On a balanced tree every
+    sibling is alike and the key is the ring's, so the answers are exactly the literal
+    ring's (which ``multi-level-ring`` keeps on every tree: each child of a node the same
+    share, so brokers of a smaller domain carry more). The plain ring sequence is not used
+    under the proportional rule (the heap and a linear scan per node above the racks are).
+    Example: racks ``/dc1/zone-a/rack-0`` (4 brokers), ``/dc1/zone-b/rack-2`` (3),
+    ``/dc2/zone-a/rack-1`` (4), RF 3, 12 partitions: the ring gives each data centre 18
+    replicas, so 6 partitions put two replicas in dc2's one rack and its brokers carry
+    4-5 against 2-3; the rule puts one replica in each rack (dc1's second zone is fresh),
+    brokers 3 or 4 each. The guarantees below hold for both rules: siblings of equal size
+    within one (brokers of one rack in particular); leaders per
     broker as even as the replica sets allow, sibling subtrees evened by repair (2) where
     the brokers allow (brokers win: 100 leaderships per broker on data centres of 336, 332
     and 332 brokers leave them 400 apart). Raising the replication factor there promises the
@@ -138,6 +152,7 @@ Example
 from __future__ import annotations
 
 import heapq
+import math
 import random
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -151,6 +166,7 @@ from .model import Assignment, BrokerMetadata, ClusterView
 
 __all__ = [
     "MultiLevelRackAssignor",
+    "MultiLevelRingAssignor",
     "RackPath",
     "assign",
     "format_rack",
@@ -311,16 +327,17 @@ class _Rings:
     """The count rule: subtree counts ``t``, the rings and a heap per node.
 
     ``ring[n]`` lists the children of ``n`` from the ring's offset on, so a child's rank is
-    its index there. ``heaps[n]`` holds ``t * k + rank`` for the ``k`` children, so its
-    smallest entry is the child with the smallest ``(t, rank)``; an entry whose ``t`` is no
+    its index there. ``heaps[n]`` holds ``t * weight * k + rank`` for the ``k`` children
+    (``weight`` is 1 but under a node of the proportional rule), so its smallest entry is the
+    child with the smallest ``(t, rank)`` (``(t per broker, rank)``); an entry whose ``t`` is no
     longer the child's is stale and dropped when met. ``p`` counts the replicas of the
     partition being placed, per node.
     """
 
-    __slots__ = ("fenced", "heaps", "p", "rank", "ring", "t", "tree")
+    __slots__ = ("fenced", "heaps", "p", "rank", "ring", "t", "tree", "uneven", "weight")
 
     def __init__(self, tree: _Tree, ring: Sequence[list[int] | None], counts: Sequence[int],
-                 fenced: frozenset[int]) -> None:
+                 fenced: frozenset[int], *, proportional: bool = True) -> None:
         self.tree = tree
         self.ring = ring
         self.fenced = fenced
@@ -330,6 +347,17 @@ class _Rings:
             if kids is not None:
                 for r, child in enumerate(kids):
                     self.rank[child] = r
+        # the proportional rule (an unbalanced tree, above the racks): the key is
+        # ``(p, fresh, t per broker, rank)``; ``t`` per broker compared exactly as
+        # ``t * weight`` with ``weight = lcm(sizes) / size``
+        self.weight = [1] * len(counts)
+        self.uneven = [False] * len(counts)
+        for node in _proportional_nodes(tree) if proportional else ():
+            kids = cast("list[int]", tree.children[node])
+            common = math.lcm(*(tree.cap[c] for c in kids))
+            self.uneven[node] = True
+            for child in kids:
+                self.weight[child] = common // tree.cap[child]
         self.reset(counts)
 
     def reset(self, counts: Sequence[int]) -> None:
@@ -339,7 +367,7 @@ class _Rings:
         for node, kids in enumerate(self.ring):
             if kids is not None:
                 k = len(kids)
-                heap = [self.t[c] * k + r for r, c in enumerate(kids)]
+                heap = [self.t[c] * self.weight[c] * k + r for r, c in enumerate(kids)]
                 heapq.heapify(heap)
                 self.heaps[node] = heap
 
@@ -361,7 +389,7 @@ class _Rings:
 
     def walk(self) -> int:
         """Place one replica of the current partition; return its broker's node."""
-        ring, cap, t, p, heaps = self.ring, self.tree.cap, self.t, self.p, self.heaps
+        ring, cap, t, p, heaps, weight = self.ring, self.tree.cap, self.t, self.p, self.heaps, self.weight
         heappop, heappush = heapq.heappop, heapq.heappush
         node = 0
         kids = ring[0]
@@ -374,7 +402,7 @@ class _Rings:
                 while True:
                     entry = heap[0]
                     child = kids[entry % k]
-                    if t[child] != entry // k:
+                    if t[child] * weight[child] != entry // k:
                         heappop(heap)
                     elif p[child]:
                         if skipped is None:
@@ -382,13 +410,13 @@ class _Rings:
                         skipped.append(heappop(heap))
                     else:
                         break
-                heapq.heapreplace(heap, entry + k)
+                heapq.heapreplace(heap, entry + weight[child] * k)
                 if skipped:
                     for entry in skipped:
                         heappush(heap, entry)
             else:
                 child = self._smallest(kids, lambda c: p[c] < cap[c])
-                heappush(heap, (t[child] + 1) * k + self.rank[child])
+                heappush(heap, (t[child] + 1) * weight[child] * k + self.rank[child])
             p[node] += 1
             t[node] += 1
             node = child
@@ -398,15 +426,30 @@ class _Rings:
         return node
 
     def _smallest(self, kids: list[int], free: Callable[[int], bool]) -> int:
-        """The free child with the smallest ``(p, t, rank)``, or -1 (a linear scan)."""
-        p, t = self.p, self.t
+        """The free child with the smallest ``(p, t, rank)``, or -1 (a linear scan); under a
+        node of the proportional rule, the smallest ``(p, fresh, t per broker, rank)``."""
+        p, t, weight = self.p, self.t, self.weight
+        proportional = self.uneven[self.tree.parent[kids[0]]]
         best_key, best = None, -1
         for r, child in enumerate(kids):
             if free(child):
-                key = (p[child], t[child], r)
+                fresh = self._fresh(child) if proportional and p[child] else 0
+                key = (p[child], fresh, t[child] * weight[child], r)
                 if best_key is None or key < best_key:
                     best_key, best = key, child
         return best
+
+    def _fresh(self, node: int) -> int:
+        """How many levels below ``node`` (which holds some of the partition) the shallowest
+        subtree holding none of it starts: 1 when a child is unused, 2 when a grandchild is,
+        ...; a large number when only brokers are left (a used broker is never fresh)."""
+        children, p = self.tree.children, self.p
+        kids = children[node]
+        if kids is None:
+            return _NEVER
+        if p[node] < len(kids) or any(not p[c] for c in kids):
+            return 1
+        return 1 + min(self._fresh(c) for c in kids)
 
     def swap_for_unfenced(self, placed: list[int]) -> None:
         """Replace one of ``placed`` (all fenced) by an unfenced broker, as close as possible.
@@ -445,7 +488,7 @@ class _Rings:
                 step += 1
             else:
                 child = self._smallest(kids, free)
-            heapq.heappush(heaps[node], (t[child] + 1) * len(kids) + rank[child])
+            heapq.heappush(heaps[node], (t[child] + 1) * self.weight[child] * len(kids) + rank[child])
             p[node] += 1
             t[node] += 1
             node = child
@@ -463,8 +506,22 @@ class _Rings:
             t[node] -= 1
             up = tree.parent[node]
             if up >= 0:
-                heapq.heappush(heaps[up], t[node] * len(cast("list[int]", self.ring[up])) + self.rank[node])
+                k = len(cast("list[int]", self.ring[up]))
+                heapq.heappush(heaps[up], t[node] * self.weight[node] * k + self.rank[node])
             node = up
+
+
+_NEVER = 1 << 30
+""":meth:`_Rings._fresh` of a subtree in which nothing is fresh."""
+
+
+def _proportional_nodes(tree: _Tree) -> list[int]:
+    """Where the proportional rule applies: in an unbalanced tree, the nodes above the racks
+    (in a balanced tree it gives the literal ring's answers; a rack's children are brokers of
+    one size each, so its ring is the rule)."""
+    if tree.balanced():
+        return []
+    return [node for node in tree.inner_nodes() if tree.children[cast("list[int]", tree.children[node])[0]] is not None]
 
 
 def _ring_offset(counts: Sequence[int]) -> int | None:
@@ -801,6 +858,9 @@ class MultiLevelRackAssignor(ReplicaAssignor):
     """KIP-879's multi-level rack-aware placement; see the module docstring."""
 
     name = "multi-level"
+    #: siblings of different sizes share replicas in proportion to their brokers (False: the
+    #: literal ring of KIP-879's seed, every sibling the same share)
+    proportional = True
 
     def assign_replicas_to_brokers(
         self,
@@ -812,14 +872,27 @@ class MultiLevelRackAssignor(ReplicaAssignor):
         *,
         rng: random.Random,
     ) -> Assignment:
-        return assign(topic_name, partitions, replication_factor, cluster, rng)
+        return assign(topic_name, partitions, replication_factor, cluster, rng,
+                      proportional=self.proportional)
+
+
+class MultiLevelRingAssignor(MultiLevelRackAssignor):
+    """The multi-level assignor with KIP-879's literal ring on uneven trees: every child of a
+    node gets the same share of replicas whatever its size (brokers of a smaller data centre
+    carry more). Identical to ``multi-level`` on balanced trees."""
+
+    name = "multi-level-ring"
+    proportional = False
 
 
 def assign(topic_name: str | None, partitions: Sequence[int], replication_factor: int,
-           cluster: ClusterView, rng: random.Random, *, ring_walk: bool = True) -> Assignment:
+           cluster: ClusterView, rng: random.Random, *, ring_walk: bool = True,
+           proportional: bool = True) -> Assignment:
     """The assignor as a function. ``ring_walk=False`` always uses the count rule (for tests
-    that check the plain ring walk gives the same answer where it is used). The request is
-    valid (:func:`assignors.validate.check_request`, run once by :func:`assignors.base.place`)."""
+    that check the plain ring walk gives the same answer where it is used);
+    ``proportional=False`` compares siblings of different sizes by their replica counts (the
+    literal ring) instead of per broker. The request is valid
+    (:func:`assignors.validate.check_request`, run once by :func:`assignors.base.place`)."""
     requested = sorted(set(partitions))
     tree = _Tree(rack_paths(cluster.brokers))
     current = cluster.topic_assignment(topic_name)
@@ -835,7 +908,7 @@ def assign(topic_name: str | None, partitions: Sequence[int], replication_factor
     # 1. replication factor raised: one more replica per partition and round
     grown = {p: list(current[p]) for p in requested if p in current}
     if any(len(r) < replication_factor for r in grown.values()):
-        counts = _grow(tree, draws, counts, current, grown, replication_factor, fenced)
+        counts = _grow(tree, draws, counts, current, grown, replication_factor, fenced, proportional)
     out: Assignment = dict(grown)
     if not new_ids:
         return {p: out[p] for p in requested}
@@ -844,14 +917,15 @@ def assign(topic_name: str | None, partitions: Sequence[int], replication_factor
     ring = _rings(tree, draws, counts, {**current, **grown})
     led = tree.counts([r[0]] for r in current.values() if r)
     order_of = _leader_keys(tree)
-    pointers = _ring_pointers(tree, ring, counts, replication_factor) if ring_walk and not fenced else None
+    literal = ring_walk and not fenced and not (proportional and _proportional_nodes(tree))
+    pointers = _ring_pointers(tree, ring, counts, replication_factor) if literal else None
     if pointers is not None:
         sequence = _ring_sequence(tree, ring, pointers, len(new_ids) * replication_factor)
         orders = [sequence[i:i + replication_factor] for i in range(0, len(sequence), replication_factor)]
         leader_of = _ring_leaders(tree, orders, led, order_of)
     else:
         orders, leader_of = _walk_new(tree, ring, counts, fenced, len(new_ids), replication_factor,
-                                      led, order_of)
+                                      led, order_of, proportional)
     leader_of = _even_out_leaders(tree, current, orders, leader_of, led, order_of, fenced)
     for p, chosen, best in zip(new_ids, orders, leader_of, strict=True):
         if chosen[0] != best:
@@ -862,11 +936,12 @@ def assign(topic_name: str | None, partitions: Sequence[int], replication_factor
 
 
 def _grow(tree: _Tree, draws: Mapping[int, int], counts: list[int], current: Mapping[int, Sequence[int]],
-          grown: dict[int, list[int]], replication_factor: int, fenced: frozenset[int]) -> list[int]:
+          grown: dict[int, list[int]], replication_factor: int, fenced: frozenset[int],
+          proportional: bool) -> list[int]:
     """Raise ``grown``'s partitions to ``replication_factor`` in place, one replica per partition
     and round (evened out per round where the bounds are known); the node counts after it."""
     node_of, broker_of = tree.node_of_broker, tree.broker
-    rings = _Rings(tree, _rings(tree, draws, counts, current), counts, fenced)
+    rings = _Rings(tree, _rings(tree, draws, counts, current), counts, fenced, proportional=proportional)
     while True:
         short = [p for p in grown if len(grown[p]) < replication_factor]
         if not short:
@@ -926,11 +1001,12 @@ def _ring_leaders(tree: _Tree, orders: Sequence[list[int]], led: list[int],
 
 
 def _walk_new(tree: _Tree, ring: list[list[int] | None], counts: list[int], fenced: frozenset[int], n: int,
-              rf: int, led: list[int], order_of: Mapping[int, list[int]]) -> tuple[list[list[int]], list[int]]:
+              rf: int, led: list[int], order_of: Mapping[int, list[int]],
+              proportional: bool) -> tuple[list[list[int]], list[int]]:
     """The plain ring walk for ``n`` new partitions (fenced brokers never lead): their replicas
     and leaders; ``led`` is updated."""
     broker_of = tree.broker
-    rings = _Rings(tree, ring, counts, fenced)
+    rings = _Rings(tree, ring, counts, fenced, proportional=proportional)
     orders: list[list[int]] = []
     leader_of: list[int] = []
     for _ in range(n):

@@ -18,6 +18,7 @@ REGISTERED: dict[str, str] = {
     "default": "assignors.default.DefaultReplicaAssignor",
     "striped": "assignors.striped.StripedReplicaAssignor",
     "multi-level": "assignors.multi_level.MultiLevelRackAssignor",
+    "multi-level-ring": "assignors.multi_level.MultiLevelRingAssignor",
 }
 
 

@@ -10,7 +10,8 @@
 Only ``brokers[].id`` and, for partitions, ``topic``, ``partition`` and ``replicas`` are
 required. ``size_bytes`` (a partition's log size on one replica) and ``capacity_bytes`` (a
 broker's disk) are integers >= 0 when given. The first replica is the preferred leader. Negative replica ids are KIP-409
-placeholders; replica ids missing from ``brokers`` are unknown (dead) brokers.
+placeholders; replica ids missing from ``brokers`` are unknown (dead) brokers. Broker and
+replica ids are Kafka's int32; a ``leader`` is one of the replicas, or -1 (none).
 Parsing is pure: callers read the file and hand over the decoded JSON.
 """
 
@@ -31,6 +32,10 @@ from .model import BrokerMetadata, ClusterView
 
 class SnapshotError(ValueError):
     """The snapshot does not follow the documented format; the message says where."""
+
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+NO_LEADER = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +124,10 @@ class ClusterSnapshot:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise SnapshotError(f"not valid JSON: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise SnapshotError(f"not valid JSON: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        except RecursionError:
+            raise SnapshotError("not usable JSON: nested too deeply") from None
         return cls.from_dict(data)
 
     def to_dict(self) -> dict[str, Any]:
@@ -149,8 +158,21 @@ class ClusterSnapshot:
 
 def _int(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise SnapshotError(f"{where} must be an integer, got {value!r}")
+        raise SnapshotError(f"{where} must be an integer, got {_short(value)}")
     return value
+
+
+def _int32(value: Any, where: str) -> int:
+    number = _int(value, where)
+    if not INT32_MIN <= number <= INT32_MAX:
+        raise SnapshotError(f"{where} must be a 32-bit integer (Kafka's ids are int32), got {number}")
+    return number
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to 80 characters: an error message does not grow with the input."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _bytes(value: Any, where: str) -> int:
@@ -166,20 +188,20 @@ def _broker(i: int, b: Any) -> BrokerEntry:
         raise SnapshotError(f"{where} must be an object")
     if "id" not in b:
         raise SnapshotError(f"{where} has no 'id'")
-    bid = _int(b["id"], f"{where}.id")
+    bid = _int32(b["id"], f"{where}.id")
     if bid < 0:
         raise SnapshotError(f"{where}.id must be >= 0, got {bid}")
     rack = b.get("rack")
     if rack is not None and not isinstance(rack, str):
-        raise SnapshotError(f"{where}.rack must be a string or null, got {rack!r}")
+        raise SnapshotError(f"{where}.rack must be a string or null, got {_short(rack)}")
     if rack == "":
         rack = None
     alive = b.get("alive", True)
     if not isinstance(alive, bool):
-        raise SnapshotError(f"{where}.alive must be true or false, got {alive!r}")
+        raise SnapshotError(f"{where}.alive must be true or false, got {_short(alive)}")
     host = b.get("host")
     if host is not None and not isinstance(host, str):
-        raise SnapshotError(f"{where}.host must be a string, got {host!r}")
+        raise SnapshotError(f"{where}.host must be a string, got {_short(host)}")
     port = b.get("port")
     if port is not None:
         port = _int(port, f"{where}.port")
@@ -199,18 +221,21 @@ def _partition(i: int, p: Any) -> PartitionEntry:
     topic = p["topic"]
     if not isinstance(topic, str) or not topic:
         raise SnapshotError(f"{where}.topic must be a non-empty string")
-    part = _int(p["partition"], f"{where}.partition")
+    part = _int32(p["partition"], f"{where}.partition")
     if part < 0:
         raise SnapshotError(f"{where}.partition must be >= 0")
     reps = p["replicas"]
     if not isinstance(reps, list) or not reps:
         raise SnapshotError(f"{where}.replicas must be a non-empty list")
-    replicas = tuple(_int(r, f"{where}.replicas[]") for r in reps)
+    replicas = tuple(_int32(r, f"{where}.replicas[]") for r in reps)
     if len(set(replicas)) != len(replicas):
         raise SnapshotError(f"{where} ({topic}-{part}) lists a broker twice: {list(replicas)}")
     leader = p.get("leader")
     if leader is not None:
         leader = _int(leader, f"{where}.leader")
+        if leader != NO_LEADER and leader not in replicas:
+            raise SnapshotError(f"{where} ({topic}-{part}): leader {leader} is not one of its replicas "
+                                f"{list(replicas)[:10]} (use -1 for no leader)")
     isr = p.get("isr")
     if isr is not None:
         if not isinstance(isr, list):
@@ -292,6 +317,8 @@ def _partitions_in_bulk(raw: list[Any]) -> tuple[PartitionEntry, ...] | None:
         return None
     if set(map(type, chain.from_iterable(reps))) != {int}:
         return None
+    if min(map(min, reps)) < INT32_MIN or max(map(max, reps)) > INT32_MAX:
+        return None
     if sum(map(len, map(set, reps))) != sum(map(len, reps)):
         return None
     # optional: leader an int or null, size_bytes an int >= 0 or null (``filter`` drops the
@@ -309,6 +336,9 @@ def _partitions_in_bulk(raw: list[Any]) -> tuple[PartitionEntry, ...] | None:
         if not set(map(type, leaders)) <= _INT_OR_NONE or not set(map(type, sizes)) <= _INT_OR_NONE:
             return None
         if min(filter(None, sizes), default=0) < 0:
+            return None
+        if not all(leader is None or leader == NO_LEADER or leader in replicas
+                   for leader, replicas in zip(leaders, reps, strict=True)):
             return None
         isr_types = set(map(type, isrs))
         if not isr_types <= _LIST_OR_NONE:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from assignors import BrokerMetadata, ClusterView
 from assignors.default import DefaultReplicaAssignor
 from assignors.explain import explain
-from assignors.multi_level import MultiLevelRackAssignor, assign
+from assignors.multi_level import MultiLevelRackAssignor, MultiLevelRingAssignor, assign
 
 
 def zoned(n_brokers: int, dcs: int = 3, zones: int = 4) -> ClusterView:
@@ -66,6 +66,9 @@ def main() -> None:
     big = zoned(1000)
     case("multi-level, 3 DCs x 4 zones x 83-84", big, range(n),
          lambda: multi.assign_replicas_to_brokers("t", range(n), rf, big, rng=random.Random(1)), n * rf)
+    ring = MultiLevelRingAssignor()
+    case("multi-level-ring (literal ring), same 1,000 brokers", big, range(n),
+         lambda: ring.assign_replicas_to_brokers("t", range(n), rf, big, rng=random.Random(1)), n * rf)
     even = zoned(960)
     case("multi-level, 3 DCs x 4 zones x 80", even, range(n),
          lambda: multi.assign_replicas_to_brokers("t", range(n), rf, even, rng=random.Random(1)), n * rf)

@@ -3,7 +3,8 @@ it as Kafka reassignment JSON, ready for ``kafka-reassign-partitions.sh --execut
 
 ``--explain`` needs the brokers' racks: from ``--cluster FILE`` (a cluster snapshot), or else
 from the server's Metadata answer; when neither names every broker of the assignment, it says
-so instead of guessing.
+so instead of guessing, and prints nothing else (exit 2: give --cluster). ``--cluster`` and
+the ``--explain-chart`` path are checked before anything is asked.
 """
 
 from __future__ import annotations
@@ -15,8 +16,14 @@ from typing import Any
 
 from .common import (
     EXIT_CODES,
+    EXIT_USAGE,
+    INT16_MAX,
+    INT32_MAX,
     CommandError,
     add_connection_arguments,
+    bounded,
+    broker_ids,
+    check_output_file,
     current_assignment_from_reassignment,
     fail,
     help_text,
@@ -33,9 +40,10 @@ def add_parser(sub: Any) -> None:
                        description=help_text(__doc__), epilog=EXIT_CODES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bootstrap-server", required=True, type=host_port, metavar="HOST:PORT", help="the replica assignor server")
-    p.add_argument("--partitions", type=int, required=True,
+    p.add_argument("--partitions", type=bounded(-INT32_MAX - 1, INT32_MAX, "int32"), required=True,
                    help="partition count (with --current-assignment: the topic's total after the change)")
-    p.add_argument("--replication-factor", type=int, required=True, help="replicas per partition")
+    p.add_argument("--replication-factor", type=bounded(-INT16_MAX - 1, INT16_MAX, "int16"), required=True,
+                   help="replicas per partition")
     p.add_argument("--broker-list", metavar="1,2,3", help="place only on these brokers")
     p.add_argument("--disable-rack-aware", action="store_true",
                    help="Kafka's rack-unaware assignment (forceSimpleAssignment)")
@@ -54,12 +62,10 @@ def add_parser(sub: Any) -> None:
 
 
 def broker_list(text: str | None) -> list[int] | None:
-    if not text:
+    """``--broker-list``: None when not given; an empty or malformed list is refused (exit 2)."""
+    if text is None:
         return None
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise CommandError(f"--broker-list must be comma-separated broker ids, got {text!r}", 2) from None
+    return broker_ids(text, "--broker-list")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,58 +75,92 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         security = security_options(args.command_config)
+    except CommandError as exc:
+        return fail("replica-assignor assign", exc)
+    try:
+        nodes = broker_list(args.broker_list)
         current = None
         topic = args.topic
         if args.current_assignment:
             topic, current = current_assignment_from_reassignment(
                 read_json(args.current_assignment, "current assignment"), args.topic)
+        explaining = bool(args.explain or args.explain_chart)
+        cluster = read_cluster(args.cluster) if explaining and args.cluster else None
+        if args.explain_chart is not None:
+            check_output_file(args.explain_chart, "--explain-chart")
+            chart_libraries()
         options = CreateReplicaAssignmentOptions(force_simple_assignment=args.disable_rack_aware,
                                                  timeout_ms=args.timeout_ms)
-        racks: dict[int, str | None] | None = None
         with ReplicaAssignorAdminClient(args.bootstrap_server, request_timeout_ms=args.timeout_ms,
                                         security=security) as admin:
             result = admin.create_replica_assignment(
-                args.partitions, args.replication_factor, broker_list(args.broker_list), options,
+                args.partitions, args.replication_factor, nodes, options,
                 topic=topic, current_assignment=current)
-            if (args.explain or args.explain_chart) and not args.cluster:
-                racks = dict(admin.metadata_brokers())
+            if explaining and cluster is None:
+                cluster = metadata_cluster(admin.metadata_brokers())
         assignment = result.assignments()
+        levels = explain_levels(args, assignment, current, cluster) if explaining else None
         print_json(reassignment_json(topic or "new-topic", assignment))
-        if args.explain or args.explain_chart:
+        if levels is not None:
             sys.stdout.flush()
-            explain_assignment(args, assignment, current, racks)
+            write_explanation(args, levels)
         return 0
-    except (CommandError, KafkaError, ValueError, OSError) as exc:
+    except (KafkaError, OSError) as exc:
+        from .probe import ASSIGNOR, explain_failure
+
+        return fail("replica-assignor assign", explain_failure(exc, args.bootstrap_server, security, expect=ASSIGNOR))
+    except (CommandError, ValueError) as exc:
         return fail("replica-assignor assign", exc)
 
 
-def explain_assignment(args: argparse.Namespace, assignment: Mapping[int, list[int]],
-                       current: Mapping[int, list[int]] | None, racks: Mapping[int, str | None] | None) -> None:
-    """Print the per-level table (and write the chart) of the topic after the change."""
-    from assignors.explain import explain, format_levels
-    from assignors.snapshot import BrokerEntry, ClusterSnapshot, SnapshotError
+def read_cluster(path: str) -> Any:
+    """The ``--cluster`` snapshot (bad file: exit 2, before anything is asked)."""
+    from assignors.snapshot import ClusterSnapshot, SnapshotError
+
+    try:
+        return ClusterSnapshot.from_dict(read_json(path, "cluster snapshot"))
+    except SnapshotError as exc:
+        raise CommandError(f"cluster snapshot {path}: {exc}", EXIT_USAGE) from None
+
+
+def metadata_cluster(racks: Any) -> Any:
+    from assignors.snapshot import BrokerEntry, ClusterSnapshot
+
+    return ClusterSnapshot(brokers=tuple(BrokerEntry(b, r, True) for b, r in sorted(dict(racks).items())),
+                           partitions=())
+
+
+def chart_libraries() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ModuleNotFoundError:
+        raise CommandError("--explain-chart needs matplotlib: pip install '.[planner]'", EXIT_USAGE) from None
+
+
+def explain_levels(args: argparse.Namespace, assignment: Mapping[int, list[int]],
+                   current: Mapping[int, list[int]] | None, cluster: Any) -> Any:
+    """The per-level table of the topic after the change; a broker of unknown rack is refused
+    (exit 2) before anything is printed."""
+    from assignors.explain import explain
 
     whole = dict(current or {})
     whole.update(assignment)
     used = sorted({b for replicas in whole.values() for b in replicas if b >= 0})
-    if args.cluster:
-        try:
-            snapshot = ClusterSnapshot.from_dict(read_json(args.cluster, "cluster snapshot"))
-        except SnapshotError as exc:
-            raise CommandError(f"cluster snapshot {args.cluster}: {exc}", 2) from None
-        source = f"--cluster {args.cluster}"
-    else:
-        racks = racks or {}
-        snapshot = ClusterSnapshot(brokers=tuple(BrokerEntry(b, r, True) for b, r in sorted(racks.items())),
-                                   partitions=())
-        source = f"the Metadata of {args.bootstrap_server}"
-    known = {b.id for b in snapshot.brokers}
+    source = f"--cluster {args.cluster}" if args.cluster else f"the Metadata of {args.bootstrap_server}"
+    known = {b.id for b in cluster.brokers}
     missing = [b for b in used if b not in known]
     if missing:
         shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
         raise CommandError(f"--explain needs the rack of every broker used, and {source} does not list "
-                           f"broker(s) {shown}: give the server's cluster snapshot with --cluster FILE")
-    levels = explain(whole, snapshot.cluster_view())
+                           f"broker(s) {shown}: give the server's cluster snapshot with --cluster FILE",
+                           EXIT_USAGE)
+    return explain(whole, cluster.cluster_view())
+
+
+def write_explanation(args: argparse.Namespace, levels: Any) -> None:
+    """Print the per-level table (and write the chart)."""
+    from assignors.explain import format_levels
+
     sys.stderr.write(format_levels(levels) + "\n")
     if args.explain_chart:
         from .explain_chart import write_chart

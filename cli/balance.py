@@ -22,7 +22,8 @@ from planner.log_dirs import merge_sizes, read_log_dirs
 from planner.settings import MODES, PlanSettings, make_plan
 from planner.sources import SourceError
 
-from .common import EXIT_CODES, CommandError, fail, positive, whole_number
+from .common import EXIT_CODES, CommandError, broker_ids, fail, positive, whole_number
+from .fleet import check_fleet, keep_local_driver_on_loopback
 from .state import add_input_arguments, check_local_input, input_name, load_input
 
 
@@ -38,10 +39,19 @@ def _percent(text: str) -> float:
 
 def _ids(text: str) -> tuple[int, ...]:
     try:
-        ids = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a comma-separated list of broker ids: {text!r}") from None
-    return ids
+        return tuple(sorted(set(broker_ids(text, "--forget"))))
+    except CommandError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--forget ").removeprefix("--forget: ")) from None
+
+
+def check_forget(forget: tuple[int, ...], snapshot) -> None:
+    """``--forget`` names brokers of the cluster, and leaves at least one alive (bad input: exit 2)."""
+    listed = {b.id for b in snapshot.brokers}
+    unknown = [b for b in forget if b not in listed]
+    if unknown:
+        raise SourceError(f"--forget {','.join(map(str, unknown))}: no such broker in the cluster")
+    if forget and not any(b.alive and b.id not in forget for b in snapshot.brokers):
+        raise SourceError("--forget names every alive broker: nothing would be left to hold the replicas")
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -90,6 +100,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+def check_out(out: str) -> None:
+    """``--out`` names a directory to create or reuse (bad input: exit 2, nothing written)."""
+    import os
+
+    if not out.strip():
+        raise SourceError("--out must name a directory, got ''")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise SourceError(f"--out {out} is a file, not a directory")
+
+
 def settings_of(args: argparse.Namespace) -> PlanSettings:
     threshold = args.threshold
     if float(threshold).is_integer():
@@ -106,6 +126,7 @@ def settings_of(args: argparse.Namespace) -> PlanSettings:
 def run(args: argparse.Namespace) -> int:
     try:
         settings = settings_of(args)
+        check_out(args.out)
         if getattr(args, "fleet", None) or args.spark:
             from planner.pipeline import run_pipeline
 
@@ -114,12 +135,15 @@ def run(args: argparse.Namespace) -> int:
             if args.spark and args.snapshot is None and not args.fleet:
                 raise SourceError("--spark plans a --snapshot FILE or a --fleet DIR")
             check_local_input(args)  # before Spark starts
+            check_fleet(args.fleet or args.snapshot)
+            keep_local_driver_on_loopback()
             summary = run_pipeline(args.fleet or args.snapshot, args.out, settings,
                                    charts=not args.no_charts, progress=True)
             print(summary)
             return 0 if "failed" not in summary else 1
         marks = [("start", time.perf_counter())]
         snapshot = load_input(args, with_sizes=True)
+        check_forget(settings.forgotten, snapshot)
         marks.append(("load", time.perf_counter()))
         if args.log_dirs:
             snapshot = merge_sizes(snapshot, read_log_dirs(args.log_dirs), args.log_dirs)

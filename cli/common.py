@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import stat
 import sys
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -19,6 +21,8 @@ EXIT_CODES = ("exit codes: 0 ok; 1 the operation failed (unreachable server or c
               "authentication, a refused request); 2 bad input or configuration (arguments, files, "
               "--command-config)")
 DEFAULT_TIMEOUT_MS = 15_000
+#: Kafka's limits: broker ids and partition counts are int32, replication factors int16
+INT32_MAX, INT16_MAX = 2**31 - 1, 2**15 - 1
 
 
 class CommandError(Exception):
@@ -88,6 +92,64 @@ def positive(text: str) -> int:
     return whole_number(text, 1)
 
 
+def bounded(least: int, most: int, what: str):
+    """An argument type: a whole number in ``[least, most]`` (Kafka's field ``what``)."""
+    def parse(text: str) -> int:
+        value = whole_number(text, least)
+        if value > most:
+            raise argparse.ArgumentTypeError(f"must be <= {most} ({what}), got {value}")
+        return value
+    parse.__name__ = "number"  # argparse names the type in its messages
+    return parse
+
+
+def broker_ids(text: str, flag: str) -> list[int]:
+    """A comma-separated list of broker ids (int32 >= 0), none twice; bad input exits 2."""
+    items = [x.strip() for x in text.split(",")]
+    if not text.strip() or not all(items):
+        raise CommandError(f"{flag} must be comma-separated broker ids, got {text!r}", EXIT_USAGE)
+    ids = []
+    for item in items:
+        try:
+            value = int(item)
+        except ValueError:
+            raise CommandError(f"{flag} must be comma-separated broker ids, got {item!r}", EXIT_USAGE) from None
+        if not 0 <= value <= INT32_MAX:
+            raise CommandError(f"{flag}: broker id {value} is not in 0..{INT32_MAX} (Kafka ids are int32)",
+                               EXIT_USAGE)
+        ids.append(value)
+    if len(set(ids)) != len(ids):
+        raise CommandError(f"{flag} names a broker twice: {text!r}", EXIT_USAGE)
+    return ids
+
+
+def check_regular_file(path: str, what: str) -> None:
+    """Refuse (exit 2) a path that is missing, a directory, a FIFO or a device: reading one of
+    those would fail later, or block forever."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise CommandError(f"cannot read {what} {path}: {exc.strerror or exc}", EXIT_USAGE) from None
+    if stat.S_ISDIR(mode):
+        raise CommandError(f"cannot read {what} {path}: it is a directory", EXIT_USAGE)
+    if not stat.S_ISREG(mode):
+        raise CommandError(f"cannot read {what} {path}: not a regular file", EXIT_USAGE)
+
+
+def check_output_file(path: str, flag: str) -> None:
+    """Refuse (exit 2) an output path that cannot be written: empty, a directory, or in a
+    directory that does not exist (checked before any work is done)."""
+    if not path:
+        raise CommandError(f"{flag} must name a file, got ''", EXIT_USAGE)
+    if os.path.isdir(path):
+        raise CommandError(f"{flag} {path} is a directory", EXIT_USAGE)
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise CommandError(f"{flag} {path}: no such directory {parent}", EXIT_USAGE)
+    if not os.access(parent, os.W_OK):
+        raise CommandError(f"{flag} {path}: directory {parent} is not writable", EXIT_USAGE)
+
+
 def timeout_ms(text: str) -> int:
     """``--timeout-ms``: a positive number of milliseconds."""
     try:
@@ -127,9 +189,33 @@ def security_options(path: str | None) -> SecurityOptions:
     from protocol.client_config import ClientConfigError, SecurityOptions
 
     try:
-        return SecurityOptions.from_file(path)
+        options = SecurityOptions.from_file(path)
     except ClientConfigError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
+    if options.uses_tls:
+        check_tls_files(options, path)
+    return options
+
+
+def check_tls_files(options: SecurityOptions, config: str | None) -> None:
+    """The PEM files a TLS client loads, loaded now: a missing or unreadable file is bad
+    configuration (exit 2) naming the property and the file, not a failed handshake later."""
+    import ssl
+
+    where = f" (--command-config {config})" if config else ""
+    for prop, file in (("ssl.truststore.location", options.ssl_cafile),
+                       ("ssl.keystore.location", options.ssl_certfile)):
+        if file:
+            check_regular_file(file, f"{prop}{where}")
+    try:
+        options.ssl_context()
+    except ssl.SSLError as exc:
+        raise CommandError(f"cannot load the TLS files of {config or 'the client configuration'}: "
+                           f"{exc.reason or exc} (ssl.truststore.location {options.ssl_cafile}, "
+                           f"ssl.keystore.location {options.ssl_certfile})", EXIT_USAGE) from None
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"cannot load the TLS files of {config or 'the client configuration'}: "
+                           f"{getattr(exc, 'strerror', None) or exc}", EXIT_USAGE) from None
 
 
 def kafka_admin_configs(security: SecurityOptions, client_id: str) -> dict[str, Any]:
@@ -138,13 +224,19 @@ def kafka_admin_configs(security: SecurityOptions, client_id: str) -> dict[str, 
 
 
 def read_json(path: str, what: str):
+    check_regular_file(path, what)
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        with open(path, "rb") as f:
+            return json.loads(f.read())
     except OSError as exc:
         raise CommandError(f"cannot read {what} {path}: {exc.strerror or exc}", 2) from None
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{what} {path} is not valid JSON: not UTF-8 text ({exc.reason} at byte {exc.start})",
+                           2) from None
     except json.JSONDecodeError as exc:
         raise CommandError(f"{what} {path} is not valid JSON: {exc}", 2) from None
+    except RecursionError:
+        raise CommandError(f"{what} {path} is not usable JSON: nested too deeply", 2) from None
 
 
 def reassignment_json(topic: str, assignment: Mapping[int, Iterable[int]]) -> dict:

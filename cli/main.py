@@ -13,6 +13,7 @@ import argparse
 import importlib
 import logging
 import sys
+from typing import NoReturn
 
 from protocol.version import package_version
 
@@ -32,8 +33,16 @@ SUBCOMMAND_MODULES = (
 )
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Argument errors as one line (``prog: error: message``) and exit code 2: the usage is
+    what ``--help`` is for. Subcommand parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="replica-assignor",
+    parser = OneLineParser(prog="replica-assignor",
                                      description="Kafka replica placement: assign, inspect and balance.",
                                      epilog=EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
@@ -60,6 +69,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
+        return 1
+    except RecursionError:  # input nested deeper than any parser here follows
+        print(f"replica-assignor {args.command}: error: the input is nested too deeply", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"replica-assignor {args.command}: error: out of memory", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: still one line, never a traceback
+        print(f"replica-assignor {args.command}: error: unexpected {type(exc).__name__}: "
+              f"{' '.join(str(exc).split())[:500]}", file=sys.stderr)
         return 1
 
 

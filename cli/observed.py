@@ -7,13 +7,14 @@ placeholders then stop standing for it, and ``replica-assignor repair`` moves it
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from datetime import UTC, datetime
 
 from server.observed import DEFAULT_OBSERVED_PATH, ObservedBroker, ObservedBrokerStore, ObservedStoreError
 
-from .common import CommandError, fail, print_json
+from .common import EXIT_USAGE, INT32_MAX, CommandError, check_regular_file, fail, print_json
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.observed_command == "forget":
             broker_id = _broker_id(args.broker_id)
-        with ObservedBrokerStore(args.path, create=False) as store:
+        with open_store(args.path) as store:
             if args.observed_command == "list":
                 _print_list(store.list(), args.json)
                 return 0
@@ -54,6 +55,49 @@ def run(args: argparse.Namespace) -> int:
             return 0
     except (CommandError, ObservedStoreError) as exc:
         return fail(f"replica-assignor observed {args.observed_command}", exc)
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def open_store(path: str) -> ObservedBrokerStore:
+    """The observed broker store at ``path``, opened for reading and forgetting. A path that is
+    missing, not a regular file or not an SQLite database is bad input (exit 2), refused
+    before SQLite opens it (which could leave a journal beside a file that is not its own)."""
+    if not os.path.lexists(path):
+        raise CommandError(f"no observed broker store at {path}", EXIT_USAGE)
+    check_regular_file(path, "observed broker store")
+    try:
+        with open(path, "rb") as f:
+            header = f.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise CommandError(f"cannot read observed broker store {path}: {exc.strerror or exc}", EXIT_USAGE) from None
+    if header != SQLITE_HEADER:
+        raise CommandError(f"{path} is not an observed broker store (not an SQLite database)", EXIT_USAGE)
+    _check_tables(path)
+    try:
+        return ObservedBrokerStore(path, create=False)
+    except ObservedStoreError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+
+
+def _check_tables(path: str) -> None:
+    """An SQLite database without the store's table is refused read-only (the store itself
+    would switch the file to WAL mode before looking, changing someone else's database)."""
+    import sqlite3
+    from pathlib import Path
+
+    try:
+        db = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True, timeout=10.0)
+        try:
+            found = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'observed_brokers'"
+                               ).fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise CommandError(f"cannot open observed broker store {path}: {exc}", EXIT_USAGE) from None
+    if found is None:
+        raise CommandError(f"{path} is not an observed broker store", EXIT_USAGE)
 
 
 #: a broker seen this recently is probably alive: the server records alive brokers at every
@@ -78,7 +122,9 @@ def _broker_id(text: str) -> int:
     except ValueError:
         broker_id = -1
     if broker_id < 0:
-        raise CommandError(f"broker id must be an integer >= 0, got {text!r}", 2)
+        raise CommandError(f"broker id must be an integer >= 0, got {text[:40]!r}", 2)
+    if broker_id > INT32_MAX:
+        raise CommandError(f"broker id must be <= {INT32_MAX} (Kafka ids are int32), got {text[:40]!r}", 2)
     return broker_id
 
 

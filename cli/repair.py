@@ -10,8 +10,12 @@ Which brokers are expected back (their replicas stay):
 - without ``--observed-path``: the brokers a snapshot lists as ``"alive": false`` (their
   replicas stay); a live cluster lists only alive brokers, so every replica on a broker that
   is not alive is replaced;
-- with ``--observed-path``: the brokers in the observed store that are not alive. A broker the
-  snapshot marks not alive but the store does not hold was forgotten: its replicas move.
+- with ``--observed-path``: those, and the brokers in the observed store that are not alive.
+  A broker the snapshot lists is known whether the store saw it or not; only ``observed
+  forget`` (and a snapshot that no longer lists it) makes one unknown, and its replicas move.
+
+Bad input (a snapshot or store that cannot be read): one line, exit 2; an unreachable
+cluster: exit 1.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from assignors.snapshot import ClusterSnapshot, SnapshotError
 
 from .common import (
     EXIT_CODES,
+    EXIT_USAGE,
     CommandError,
     add_connection_arguments,
     fail,
@@ -57,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
     not be repaired (not enough alive brokers): they are named on stderr and left out."""
     try:
         snapshot, forgotten = load_cluster(args)
-    except Exception as exc:  # bad file, unreachable cluster, unreadable store: one line
-        return fail("replica-assignor repair", exc)
+    except (CommandError, SnapshotError, OSError, ValueError) as exc:  # bad file or store (2), cluster (1)
+        return fail("replica-assignor repair", exc, EXIT_USAGE)
     plan = repair(snapshot, forgotten, keep=expected_back(snapshot, forgotten))
     print_json(plan.to_reassignment())
     print(summary(plan), file=sys.stderr)
@@ -85,13 +90,17 @@ def load_cluster(args: argparse.Namespace) -> tuple[ClusterSnapshot, frozenset[i
     if args.observed_path is None:
         return snapshot, frozenset()
     from server.cluster_source import observed_offline
-    from server.observed import ObservedBrokerStore
+    from server.observed import ObservedStoreError
 
-    with ObservedBrokerStore(args.observed_path, create=False) as store:
-        observed = store.list()
-    kept = {o.id for o in observed}
-    snapshot = observed_offline(snapshot, observed)
-    return snapshot, frozenset(b.id for b in snapshot.brokers if not b.alive and b.id not in kept)
+    from .observed import open_store
+
+    try:
+        with open_store(args.observed_path) as store:
+            observed = store.list()
+    except ObservedStoreError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+    # a broker the snapshot lists is known (expected back when not alive): none is forgotten here
+    return observed_offline(snapshot, observed), frozenset()
 
 
 def summary(plan: RepairPlan) -> str:

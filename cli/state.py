@@ -21,7 +21,17 @@ from assignors.snapshot import ClusterSnapshot
 from planner.sources import SourceError, load_snapshot, read_describe
 from planner.state import ClusterState, describe, render
 
-from .common import EXIT_CODES, CommandError, add_connection_arguments, fail, help_text, host_port, security_options
+from .common import (
+    EXIT_CODES,
+    EXIT_USAGE,
+    CommandError,
+    add_connection_arguments,
+    check_regular_file,
+    fail,
+    help_text,
+    host_port,
+    security_options,
+)
 
 if TYPE_CHECKING:
     from protocol.cluster_reader import ClusterRead
@@ -49,13 +59,22 @@ def read_live(args: argparse.Namespace, *, with_sizes: bool = False,
     ``--timeout-ms``. Unreachable or unreadable: a :class:`CommandError` (exit 1)."""
     from protocol.cluster_reader import ClusterReadError, read_live_cluster
 
+    from .probe import ASSIGNOR, KAFKA, explain_failure, probe
+
     security = security_options(args.command_config)
     configs = {"client_id": client_id, **security.kafka_configs()}
     try:
-        return read_live_cluster(args.bootstrap_server, request_timeout_ms=args.timeout_ms,
+        read = read_live_cluster(args.bootstrap_server, request_timeout_ms=args.timeout_ms,
                                  admin_configs=configs, with_sizes=with_sizes)
     except ClusterReadError as exc:
-        raise CommandError(str(exc), 1) from None
+        better = explain_failure(exc, args.bootstrap_server, security, expect=KAFKA)
+        raise better if isinstance(better, CommandError) else CommandError(str(exc), 1) from None
+    snapshot = read.snapshot
+    if len(snapshot.brokers) == 1 and not snapshot.partitions and probe(args.bootstrap_server) == ASSIGNOR:
+        # a replica assignor server's Metadata lists itself alone, with no topics
+        raise CommandError(f"{args.bootstrap_server} is a replica assignor server, not a Kafka broker: give "
+                           "the Kafka cluster's address", EXIT_USAGE)
+    return read
 
 
 def check_local_input(args: argparse.Namespace) -> None:
@@ -82,7 +101,11 @@ def load_input(args: argparse.Namespace, *, with_sizes: bool = False,
     if args.command_config:
         security_options(args.command_config)  # a bad file is refused whatever the input
     if args.snapshot:
-        return load_snapshot(args.snapshot)
+        check_regular_file(args.snapshot, "snapshot")
+        snapshot = load_snapshot(args.snapshot)
+        if not snapshot.brokers:
+            raise SourceError(f"{args.snapshot}: the snapshot lists no brokers (a cluster has at least one)")
+        return snapshot
     if args.bootstrap_server:
         read = read_live(args, with_sizes=with_sizes, client_id="replica-assignor-planner")
         for note in read.notes():
@@ -130,14 +153,21 @@ def run(args: argparse.Namespace) -> int:
         return fail("replica-assignor state", exc)
     state = describe(snapshot)
     unreachable = _unreachable(snapshot)
+    sized = _has_bytes(snapshot)
     if args.json:
         data = state.to_dict()
         data["lower_bounds"]["threshold_percent"] = 0   # the ideal bands
         data["ideal_unreachable"] = unreachable
+        if sized:
+            for entry, broker in zip(data["brokers"], state.brokers, strict=True):
+                entry["bytes"] = broker.bytes
+                entry["capacity_bytes"] = broker.capacity_bytes
         json.dump(data, sys.stdout, separators=(",", ":"))
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render(state) + "".join(line + "\n" for line in _bound_notes(state, unreachable)))
+        if sized:
+            sys.stdout.write("\n" + _bytes_table(state, snapshot))
     return 0
 
 
@@ -154,6 +184,38 @@ def save_snapshot(snapshot: ClusterSnapshot, path: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise CommandError(f"--save-snapshot {path}: {exc.strerror or exc}", 1) from None
+
+
+def _has_bytes(snapshot: ClusterSnapshot) -> bool:
+    return (any(b.capacity_bytes is not None for b in snapshot.brokers)
+            or any(p.size_bytes is not None for p in snapshot.partitions))
+
+
+def _human(count: int | None) -> str:
+    if count is None:
+        return "-"
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{count} B"  # not reached
+
+
+def _bytes_table(state: ClusterState, snapshot: ClusterSnapshot) -> str:
+    """Bytes on each broker (sum of its replicas' size_bytes) against its capacity_bytes."""
+    unsized = sum(1 for p in snapshot.partitions if p.size_bytes is None)
+    rows = [("broker", "bytes", "capacity", "used")]
+    for b in state.brokers:
+        used = f"{100 * b.bytes / b.capacity_bytes:.1f}%" if b.capacity_bytes else "-"
+        rows.append((str(b.id), _human(b.bytes), _human(b.capacity_bytes), used))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
+             for row in rows]
+    total = sum(b.bytes for b in state.brokers)
+    lines.append(f"bytes on brokers: {_human(total)}"
+                 + (f"; {unsized} partition(s) without size_bytes count 0" if unsized else ""))
+    return "\n".join(lines) + "\n"
 
 
 def _unreachable(snapshot: ClusterSnapshot) -> dict[str, int] | None:

@@ -46,6 +46,7 @@ from .common import (
     reassignment_json,
     security_options,
 )
+from .probe import explain_topics_failure
 
 CLIENT_ID = "replica-assignor-topics"
 
@@ -251,7 +252,7 @@ def run_create(args: argparse.Namespace) -> int:
                   f"{len(assignment[0])}, on {args.bootstrap_server}", file=sys.stderr)
         return 0
     except Exception as exc:
-        return fail(prog, _one_line(exc))
+        return fail(prog, _one_line(explain_topics_failure(exc, args)))
 
 
 def batch_json(placed: Mapping[str, Mapping[int, list[int]]]) -> dict[str, Any]:
@@ -363,7 +364,7 @@ def run_add(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 0
     except Exception as exc:
-        return fail(prog, _one_line(exc))
+        return fail(prog, _one_line(explain_topics_failure(exc, args)))
 
 
 def new_partitions(answer: Mapping[int, list[int]], current: Mapping[int, list[int]], total: int,

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import CommandError, fail, help_text
+from .common import CommandError, bounded, check_regular_file, fail, help_text
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
@@ -34,7 +34,8 @@ def add_parser(sub: Any) -> None:
     add.add_argument("--user", required=True, help="the SASL user name")
     add.add_argument("--mechanism", action="append", choices=MECHANISMS,
                      help="credential to store (repeatable; default: both SCRAM mechanisms)")
-    add.add_argument("--iterations", type=int, default=None, help="PBKDF2 iterations (default 8192, min 4096)")
+    add.add_argument("--iterations", type=_iterations, default=None,
+                     help="PBKDF2 iterations (default 8192, from 4096 to 1000000)")
     source = add.add_mutually_exclusive_group()
     source.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
     source.add_argument("--password", help="the password on the command line (visible to other users)")
@@ -46,15 +47,27 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
+def _iterations(text: str) -> int:
+    """``--iterations``: checked here, before any hash is computed."""
+    from server.security.users import MAX_ITERATIONS, MIN_ITERATIONS
+
+    return bounded(MIN_ITERATIONS, MAX_ITERATIONS, "SCRAM iterations")(text)
+
+
 def _read(path: str, must_exist: bool):
     from server.security.users import UsersFileError, read_users_file
 
     if not Path(path).exists() and not must_exist:
         return {}
+    check_regular_file(path, "users file")
     try:
         return read_users_file(path)
     except UsersFileError as exc:
         raise CommandError(str(exc), 2) from None
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"users file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})", 2) from None
+    except (ValueError, RecursionError) as exc:
+        raise CommandError(f"users file {path} is not usable: {type(exc).__name__}", 2) from None
 
 
 def _password(args) -> str:
@@ -104,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError("the user name must be non-empty and on one line", 2)
         users = _read(args.file, must_exist=False)
         password = _password(args)
-        iterations = args.iterations or DEFAULT_ITERATIONS
+        iterations = DEFAULT_ITERATIONS if args.iterations is None else args.iterations
         try:
             creds = {m: scram_credential(m, password, iterations=iterations) for m in (args.mechanism or MECHANISMS)}
         except ValueError as exc:

@@ -188,7 +188,7 @@ def test_cli_forget_refusals_are_one_line(observed, filled, argv, rc, message):
 def test_cli_missing_store_is_one_line_and_not_created(observed, tmp_path):
     missing = tmp_path / "nope.db"
     rc, out, err = observed("list", "--path", str(missing))
-    assert rc == 1 and out == ""
+    assert rc == 2 and out == ""  # a missing store is bad configuration
     assert err == f"replica-assignor observed list: error: no observed broker store at {missing}\n"
     assert not missing.exists()
 

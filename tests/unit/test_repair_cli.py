@@ -8,7 +8,7 @@ import random
 import pytest
 from structlog.testing import capture_logs
 
-from assignors import PlacementSpec
+from assignors import BrokerMetadata, PlacementSpec
 from assignors.default import DefaultReplicaAssignor
 from assignors.repair import NO_RACK, Replacement, expected_back, rack_levels, repair
 from assignors.snapshot import ClusterSnapshot
@@ -137,20 +137,33 @@ def test_cli_prints_kafka_reassignment_json(cli, tmp_path):
 
 
 def test_cli_with_observed_store_moves_replicas_of_forgotten_brokers(cli, tmp_path):
+    """4 was forgotten and the (live-like) snapshot lists only the alive brokers: its replicas
+    move; 3 is offline in the store: expected back."""
     path = tmp_path / "cluster.json"
-    s = snapshot([(0, "a"), (1, "b"), (2, "c"), (3, "c", False), (4, "c", False)],
-                 [("t", 0, [3, 0, 1]), ("t", 1, [0, 4, 1])])
+    s = snapshot([(0, "a"), (1, "b"), (2, "c")], [("t", 0, [3, 0, 1]), ("t", 1, [0, 4, 1])])
     path.write_text(json.dumps(s.to_dict()))
     store_path = tmp_path / "observed.db"
     with ObservedBrokerStore(store_path) as store:
-        store.record([s.brokers[i].metadata for i in range(5)], now=1.0)
+        store.record([*(b.metadata for b in s.brokers), BrokerMetadata(3, "c"), BrokerMetadata(4, "c")], now=1.0)
         store.forget(4)  # decommissioned; 3 will come back
     rc, out, err = cli("--snapshot", str(path), "--observed-path", str(store_path))
     assert rc == 0, err
     assert json.loads(out)["partitions"] == [{"topic": "t", "partition": 1, "replicas": [0, 2, 1]}]
-    # without the store, every broker the snapshot lists is expected back
+    # without the store, 3 is unknown too
     rc, out, _ = cli("--snapshot", str(path))
-    assert json.loads(out)["partitions"] == []
+    assert [p["partition"] for p in json.loads(out)["partitions"]] == [0, 1]
+
+
+def test_cli_a_broker_the_snapshot_lists_is_known_even_if_the_store_never_saw_it(cli, tmp_path):
+    path = tmp_path / "cluster.json"
+    s = snapshot([(0, "a"), (1, "b"), (2, "c"), (3, "c", False)], [("t", 0, [3, 0, 1]), ("t", 1, [0, 3, 1])])
+    path.write_text(json.dumps(s.to_dict()))
+    store_path = tmp_path / "observed.db"
+    with ObservedBrokerStore(store_path) as store:
+        store.record([s.brokers[i].metadata for i in range(3)], now=1.0)  # 3 never seen by this store
+    rc, out, err = cli("--snapshot", str(path), "--observed-path", str(store_path))
+    assert rc == 0, err
+    assert json.loads(out)["partitions"] == []  # 3 is expected back: nothing moves
 
 
 def test_cli_reports_partitions_left_out(cli, tmp_path):
@@ -179,7 +192,7 @@ def test_cli_missing_store_is_one_line(cli, tmp_path):
     path = tmp_path / "cluster.json"
     path.write_text(json.dumps({"brokers": [{"id": 0}]}))
     rc, out, err = cli("--snapshot", str(path), "--observed-path", str(tmp_path / "none.db"))
-    assert rc == 1 and out == "" and len(err.splitlines()) == 1
+    assert rc == 2 and out == "" and len(err.splitlines()) == 1
     assert "no observed broker store" in err
 
 

@@ -107,7 +107,7 @@ def valid_snapshots(draw) -> dict:
     for topic, partition in keys:
         p: dict[str, Any] = {"topic": topic, "partition": partition,
                              "replicas": draw(st.lists(replica_ids, min_size=1, max_size=4, unique=True))}
-        for key, values in (("leader", replica_ids),
+        for key, values in (("leader", st.sampled_from([*p["replicas"], -1])),  # a replica, or none
                             ("isr", st.lists(replica_ids, max_size=4)),
                             ("size_bytes", st.integers(0, 2**40))):
             choice = draw(st.sampled_from(["absent", "null", "value"]))
