@@ -185,16 +185,28 @@ class Executor:
             status = self.loop()
             if status == "done" and self.plan.elect_leaders:
                 self.elect_leaders()
-            return status
         finally:
-            try:
-                clear_throttles(self.cluster, st)
-                self.emit("throttles_removed", {"brokers": len(self.applied_brokers),
-                                                "topics": len(self.applied_topics)})
-            except Exception as exc:  # noqa: BLE001 - reported, and the state file keeps them
-                self.emit("throttles_left", {"error": f"{type(exc).__name__}: {exc}",
-                                             "hint": "replica-assignor execute --cleanup-throttles"})
+            if not self.remove_throttles():
                 status = "failed"
+        return status
+
+    def remove_throttles(self) -> bool:
+        """Remove every throttle this plan set, trying again while a broker is unreachable;
+        False when some are left (the state file still names them)."""
+        deadline = time.monotonic() + min(self.plan.patience_s, 60.0)
+        while True:
+            brokers, topics = len(self.state.throttled_brokers), len(self.state.throttled_topics)
+            try:
+                clear_throttles(self.cluster, self.state)
+                self.emit("throttles_removed", {"brokers": brokers, "topics": topics})
+                return True
+            except Exception as exc:  # noqa: BLE001 - reported, and the state file keeps them
+                if time.monotonic() > deadline:
+                    self.emit("throttles_left", {"error": f"{type(exc).__name__}: {exc}",
+                                                 "hint": "replica-assignor execute --cleanup-throttles"})
+                    return False
+                self.emit("throttle_removal_failed", {"error": f"{type(exc).__name__}: {exc}"})
+                time.sleep(1.0)
 
     def loop(self) -> str:
         schedule = self.schedule
@@ -205,18 +217,19 @@ class Executor:
             self.apply_control()
             if self.stop.is_set():
                 return self.cancel_in_flight(self.stop_reason or "stopped")
-            wave = schedule.start()
-            if wave:
-                self.submit(wave)
-            else:
-                self.sync_throttles()     # the moves that finished are throttled no more
-            self.stop.wait(self.plan.poll_interval_s)
-            if self.stop.is_set():
-                continue
             try:
+                wave = schedule.start()
+                if wave:
+                    self.submit(wave)
+                else:
+                    self.sync_throttles()     # the moves that finished are throttled no more
+                self.stop.wait(self.plan.poll_interval_s)
+                if self.stop.is_set():
+                    continue
                 failed |= self.poll()
                 last_answer = time.monotonic()
             except Exception as exc:  # noqa: BLE001 - a broker restarting: wait, then go on
+                self.stop.wait(self.plan.poll_interval_s)
                 waited = time.monotonic() - last_answer
                 self.emit("poll_failed", {"error": f"{type(exc).__name__}: {exc}", "waited_s": round(waited, 1)})
                 if waited > self.plan.patience_s:
@@ -224,10 +237,17 @@ class Executor:
         return "failed" if failed or self.state.with_status("failed") else "done"
 
     def submit(self, wave: list[Reassignment]) -> None:
+        """Throttles first, then the reassignments; when either fails (a broker restarting),
+        the wave goes back to the pending moves and the error up to the loop, which waits."""
         assert self.schedule is not None
         self.state.mark_submitted([r.key for r in wave])
-        self.sync_throttles()
-        refused = self.cluster.reassign({r.key: r.target for r in wave})
+        try:
+            self.sync_throttles()
+            refused = self.cluster.reassign({r.key: r.target for r in wave})
+        except Exception:
+            self.schedule.put_back([r.key for r in wave])
+            self.state.unsubmit([r.key for r in wave])
+            raise
         for key, why in refused.items():
             self.schedule.finish(key)
             self.state.mark([key], "failed")

@@ -160,6 +160,12 @@ class Schedule:
                 del self.load[b]
         return r
 
+    def put_back(self, keys: Iterable[tuple[str, int]]) -> None:
+        """Return in-flight reassignments to the pending ones (their submission failed)."""
+        key = order_key(self.order)
+        self._pending.extend(self.finish(k) for k in keys)
+        self._pending.sort(key=key)
+
     def drop_pending(self) -> tuple[Reassignment, ...]:
         """Give up the reassignments not started (a cancel or a stop); returns them."""
         dropped, self._pending = tuple(self._pending), []

@@ -229,9 +229,12 @@ class ExecutionState:
         self.save()
 
     def unsubmit(self, keys: Iterable[tuple[str, int]]) -> None:
-        """Forget submissions that never reached the cluster (refused, or cancelled)."""
+        """Take back the count of a submission that failed. The partition stays ``submitted``:
+        if Kafka got it after all, a resumed run finds it in flight, not foreign."""
         for key in keys:
-            self.moves.pop(key, None)
+            record = self.moves.get(key)
+            if record is not None and record.submissions > 0:
+                record.submissions -= 1
         self.save()
 
     def note_throttles(self, throttle: int | None, brokers: Iterable[int], topics: Iterable[str]) -> None:

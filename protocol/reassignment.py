@@ -8,7 +8,8 @@ the whole request are kafka-python's exceptions; per-partition errors come back 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,13 +93,30 @@ class ReassignmentAdmin:
         resources += [ConfigResource(ConfigResourceType.TOPIC, t, ops(c)) for t, c in sorted(topics.items())]
         if not resources:
             return {}
-        answer = self.admin.alter_configs(resources, raise_on_unknown=False, incremental=True)
+        answer = self._retrying(lambda: self.admin.alter_configs(resources, raise_on_unknown=False,
+                                                                 incremental=True))
         refused = {}
         for kind, results in answer.items():
             for name, result in results.items():
                 if result != "OK":
                     refused[f"{kind} {name}"] = str(result)
         return refused
+
+    def _retrying(self, call: Callable[[], Any], attempts: int = 5, pause_s: float = 1.0) -> Any:
+        """Broker configs go to the broker itself: one that just restarted may be missing
+        from the client's metadata for a moment. Ask for fresh metadata and try again."""
+        for attempt in range(attempts):
+            try:
+                return call()
+            except (kafka_errors.UnknownBrokerIdError, kafka_errors.NodeNotReadyError,
+                    kafka_errors.KafkaConnectionError):
+                if attempt == attempts - 1:
+                    raise
+                cluster = getattr(getattr(self.admin, "_manager", None), "cluster", None)
+                if cluster is not None:     # kafka-python 3: wakes its metadata refresh loop
+                    cluster.request_update()
+                time.sleep(pause_s)
+        raise AssertionError("unreachable")
 
     def configs(self, brokers: Iterable[int] = (), topics: Iterable[str] = (),
                 names: Sequence[str] = ()) -> dict[str, dict[str, str]]:

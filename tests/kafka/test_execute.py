@@ -349,3 +349,27 @@ def test_cancel_mid_plan_leaves_old_or_planned_replicas_and_no_throttles(
     assert_no_throttles(kafka, name)
     report = json.loads((plan / "execution.json").read_text())
     assert report["status"] == "cancelled" and report["remaining"]
+
+
+def test_a_broker_restarted_mid_plan_is_waited_for(kafka: KafkaCluster, topics: Topics, tmp_path: Path,
+                                                   restarted: list[int]) -> None:
+    name, start, targets = ring_topic(kafka, topics, "restart", partitions=6)
+    plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets,
+                      PlanSettings("replica", throttle=700_000))
+    run = Run(tmp_path / "out.jsonl", "--plan", str(plan), "--bootstrap-server", kafka.bootstrap,
+              "--max-moves-per-broker", "1", "--poll-interval-ms", "300", "--timeout-ms", "5000")
+    wait_for("moves in flight", lambda: bool(run.events("moves_submitted")) or not run.running())
+    first = run.events("moves_submitted")[0]["partitions"][0]
+    key = (name, int(first.rsplit("-", 1)[1]))
+    victim = next(b for b in targets[key] if b not in start[key] and b != 0)   # node 0 is the controller
+    kafka.stop_node(victim)
+    restarted.append(victim)
+    time.sleep(8)
+    assert run.running(), run.wait()[1]
+    kafka.start_node(victim)
+    kafka.wait_ready(timeout=120)
+    restarted.remove(victim)
+    code, err = run.wait(timeout=170)
+    assert code == 0, err
+    assert replicas_of(kafka.bootstrap, [name]) == targets
+    assert_no_throttles(kafka, name)

@@ -111,3 +111,23 @@ def test_bad_input_is_refused() -> None:
         Schedule([a, a])
     with pytest.raises(ValueError, match="lists a broker twice"):
         Reassignment("t", 0, (1,), (2, 2))
+
+
+@given(reassignments(), st.integers(1, 2), st.integers(0, 2**16))
+def test_moves_put_back_start_again_and_each_finishes_once(moves: list[Reassignment], k: int, seed: int) -> None:
+    rng = random.Random(seed)
+    schedule = Schedule(moves, per_broker=k)
+    finished: list[tuple[str, int]] = []
+    for _ in range(20 * len(moves) + 2):
+        schedule.start()
+        assert all(v <= k for v in schedule.load.values())
+        if schedule.done:
+            break
+        flying = sorted(schedule.in_flight)
+        chosen = rng.sample(flying, rng.randint(1, len(flying)))
+        if rng.random() < 0.3:
+            schedule.put_back(chosen)       # their submission failed
+        else:
+            finished += [schedule.finish(key).key for key in chosen]
+    assert schedule.done
+    assert sorted(finished) == sorted(r.key for r in moves)
