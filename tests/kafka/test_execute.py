@@ -311,6 +311,9 @@ def test_kill_9_mid_plan_then_a_second_run_finishes_without_submitting_a_move_tw
     finished_at_kill = {n for n, r in state["moves"].items() if r["status"] == "finished"}
     assert in_flight_at_kill and finished_at_kill
     assert throttle_configs(kafka.bootstrap, [name]) != {}      # left behind by the kill
+    cleanup = execute("--plan", str(plan), "--bootstrap-server", kafka.bootstrap, "--cleanup-throttles")
+    assert cleanup.returncode == 0, cleanup.stderr
+    assert_no_throttles(kafka, name)
     second = Run(tmp_path / "second.jsonl", *args)
     code, err = second.wait()
     assert code == 0, err
@@ -373,3 +376,23 @@ def test_a_broker_restarted_mid_plan_is_waited_for(kafka: KafkaCluster, topics: 
     assert code == 0, err
     assert replicas_of(kafka.bootstrap, [name]) == targets
     assert_no_throttles(kafka, name)
+
+
+def test_sigterm_cancels_the_moves_in_flight_and_removes_the_throttles(kafka: KafkaCluster, topics: Topics,
+                                                                       tmp_path: Path) -> None:
+    name, start, targets = ring_topic(kafka, topics, "sigterm", partitions=6)
+    plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets,
+                      PlanSettings("replica", throttle=400_000))
+    run = Run(tmp_path / "out.jsonl", "--plan", str(plan), "--bootstrap-server", kafka.bootstrap,
+              "--max-moves-per-broker", "1", "--poll-interval-ms", "300")
+    wait_for("moves in flight", lambda: bool(run.events("moves_submitted")) or not run.running())
+    assert run.running(), run.wait()[1]
+    run.proc.send_signal(signal.SIGTERM)
+    code, err = run.wait()
+    assert code == 1 and "stopped" in err
+    now = replicas_of(kafka.bootstrap, [name])
+    for key, target in targets.items():
+        assert now[key] == target or set(now[key]) == set(start[key]), f"{key}: {now[key]}"
+    assert ongoing(kafka.bootstrap) == {}
+    assert_no_throttles(kafka, name)
+    assert [e["reason"] for e in run.events("cancelling")] == ["SIGTERM"]
