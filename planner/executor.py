@@ -370,7 +370,8 @@ class Executor:
         return {"moves_done": len(finished), "moves_total": len(self.plan.targets),
                 "in_flight": len(self.schedule.in_flight) if self.schedule else 0,
                 "bytes_done": done_bytes, "bytes_total": total_bytes, "rate_bytes_per_s": round(rate),
-                "eta_s": None if eta is None else round(eta, 1), "throttle": throttle}
+                "eta_s": None if eta is None else round(eta, 1), "throttle": throttle,
+                "cpu_s": round(time.process_time(), 4)}
 
 
 def _copies(start: tuple[int, ...], target: tuple[int, ...]) -> int:
