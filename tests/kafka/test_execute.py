@@ -340,6 +340,11 @@ def test_cancel_mid_plan_leaves_old_or_planned_replicas_and_no_throttles(
     assert run.running(), run.wait()[1]
     second = execute("--plan", str(plan), "--bootstrap-server", kafka.bootstrap)   # refused: one runs
     assert second.returncode == 1 and "another execution of this plan is running" in second.stderr
+    status = execute("--plan", str(plan), "--status")
+    assert status.returncode == 0, status.stderr
+    shown = json.loads(status.stdout)
+    assert shown["running_pid"] == run.proc.pid and shown["status"] == "running" and shown["moves"] == PARTITIONS
+    assert shown["submitted"] + shown["finished"] >= 1 and shown["throttle"] == 500_000
     cancel = execute("--plan", str(plan), "--cancel")
     code, err = run.wait()
     assert code == 1 and "cancelled" in err
