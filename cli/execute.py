@@ -40,6 +40,7 @@ from .common import (
     EXIT_CODES,
     CommandError,
     add_connection_arguments,
+    error_message,
     fail,
     help_text,
     host_port,
@@ -278,7 +279,7 @@ def _open(args: argparse.Namespace) -> Any:
     try:
         admin = open_admin_client(args.bootstrap_server, args.timeout_ms, configs)
     except Exception as exc:  # noqa: BLE001 - kafka-python raises many kinds
-        raise CommandError(f"cannot connect to {args.bootstrap_server}: {type(exc).__name__}: {exc}") from None
+        raise CommandError(f"cannot connect to {args.bootstrap_server}: {error_message(exc)}") from None
     return admin, ReassignmentAdmin(admin)
 
 
@@ -324,7 +325,7 @@ def run_plan(plan: Any, state: Any, cluster: Any, emit: Progress, executor_class
             print(line)
         raise CommandError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - kafka-python raises many kinds
-        raise CommandError(f"cannot read the cluster: {type(exc).__name__}: {exc}") from None
+        raise CommandError(f"cannot read the cluster: {error_message(exc)}") from None
     state.status = "running"
     state.runs.append({"pid": os.getpid(), "started_at": time.time(), "throttle": plan.throttle,
                        "max_moves_per_broker": plan.per_broker, "max_concurrent_moves": plan.concurrent,
