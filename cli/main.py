@@ -26,6 +26,7 @@ SUBCOMMAND_MODULES = (
     "cli.state",
     "cli.balance",
     "cli.verify",       # verify-plan
+    "cli.execute",
     "cli.repair",
     "cli.observed",
     "cli.conformance",

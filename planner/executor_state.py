@@ -1,0 +1,268 @@
+"""What an execution of a plan has done, on disk beside the plan, and who is running it.
+
+Files in the plan directory:
+
+- ``execution-state.json``: written atomically (a temporary file, fsync, rename) after every
+  change: each partition's status (``submitted``, ``finished``, ``cancelled``, ``failed``) with
+  its number of submissions and times, the throttle in force and the brokers and topics that
+  carry throttle configs (so a later ``--cleanup-throttles`` knows what to remove after a
+  ``kill -9``), the peak moves in flight per broker, the leader election, the run's status.
+  A partition is marked ``submitted`` *before* its reassignment is sent: a run killed between
+  the two finds it at its starting replicas and sends it again; a run killed after finds it in
+  flight or finished, never unknown.
+- ``execution.lock``: an exclusive ``flock`` held by the running execution. The kernel drops it
+  when the process dies, even by ``kill -9``; a second execution of the plan cannot take it
+  and refuses.
+- ``execution-control.json``: a request (``{"throttle": N}`` or ``{"cancel": true}``) from
+  another shell to the running execution, which applies it at its next poll and removes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CONTROL", "LOCK", "STATE", "ExecutionState", "Locked", "MoveRecord", "hold_lock",
+           "lock_holder", "read_control", "write_atomic", "write_control"]
+
+STATE = "execution-state.json"
+LOCK = "execution.lock"
+CONTROL = "execution-control.json"
+STATUSES = ("submitted", "finished", "cancelled", "failed")
+
+
+class Locked(Exception):
+    """Another execution of the plan holds its lock; the message names its pid."""
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a reader, or a crash, sees the old or the new file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+@contextlib.contextmanager
+def hold_lock(plan_dir: str) -> Iterator[None]:
+    """The plan's execution lock, for the ``with`` block; :class:`Locked` when it is taken."""
+    path = os.path.join(plan_dir, LOCK)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Locked(f"another execution of this plan is running (pid {lock_holder(plan_dir) or '?'})") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield
+    finally:
+        os.close(fd)   # closing drops the lock
+
+
+def lock_holder(plan_dir: str) -> int | None:
+    """The pid of the running execution of the plan, or None when none runs."""
+    path = os.path.join(plan_dir, LOCK)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.read(fd, 32).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else -1
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def write_control(plan_dir: str, request: dict[str, Any]) -> None:
+    write_atomic(os.path.join(plan_dir, CONTROL), (json.dumps(request) + "\n").encode())
+
+
+def read_control(plan_dir: str) -> dict[str, Any] | None:
+    """The pending request for the running execution, removed as it is read."""
+    path = os.path.join(plan_dir, CONTROL)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, json.JSONDecodeError):
+        data = None
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    return data if isinstance(data, dict) else None
+
+
+@dataclass(slots=True)
+class MoveRecord:
+    status: str
+    submissions: int = 0
+    submitted_at: float | None = None
+    finished_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "submissions": self.submissions,
+                "submitted_at": self.submitted_at, "finished_at": self.finished_at}
+
+
+def _name(key: tuple[str, int]) -> str:
+    return f"{key[0]}-{key[1]}"
+
+
+def _key(name: str) -> tuple[str, int]:
+    topic, _, part = name.rpartition("-")
+    return topic, int(part)
+
+
+@dataclass
+class ExecutionState:
+    """The state file's content; every ``mark_*`` writes it (module doc)."""
+
+    path: str
+    plan_sha256: str
+    status: str = "running"
+    throttle: int | None = None
+    throttled_brokers: set[int] = field(default_factory=set)
+    throttled_topics: set[str] = field(default_factory=set)
+    moves: dict[tuple[str, int], MoveRecord] = field(default_factory=dict)
+    peak_moves_per_broker: dict[int, int] = field(default_factory=dict)
+    throttles_used: list[int] = field(default_factory=list)
+    leader_election: dict[str, Any] | None = None
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+    # ---- reading and writing ----------------------------------------------------------
+    @classmethod
+    def load(cls, plan_dir: str) -> ExecutionState | None:
+        path = os.path.join(plan_dir, STATE)
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            return None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path} is not valid JSON: {exc}") from None
+        try:
+            return cls(
+                path=path, plan_sha256=data["plan_sha256"], status=data["status"],
+                throttle=data.get("throttle"),
+                throttled_brokers=set(data.get("throttled_brokers", ())),
+                throttled_topics=set(data.get("throttled_topics", ())),
+                moves={_key(n): MoveRecord(**r) for n, r in data.get("moves", {}).items()},
+                peak_moves_per_broker={int(b): v for b, v in data.get("peak_moves_per_broker", {}).items()},
+                throttles_used=list(data.get("throttles_used", ())),
+                leader_election=data.get("leader_election"),
+                runs=list(data.get("runs", ())),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: not an execution state file ({type(exc).__name__}: {exc})") from None
+
+    @classmethod
+    def new(cls, plan_dir: str, plan_sha256: str) -> ExecutionState:
+        return cls(os.path.join(plan_dir, STATE), plan_sha256)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "plan_sha256": self.plan_sha256,
+            "status": self.status,
+            "throttle": self.throttle,
+            "throttled_brokers": sorted(self.throttled_brokers),
+            "throttled_topics": sorted(self.throttled_topics),
+            "peak_moves_per_broker": {str(b): v for b, v in sorted(self.peak_moves_per_broker.items())},
+            "throttles_used": self.throttles_used,
+            "leader_election": self.leader_election,
+            "runs": self.runs,
+            "moves": {_name(k): r.to_dict() for k, r in sorted(self.moves.items())},
+        }
+
+    def save(self) -> None:
+        write_atomic(self.path, (json.dumps(self.to_dict(), indent=1) + "\n").encode())
+
+    # ---- changes ------------------------------------------------------------------------
+    def with_status(self, status: str) -> list[tuple[str, int]]:
+        return sorted(k for k, r in self.moves.items() if r.status == status)
+
+    def mark_submitted(self, keys: Iterable[tuple[str, int]], now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        for key in keys:
+            record = self.moves.get(key) or MoveRecord("submitted")
+            record.status = "submitted"
+            record.submissions += 1
+            record.submitted_at = now
+            record.finished_at = None
+            self.moves[key] = record
+        self.save()
+
+    def mark(self, keys: Iterable[tuple[str, int]], status: str, now: float | None = None) -> None:
+        if status not in STATUSES:
+            raise ValueError(f"unknown move status {status!r}")
+        now = time.time() if now is None else now
+        for key in keys:
+            record = self.moves.setdefault(key, MoveRecord(status))
+            record.status = status
+            record.finished_at = now
+        self.save()
+
+    def unsubmit(self, keys: Iterable[tuple[str, int]]) -> None:
+        """Take back the count of a submission that failed. The partition stays ``submitted``:
+        if Kafka got it after all, a resumed run finds it in flight, not foreign."""
+        for key in keys:
+            record = self.moves.get(key)
+            if record is not None and record.submissions > 0:
+                record.submissions -= 1
+        self.save()
+
+    def note_throttles(self, throttle: int | None, brokers: Iterable[int], topics: Iterable[str]) -> None:
+        self.throttle = throttle
+        if throttle is not None and (not self.throttles_used or self.throttles_used[-1] != throttle):
+            self.throttles_used.append(throttle)
+        self.throttled_brokers |= set(brokers)
+        self.throttled_topics |= set(topics)
+        self.save()
+
+    def throttles_cleared(self) -> None:
+        self.throttled_brokers.clear()
+        self.throttled_topics.clear()
+        self.save()
+
+    def note_load(self, load: dict[int, int]) -> bool:
+        """Raise the peaks; True (and written) when one rose."""
+        rose = False
+        for b, v in load.items():
+            if v > self.peak_moves_per_broker.get(b, 0):
+                self.peak_moves_per_broker[b] = v
+                rose = True
+        if rose:
+            self.save()
+        return rose
+
+    def finish(self, status: str, **extra: Any) -> None:
+        self.status = status
+        if self.runs:
+            self.runs[-1].update({"ended_at": time.time(), "status": status, **extra})
+        self.save()

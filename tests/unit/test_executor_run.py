@@ -1,0 +1,203 @@
+"""The executor's decisions against an in-memory cluster: refusals, resume classification,
+caps and throttles while running, stop with cancel. (The real thing: tests/kafka/test_execute.py.)"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from planner.executor import ExecutePlan, Executor, Refused
+from planner.executor_state import ExecutionState
+from planner.executor_throttles import BROKER_RATES
+
+Key = tuple[str, int]
+
+
+@dataclass
+class Read:
+    snapshot: ClusterSnapshot
+
+
+class FakeCluster:
+    """Reassignments finish after ``polls`` looks at them; configs kept as a dict."""
+
+    def __init__(self, replicas: dict[Key, tuple[int, ...]], polls: int = 2) -> None:
+        self.now = dict(replicas)
+        self.polls = polls
+        self.moving: dict[Key, list[Any]] = {}     # key -> [target, polls left]
+        self.configs: dict[tuple[str, Any], dict[str, str]] = {}
+        self.sent: list[Key] = []
+        self.peak: dict[int, int] = {}
+        self.elected: list[Key] = []
+
+    def read(self, *, with_sizes: bool = True) -> Read:
+        parts = tuple(PartitionEntry(t, p, r, r[0], r, 1000) for (t, p), r in sorted(self.now.items()))
+        return Read(ClusterSnapshot(tuple(BrokerEntry(b) for b in range(5)), parts))
+
+    def ongoing(self) -> dict[Key, Any]:
+        for key, entry in list(self.moving.items()):
+            entry[1] -= 1
+            if entry[1] <= 0:
+                self.now[key] = entry[0]
+                del self.moving[key]
+        return {k: v[0] for k, v in self.moving.items()}
+
+    def replicas(self, topics: Sequence[str]) -> dict[Key, tuple[int, ...]]:
+        return {k: v for k, v in self.now.items() if k[0] in topics}
+
+    def reassign(self, targets: Mapping[Key, Sequence[int] | None]) -> dict[Key, str]:
+        for key, target in targets.items():
+            if target is None:
+                self.moving.pop(key, None)
+            else:
+                self.sent.append(key)
+                self.moving[key] = [tuple(target), self.polls]
+        load: dict[int, int] = {}
+        for key, (target, _) in self.moving.items():
+            for b in set(target) ^ set(self.now[key]):
+                load[b] = load.get(b, 0) + 1
+        for b, v in load.items():
+            self.peak[b] = max(self.peak.get(b, 0), v)
+        return {}
+
+    def alter_configs(self, brokers: Mapping[int, Mapping[str, str | None]] = {},
+                      topics: Mapping[str, Mapping[str, str | None]] = {}) -> dict[str, str]:
+        for kind, changes in (("broker", brokers), ("topic", topics)):
+            for name, configs in changes.items():
+                current = self.configs.setdefault((kind, name), {})
+                for k, v in configs.items():
+                    if v is None:
+                        current.pop(k, None)
+                    else:
+                        current[k] = v
+                if not current:
+                    del self.configs[(kind, name)]
+        return {}
+
+    def min_isr(self, topics: Sequence[str]) -> dict[str, int]:
+        return dict.fromkeys(topics, 1)
+
+    def elect_preferred(self, keys: Sequence[Key]) -> tuple[list[Key], dict[Key, str]]:
+        self.elected = list(keys)
+        return list(keys), {}
+
+
+START = {("t", p): (p % 5, (p + 1) % 5) for p in range(8)}
+TARGET = {("t", p): (p % 5, (p + 2) % 5) for p in range(8)}
+
+
+def plan_for(tmp_path: Path, **kw: Any) -> ExecutePlan:
+    return ExecutePlan(plan_dir=str(tmp_path), plan_sha256="x", targets=tuple(TARGET.items()), starting=START,
+                       leader_election=(("t", 0),), poll_interval_s=0.0, **kw)
+
+
+def executor(tmp_path: Path, cluster: FakeCluster, **kw: Any) -> Executor:
+    events: list[tuple[str, dict[str, Any]]] = []
+    ex = Executor(plan_for(tmp_path, **kw), cluster, ExecutionState.new(str(tmp_path), "x"),
+                  lambda e, f: events.append((e, f)))
+    ex.events = events  # type: ignore[attr-defined]
+    return ex
+
+
+def test_a_whole_run_keeps_the_cap_throttles_moving_replicas_and_removes_them(tmp_path: Path) -> None:
+    cluster = FakeCluster(START)
+    ex = executor(tmp_path, cluster, throttle=1000, per_broker=1)
+    seen_topic_configs: list[dict[str, str]] = []
+    real_alter = cluster.alter_configs
+
+    def spy(brokers: Mapping[int, Any] = {}, topics: Mapping[str, Any] = {}) -> dict[str, str]:
+        out = real_alter(brokers, topics)
+        if ("topic", "t") in cluster.configs:
+            seen_topic_configs.append(dict(cluster.configs[("topic", "t")]))
+        return out
+
+    cluster.alter_configs = spy  # type: ignore[method-assign]
+    status = ex.run(*ex.prepare())
+    assert status == "done"
+    assert cluster.now == TARGET and sorted(cluster.sent) == sorted(TARGET)
+    assert max(cluster.peak.values()) == 1
+    assert cluster.configs == {} and ex.state.throttled_brokers == set()
+    assert seen_topic_configs and all(
+        all(int(e.split(":")[1]) in START[("t", int(e.split(":")[0]))]
+            for e in c["leader.replication.throttled.replicas"].split(",")) for c in seen_topic_configs)
+    assert cluster.elected == [("t", 0)]
+    assert all(r.status == "finished" and r.submissions == 1 for r in ex.state.moves.values())
+
+
+def test_a_foreign_reassignment_or_a_drifted_partition_is_refused(tmp_path: Path) -> None:
+    cluster = FakeCluster(START)
+    cluster.moving[("other", 0)] = [(1, 2), 100]
+    with pytest.raises(Refused, match="not started by this plan") as refused:
+        executor(tmp_path, cluster).prepare()
+    assert refused.value.lines == ["other-0: reassignment in progress"]
+    drifted = dict(START)
+    drifted[("t", 3)] = (0, 4)
+    with pytest.raises(Refused, match="changed since the plan was made") as refused:
+        executor(tmp_path, FakeCluster(drifted)).prepare()
+    assert refused.value.lines == ["t-3: planned from [3, 4], now [0, 4]"]
+    assert cluster.sent == [] and cluster.configs == {}
+
+
+def test_a_resumed_run_watches_in_flight_moves_and_skips_finished_ones(tmp_path: Path) -> None:
+    now = dict(START)
+    now[("t", 0)] = TARGET[("t", 0)]                 # finished before the kill
+    cluster = FakeCluster(now)
+    cluster.moving[("t", 1)] = [TARGET[("t", 1)], 3]  # in flight at the kill
+    ex = executor(tmp_path, cluster)
+    ex.state.mark_submitted([("t", 0), ("t", 1), ("t", 2)])   # t-2: marked, never sent
+    ex.state.mark([("t", 0)], "finished")
+    pending, flying, done = ex.prepare()
+    assert [r.key for r in flying] == [("t", 1)] and done == [("t", 0)]
+    assert [r.key for r in pending] == [("t", p) for p in range(2, 8)]
+    assert ex.run(pending, flying, done) == "done"
+    assert ("t", 0) not in cluster.sent and ("t", 1) not in cluster.sent
+    assert cluster.now == TARGET
+
+
+def test_a_stop_cancels_the_moves_in_flight(tmp_path: Path) -> None:
+    cluster = FakeCluster(START, polls=1000)
+    ex = executor(tmp_path, cluster, throttle=1000, per_broker=1)
+    pending, flying, done = ex.prepare()
+    original = cluster.reassign
+
+    def stop_after_first_wave(targets: Any) -> dict[Key, str]:
+        out = original(targets)
+        ex.stop_reason = "SIGTERM"
+        ex.stop.set()
+        return out
+
+    cluster.reassign = stop_after_first_wave  # type: ignore[method-assign]
+    assert ex.run(pending, flying, done) == "stopped"
+    assert cluster.moving == {} and cluster.now == START and cluster.configs == {}
+    assert ex.state.with_status("cancelled") and not ex.state.with_status("submitted")
+    assert ("cancelling", {"reason": "SIGTERM", "partitions": ["t-0", "t-2"]}) in ex.events  # type: ignore[attr-defined]
+
+
+def test_order_under_min_isr_starts_the_partitions_at_min_isr_first(tmp_path: Path) -> None:
+    cluster = FakeCluster(START)
+    cluster.min_isr = lambda topics: dict.fromkeys(topics, 2)  # type: ignore[method-assign]
+    real_read = cluster.read
+
+    def shrunk(*, with_sizes: bool = True) -> Read:
+        snap = real_read().snapshot
+        parts = tuple(PartitionEntry(p.topic, p.partition, p.replicas, p.leader,
+                                     p.replicas[:1] if p.partition == 6 else p.replicas, p.size_bytes)
+                      for p in snap.partitions)
+        return Read(ClusterSnapshot(snap.brokers, parts))
+
+    cluster.read = shrunk  # type: ignore[method-assign]
+    ex = executor(tmp_path, cluster, order="under-min-isr", per_broker=1)
+    pending, _, _ = ex.prepare()
+    assert [r.partition for r in pending if r.under_min_isr] == [0, 1, 2, 3, 4, 5, 6, 7]  # ISR 2 <= min 2
+    cluster.min_isr = lambda topics: dict.fromkeys(topics, 1)  # type: ignore[method-assign]
+    pending, _, _ = executor(tmp_path, cluster, order="under-min-isr").prepare()
+    assert [r.partition for r in pending if r.under_min_isr] == [6]
+    ex = executor(tmp_path, cluster, order="under-min-isr", per_broker=1)
+    ex.run(*ex.prepare())
+    assert cluster.sent[0] == ("t", 6)
+    assert BROKER_RATES  # the names are Kafka's (see test_executor_throttles)
