@@ -43,6 +43,9 @@ class _StartupChecked:
     def describe(self) -> dict:
         return self._source.describe()
 
+    def health(self) -> tuple[bool, str]:
+        return self._source.health()
+
 
 def create_source(config: ServerConfig):
     path = config.observed_brokers_path
