@@ -38,6 +38,7 @@ from .common import (
     reassignment_json,
     security_options,
 )
+from .intent import add_intent_argument, create_under_replicated, has_placeholders
 
 CLIENT_ID = "replica-assignor-topics"
 
@@ -54,6 +55,7 @@ def add_parser(sub: Any) -> None:
                         help="a topic configuration (repeatable), as kafka-topics.sh --config")
     create.add_argument("--disable-rack-aware", action="store_true",
                         help="Kafka's rack-unaware assignment (forceSimpleAssignment)")
+    add_intent_argument(create)  # KIP-409: an answer with placeholders (cli/intent.py)
     create.set_defaults(run=run_create)
 
     add = sub.add_parser("add-partitions", help="add partitions to a topic, placed by the assignor server",
@@ -131,6 +133,8 @@ def run_create(args: argparse.Namespace) -> int:
         configs = topic_configs(args.config)
         security_options(args.command_config)  # a bad file is refused before anything is asked
         assignment = _ask_assignor(args, args.partitions, args.replication_factor, None, args.disable_rack_aware)
+        if has_placeholders(assignment):  # brokers down (KIP-409): created in steps, see cli/intent.py
+            return create_under_replicated(args, assignment, configs)
         if args.dry_run:
             print_json(reassignment_json(args.topic, assignment))
             return 0
