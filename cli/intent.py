@@ -132,18 +132,28 @@ def read_record(path: str | Path, *, missing_ok: bool = False) -> list[TopicInte
 def write_record(path: str | Path, topics: Iterable[TopicIntent]) -> None:
     """Write the record atomically (a crash leaves the old file or the new one, never half)."""
     path = Path(path)
-    body = {"version": RECORD_VERSION, "topics": [t.to_json() for t in topics]}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as out:
-            json.dump(body, out, indent=1)
-            out.write("\n")
+            out.write(record_text(topics))
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise CommandError(f"cannot write intent file {path}: {exc.strerror or exc}", 1) from None
+
+
+def record_text(topics: Iterable[TopicIntent]) -> str:
+    """The record as JSON, one partition a line (readable, and diffable when kept in a repository)."""
+    blocks = []
+    for t in topics:
+        head = json.dumps({k: v for k, v in t.to_json().items() if k != "partitions"})[:-1]
+        parts = ",\n".join(f"   {json.dumps({'partition': p, 'replicas': list(r)})}"
+                           for p, r in sorted(t.replicas.items()))
+        blocks.append(f' {head}, "partitions": [\n{parts}]}}')
+    body = ",\n".join(blocks)
+    return f'{{"version": {RECORD_VERSION}, "topics": [' + (f"\n{body}]}}\n" if blocks else "]}\n")
 
 
 def with_topic(topics: Sequence[TopicIntent], intent: TopicIntent) -> list[TopicIntent]:
@@ -305,18 +315,19 @@ def create_under_replicated(args: argparse.Namespace, assignment: Mapping[int, S
     Raises :class:`CommandError`; returns 0 once the topic holds its alive replicas."""
     topic, path = args.topic, getattr(args, "intent_file", None)
     placeholders = sum(b < 0 for reps in assignment.values() for b in reps)
+    first = creatable(assignment)
+    alive = {p: alive_replicas(r) for p, r in assignment.items()}
+    if args.dry_run:
+        print_json(reassignment_json(topic, alive))
+        print(f"dry run: {placeholders} placeholder(s) for brokers that are down (KIP-409); would create {topic} "
+              f"with {len(first[0])} replica(s) per partition, reassign to the alive replicas above and "
+              f"record the placement in {path or 'the --intent-file'}", file=sys.stderr)
+        return 0
     if not path:
         raise CommandError(f"the assignor answered {placeholders} placeholder(s) for brokers that are down "
                            "(KIP-409): Kafka cannot create them; give --intent-file FILE to create the topic "
                            "with its alive replicas and complete it later with replica-assignor repair", 2)
-    first = creatable(assignment)
-    alive = {p: alive_replicas(r) for p, r in assignment.items()}
     earlier = read_record(path, missing_ok=True)
-    if args.dry_run:
-        print_json(reassignment_json(topic, alive))
-        print(f"dry run: would create {topic} with {len(first[0])} replica(s) per partition, then reassign to "
-              f"the alive replicas above; {placeholders} placeholder(s) would be recorded in {path}", file=sys.stderr)
-        return 0
     admin = open_admin(args.bootstrap_server, args.timeout_ms, args.command_config)
     try:
         read = _read(admin)
@@ -328,7 +339,10 @@ def create_under_replicated(args: argparse.Namespace, assignment: Mapping[int, S
                                      timeout_ms=args.timeout_ms, raise_errors=False)
         result = next((t for t in answer.get("topics") or () if t.get("name") == topic), None)
         if result is None or result.get("error_code"):
-            write_record(path, earlier) if earlier else Path(path).unlink(missing_ok=True)
+            if earlier:  # the record as it was
+                write_record(path, earlier)
+            else:
+                Path(path).unlink(missing_ok=True)
             import kafka.errors as kafka_errors
 
             code = result.get("error_code") if result else -1

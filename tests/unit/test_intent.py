@@ -117,3 +117,45 @@ def test_repair_flags_that_do_not_go_together(tmp_path, capsys):
     assert "--intent-file needs --bootstrap-server" in capsys.readouterr().err
     assert main(["repair", "--bootstrap-server", "127.0.0.1:1", "--intent-file", str(tmp_path / "none")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+class _RefusingAdmin:
+    """CreateTopics answers TOPIC_ALREADY_EXISTS; nothing else is asked."""
+
+    def create_topics(self, *_args, **_kwargs):
+        return {"topics": [{"name": "t", "error_code": 36, "error_message": "Topic 't' already exists."}]}
+
+    def close(self):
+        pass
+
+
+def test_a_refused_creation_leaves_the_record_as_it_was(tmp_path, monkeypatch, capsys):
+    import argparse
+
+    import cli.intent as intent_module
+    from protocol.cluster_reader import ClusterRead
+
+    path = tmp_path / "intent.json"
+    kept = TopicIntent("other", {0: (0, -1)}, frozenset({0}))
+    write_record(path, [kept])
+    before = path.read_text()
+    monkeypatch.setattr(intent_module, "open_admin", lambda *_: _RefusingAdmin())
+    monkeypatch.setattr(intent_module, "_read", lambda _admin: ClusterRead(cluster({0, 1, 2})))
+    args = argparse.Namespace(topic="t", intent_file=str(path), dry_run=False, bootstrap_server="k:9092",
+                              timeout_ms=1000, command_config=None)
+    with pytest.raises(CommandError, match=r"refused to create topic t: TopicAlreadyExistsError \(36\)"):
+        intent_module.create_under_replicated(args, {0: [0, 1, -1]}, {})
+    assert path.read_text() == before
+    path.unlink()
+    with pytest.raises(CommandError):
+        intent_module.create_under_replicated(args, {0: [0, 1, -1]}, {})
+    assert not path.exists()
+    # without a record to write to, nothing is asked of the cluster: exit 2
+    args.intent_file = None
+    with pytest.raises(CommandError, match="give --intent-file") as caught:
+        intent_module.create_under_replicated(args, {0: [0, 1, -1]}, {})
+    assert caught.value.code == 2
+    args.dry_run = True
+    assert intent_module.create_under_replicated(args, {0: [0, 1, -1], 1: [1, 2, 0]}, {}) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["partitions"][0]["replicas"] == [0, 1] and "dry run: 1 placeholder(s)" in out.err
