@@ -26,7 +26,16 @@ from typing import Any
 from protocol.client import ReplicaAssignorAdminClient
 from scripts.kafka_cluster import KafkaCluster
 from tests.kafka.conftest import RACKS, Topics
-from tests.kafka.following import REFRESH_MS, cli, follower, source, topic_state, unregister, wait_for
+from tests.kafka.following import (
+    REFRESH_MS,
+    cli,
+    follower,
+    refused_sockets,  # noqa: F401 - autouse fixture
+    source,
+    topic_state,
+    unregister,
+    wait_for,
+)
 
 STOPPED = 4  # /dc1/zone-b, beside broker 1
 

@@ -16,7 +16,16 @@ from pathlib import Path
 
 from scripts.kafka_cluster import KafkaCluster
 from tests.kafka.conftest import Topics
-from tests.kafka.following import by_partition, cli, follower, source, topic_state, unregister, wait_for
+from tests.kafka.following import (
+    by_partition,
+    cli,
+    follower,
+    refused_sockets,  # noqa: F401 - autouse fixture
+    source,
+    topic_state,
+    unregister,
+    wait_for,
+)
 
 DOWN = (3, 4)  # racks /dc1/zone-a and /dc1/zone-b: each has another broker (0 and 1) alive
 
