@@ -5,6 +5,11 @@ and replicas on forgotten or unknown brokers with alive ones (:func:`assignors.r
 the algorithm the balance planner's repair uses too, with the brokers expected back as
 ``keep``), and prints Kafka's reassignment JSON for ``kafka-reassign-partitions.sh --execute``.
 
+With ``--intent-file FILE --bootstrap-server KAFKA`` it completes the topics ``create-topic``
+created under-replicated (:mod:`cli.intent`): each placeholder of the recorded placement is
+filled by a broker that came back since, and ``--execute`` applies that through
+AlterPartitionReassignments, waits for it and drops the completed topics from the record.
+
 Which brokers are expected back (their replicas stay):
 
 - without ``--observed-path``: the brokers a snapshot lists as ``"alive": false`` (their
@@ -52,6 +57,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     source.add_argument("--bootstrap-server", type=host_port, metavar="HOST:PORT", help="a live Kafka cluster")
     parser.add_argument("--observed-path", metavar="FILE",
                         help="the observed broker store: its offline brokers are expected back")
+    parser.add_argument("--intent-file", metavar="FILE",
+                        help="complete the topics create-topic recorded here (KIP-409; needs --bootstrap-server)")
+    parser.add_argument("--execute", action="store_true",
+                        help="with --intent-file: apply the reassignment, wait for it, update the record")
     add_connection_arguments(parser, what="the Kafka cluster (with --bootstrap-server)")
     parser.set_defaults(run=run)
     return parser
@@ -60,6 +69,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     """Print the plan on stdout and a summary on stderr. Exit 0 even when some partitions could
     not be repaired (not enough alive brokers): they are named on stderr and left out."""
+    if args.intent_file is not None or args.execute:
+        return run_intent(args)
     try:
         snapshot, forgotten = load_cluster(args)
     except (CommandError, SnapshotError, OSError, ValueError) as exc:  # bad file or store (2), cluster (1)
@@ -68,6 +79,23 @@ def run(args: argparse.Namespace) -> int:
     print_json(plan.to_reassignment())
     print(summary(plan), file=sys.stderr)
     return 0
+
+
+def run_intent(args: argparse.Namespace) -> int:
+    """``--intent-file``: complete the recorded topics (:func:`cli.intent.run_complete`)."""
+    from .intent import run_complete
+
+    prog = "replica-assignor repair"
+    if args.intent_file is None:
+        return fail(prog, CommandError("--execute needs --intent-file (a plain repair plan is for "
+                                       "kafka-reassign-partitions.sh --execute)", 2))
+    if args.bootstrap_server is None or args.observed_path is not None:
+        return fail(prog, CommandError("--intent-file needs --bootstrap-server (the live cluster) and "
+                                       "no --snapshot or --observed-path", 2))
+    try:
+        return run_complete(args)
+    except Exception as exc:  # bad record, unreachable cluster, refused reassignment: one line
+        return fail(prog, exc)
 
 
 def load_cluster(args: argparse.Namespace) -> tuple[ClusterSnapshot, frozenset[int]]:

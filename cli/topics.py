@@ -46,6 +46,7 @@ from .common import (
     reassignment_json,
     security_options,
 )
+from .intent import add_intent_argument, create_under_replicated, has_placeholders
 from .probe import explain_topics_failure
 
 CLIENT_ID = "replica-assignor-topics"
@@ -63,6 +64,7 @@ def add_parser(sub: Any) -> None:
                         help="a topic configuration (repeatable), as kafka-topics.sh --config")
     create.add_argument("--disable-rack-aware", action="store_true",
                         help="Kafka's rack-unaware assignment (forceSimpleAssignment)")
+    add_intent_argument(create)  # KIP-409: an answer with placeholders (cli/intent.py)
     create.set_defaults(run=run_create)
 
     add = sub.add_parser("add-partitions", help="add partitions to a topic, placed by the assignor server",
@@ -231,6 +233,14 @@ def run_create(args: argparse.Namespace) -> int:
         configs = topic_configs(args.config)
         security_options(args.command_config)  # a bad file is refused before anything is asked
         placed = _ask_batch(args, specs, None, args.disable_rack_aware)
+        short = [name for name, assignment in placed.items() if has_placeholders(assignment)]
+        if short:  # brokers down (KIP-409): created in steps, see cli/intent.py
+            if len(placed) > 1:
+                raise CommandError(f"the assignor answered placeholders for brokers that are down (KIP-409) for "
+                                   f"topic(s) {', '.join(short)}: an under-replicated topic is created on its own "
+                                   "(one --topic with --intent-file)", 2)
+            return create_under_replicated(argparse.Namespace(**{**vars(args), "topic": short[0]}),
+                                           placed[short[0]], configs)
         plan = batch_json(placed)
         if args.dry_run:
             print_json(plan)

@@ -167,6 +167,9 @@ class ReplicaAssignorServer:
         healthy = self.started.is_set() and state is not None and not state.stopping
         details = {"listener": str(state.listener) if state else None,
                    "connections": len(state.connections) if state else 0}
+        if state is not None:  # a cluster view that is stale or empty: not healthy (server.health)
+            cluster_healthy, details["cluster"] = state.source.health()
+            healthy = healthy and cluster_healthy
         return healthy, details
 
     def install_signal_handlers(self) -> None:

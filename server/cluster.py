@@ -48,6 +48,9 @@ class _StartupChecked:
     def describe(self) -> dict[str, Any]:
         return self._source.describe()
 
+    def health(self) -> tuple[bool, str]:
+        return self._source.health()
+
 
 def create_source(config: ServerConfig) -> _StartupChecked:
     path = config.observed_brokers_path

@@ -18,7 +18,12 @@ the planner and the CLI):
 - a refresh that fails (cluster unreachable, timeout, store error) is logged as
   ``metadata_refresh_failed`` and the last good view is kept, so a network blip does not make
   the whole cluster look offline;
-- each successful refresh records the brokers it saw in the store (one transaction).
+- each successful refresh records the brokers it saw in the store (one transaction);
+- **health** (:meth:`health`, for ``/health`` and the server's readiness): a live source is
+  unhealthy while its last refresh failed (the cluster is unreachable: the last good view is
+  kept, but it may be stale) or its view has no alive broker; it is healthy again at the first
+  refresh that sees an alive broker. Each change is logged once as ``cluster_health_changed``
+  with the reason. A snapshot source is unhealthy only without an alive broker.
 
 Blocking work (the kafka-python admin client, SQLite with ``synchronous=FULL``) runs in worker
 threads; the snapshot file is read only when it changed, within a size cap, and parsed in a
@@ -59,6 +64,8 @@ class ClusterSource(Protocol):
 
     def describe(self) -> dict[str, Any]: ...
 
+    def health(self) -> tuple[bool, str]: ...
+
 
 def merge_observed(snapshot: ClusterSnapshot, observed: Iterable[ObservedBroker] = (),
                    fenced: Iterable[int] = ()) -> ClusterView:
@@ -94,6 +101,8 @@ class _RefreshingSource:
     """Shared lifecycle: a first refresh in ``start()``, then one every ``refresh_interval_ms``."""
 
     kind = ""
+    #: whether a failed refresh makes the source unhealthy (its view may be stale)
+    fresh_view_required = False
 
     def __init__(self, store: ObservedBrokerStore | None, refresh_interval_ms: int | None,
                  logger: Any, clock: Callable[[], float]) -> None:
@@ -112,6 +121,7 @@ class _RefreshingSource:
         self._last_error: str | None = None
         self._last_success: float | None = None
         self._owned_store: ObservedBrokerStore | None = None  # closed by stop()
+        self._healthy = True  # as last logged: an unhealthy first state is logged too
 
     # -- interface ----------------------------------------------------------------------------
     def view(self) -> ClusterView:
@@ -142,9 +152,11 @@ class _RefreshingSource:
             except Exception as exc:  # any failure keeps the last good view
                 self._failures += 1
                 self._consecutive_failures += 1
-                self._last_error = f"{type(exc).__name__}: {exc}"
+                name, text = type(exc).__name__, str(exc).strip()
+                self._last_error = text if text.startswith(f"{name}:") else f"{name}: {text}"
                 self._log.warning("metadata_refresh_failed", source=self.kind, error=self._last_error,
                                   consecutive_failures=self._consecutive_failures)
+                self._log_health()
                 return False
             self._consecutive_failures = 0
             self._last_error = None
@@ -156,7 +168,25 @@ class _RefreshingSource:
                     alive=[b.id for b in view.brokers], offline=[b.id for b in view.offline],
                     fenced=sorted(view.fenced),
                 )
+            self._log_health()
             return True
+
+    def health(self) -> tuple[bool, str]:
+        """(healthy, one line saying why): see the module doc."""
+        if self.fresh_view_required and self._consecutive_failures:
+            return False, (f"the {self.kind} cluster did not answer the last {self._consecutive_failures} "
+                           f"refresh(es): {self._last_error}")
+        alive = len(self._view.brokers)
+        if not alive:
+            return False, f"no alive broker in the {self.kind} cluster view"
+        return True, f"{alive} alive broker(s) in the {self.kind} cluster view"
+
+    def _log_health(self) -> None:
+        healthy, reason = self.health()
+        if healthy != self._healthy:
+            self._healthy = healthy
+            (self._log.info if healthy else self._log.warning)(
+                "cluster_health_changed", source=self.kind, healthy=healthy, reason=reason)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -172,6 +202,7 @@ class _RefreshingSource:
             "last_error": self._last_error,
             "last_success": self._last_success,
             "observed_store": str(self._store.path) if self._store is not None else None,
+            "healthy": self.health()[0],
         }
 
     # -- for subclasses ---------------------------------------------------------------------
@@ -271,6 +302,7 @@ class LiveClusterSource(_RefreshingSource):
     """
 
     kind = "live"
+    fresh_view_required = True
 
     def __init__(self, bootstrap_servers: str | Sequence[str], refresh_interval_ms: int,
                  store: ObservedBrokerStore | None, logger: Any = None, *,

@@ -15,6 +15,13 @@ server actually bound, written atomically once it serves and removed when it sto
 check then probes that listener (and metrics address) rather than the configured one, so
 overrides the check was not given (a container's CMD arguments) and port 0 are seen too.
 With a status file named but absent, the server is not serving: unhealthy.
+
+A server following a live cluster (``bootstrap.servers``) is healthy only while that cluster
+answers with at least one alive broker: its placements would otherwise rest on a stale or
+empty view. ``/health`` answers 503 with the reason (``"cluster"``) as the server's own source
+sees it (:meth:`server.cluster_source.LiveClusterSource.health`, which also logs every change as
+``cluster_health_changed``); the check over the Kafka listener, which cannot ask the server
+that, reads the cluster itself (DescribeCluster, as the server does) after ApiVersions.
 """
 
 from __future__ import annotations
@@ -87,10 +94,46 @@ def check(config: ServerConfig, timeout_s: float = 5.0, status_file: str | None 
             with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310 - our own URL
                 return True, f"healthy: {url} answered {response.status} {json.loads(response.read())}"
         except urllib.error.HTTPError as exc:
-            return False, f"unhealthy: {url} answered {exc.code}"
+            return False, f"unhealthy: {url} answered {exc.code}{_reason(exc)}"
         except (OSError, ValueError) as exc:
             return False, f"unhealthy: {url}: {exc}"
-    return _check_kafka(config, listener, timeout_s)
+    healthy, line = _check_kafka(config, listener, timeout_s)
+    if not healthy or not config.bootstrap_servers:
+        return healthy, line
+    cluster_healthy, why = check_live_cluster(config.bootstrap_servers, timeout_s)
+    if not cluster_healthy:
+        return False, f"unhealthy: {line.removeprefix('healthy: ')}, but {why}"
+    return True, f"{line}; {why}"
+
+
+def _reason(exc: urllib.error.HTTPError) -> str:
+    """``: <why>`` from a 503 answer's JSON body (its ``cluster`` entry), or nothing."""
+    try:
+        body = json.loads(exc.read())
+    except (OSError, ValueError):
+        return ""
+    why = body.get("cluster") if isinstance(body, dict) else None
+    return f": {why}" if why else ""
+
+
+def check_live_cluster(bootstrap_servers: str, timeout_s: float) -> tuple[bool, str]:
+    """Whether the live cluster answers DescribeCluster with an alive broker, and one line why."""
+    from protocol.cluster_reader import open_admin_client, read_cluster
+
+    try:
+        admin = open_admin_client(bootstrap_servers, int(timeout_s * 1000), {"client_id": "health-check"})
+    except Exception as exc:  # noqa: BLE001 - any failure to connect is the answer
+        return False, f"the live cluster {bootstrap_servers} is unreachable: {type(exc).__name__}: {exc}"
+    try:
+        read = read_cluster(admin, include_topics=False)
+    except Exception as exc:  # noqa: BLE001 - a failed read is the answer
+        return False, f"the live cluster {bootstrap_servers} did not answer: {type(exc).__name__}: {exc}"
+    finally:
+        admin.close()
+    alive = [b.id for b in read.snapshot.brokers if b.alive]
+    if not alive:
+        return False, f"the live cluster {bootstrap_servers} has no alive broker"
+    return True, f"the live cluster {bootstrap_servers} answered with {len(alive)} alive broker(s)"
 
 
 def _check_kafka(config: ServerConfig, listener: Listener, timeout_s: float) -> tuple[bool, str]:

@@ -147,7 +147,8 @@ async def test_cluster_down_at_start_then_up(store):
     source = LiveClusterSource(broker.bootstrap, 3_600_000, store, request_timeout_ms=1000)
     with capture_logs() as logs:
         await source.start()  # does not raise: the server can start before the cluster
-    assert [e["event"] for e in logs] == ["metadata_refresh_failed"]
+    assert [e["event"] for e in logs] == ["metadata_refresh_failed", "cluster_health_changed"]
+    assert logs[1]["healthy"] is False and source.health()[0] is False
     assert source.view().brokers == ()
     try:
         await asyncio.to_thread(broker.start)
