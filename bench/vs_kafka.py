@@ -22,7 +22,7 @@ Cells, each over every ``--connections`` x ``--depths`` pair, with the same load
 
 Server CPU is the process's own user + system time (``/proc/PID/stat``) over the measured
 window, divided by the requests. Both servers are idle while the other is measured; their
-idle CPU is printed (Kafka's background threads count in its figures). Before the cells,
+idle CPU after the cells is printed (Kafka's background threads count in its figures). Before the cells,
 each server answers ``--jit-warmup`` requests per API (Kafka's JIT compiles its hot paths).
 The client shares the cores, so req/s and latencies are lower bounds; CPU per request is the
 fairer comparison on a small machine.
@@ -124,7 +124,7 @@ def print_tables(kafka: list[Row], ours: list[Row], repeated: list[Row], varied:
     anchor = {(r.connections, r.depth): r for r in kafka if r.api == "ApiVersions"}
     print()
     print("| CreateReplicaAssignment (ours) | conns x depth | req/s | p50 / p99 ms | CPU µs/req "
-          "| req/s / Kafka's ApiVersions | varied / repeated req/s |")
+          "| req/s / Kafka's ApiVersions | varied / repeated: req/s, CPU |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for rep, var in zip(repeated, varied, strict=True):
         k = anchor[(rep.connections, rep.depth)]
@@ -132,7 +132,7 @@ def print_tables(kafka: list[Row], ours: list[Row], repeated: list[Row], varied:
             print(f"| {name} | {r.connections} x {r.depth} | {r.result.rate:,.0f} "
                   f"| {r.result.p50_ms:.2f} / {r.result.p99_ms:.2f} | {r.cpu_us:.1f} "
                   f"| {_ratio(r.result.rate, k.result.rate)} "
-                  f"| {_ratio(var.result.rate, rep.result.rate) if r is var else ''} |")
+                  f"| {f'{_ratio(var.result.rate, rep.result.rate)}, {_ratio(var.cpu_us, rep.cpu_us)}' if r is var else ''} |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the cluster's quick-start JVM flags (C1 only) instead of the full JIT")
     parser.add_argument("--log-level", default="info", help="our server's log.level")
     args = parser.parse_args(argv)
+    load_before = Path("/proc/loadavg").read_text().split()[0]
     try:
         grid = [(int(c), int(d)) for c in args.connections.split(",") for d in args.depths.split(",")]
     except ValueError:
@@ -184,8 +185,6 @@ def main(argv: list[str] | None = None) -> int:
                     for frame in (API_VERSIONS, METADATA):
                         warm_up(target, frame, args.jit_warmup)
                 warm_up(ours, REPEATED, args.jit_warmup)
-                for target in (kafka, ours):
-                    notes.append(f"{target.name} idle: {idle_cpu_ms_per_s(target.pid):.1f} ms CPU/s")
                 for api, frame in (("ApiVersions", API_VERSIONS), ("Metadata", METADATA)):
                     for c, d in grid:
                         kafka_rows.append(measure(kafka, api, frame, args, c, d))
@@ -196,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
                     varied.append(measure(ours, "CreateReplicaAssignment varied", frames, args, c, d,
                                           decode=decode_assignment))
                 for target in (kafka, ours):
-                    notes.append(f"{target.name} RSS at the end: {rss_mib(target.pid):.0f} MiB")
+                    notes.append(f"{target.name}: idle {idle_cpu_ms_per_s(target.pid):.1f} ms CPU/s after the cells, "
+                                 f"RSS {rss_mib(target.pid):.0f} MiB")
         except (ClusterError, RuntimeError, ConnectionError) as exc:
             print(f"vs_kafka: {exc}".splitlines()[0], file=sys.stderr)
             return 1
@@ -204,8 +204,10 @@ def main(argv: list[str] | None = None) -> int:
             kafka_cluster.down()
 
     mean_replicas = sum(n * rf for _, n, rf in shapes) / len(shapes)
+    load_after = Path("/proc/loadavg").read_text().split()[0]
     print(f"# vs_kafka: {args.requests:,} requests per cell (best of {args.repeat}), loopback, "
-          f"{os.cpu_count()} cores, {platform.python_implementation()} {platform.python_version()}; "
+          f"{os.cpu_count()} cores (load average {load_before} before, {load_after} after), "
+          f"{platform.python_implementation()} {platform.python_version()}; "
           f"client on the same machine ({args.client_processes} client processes for multi-connection cells)")
     print(f"# Kafka {kafka_version()}: {len(kafka_cluster.nodes)} node(s), load on node 0 (controller+broker), "
           f"JVM {' '.join(flags)}; ours: uvloop, log.level={args.log_level}, {BROKERS} brokers in "
