@@ -1,5 +1,10 @@
-"""A loopback load generator for Kafka-protocol servers: raw asyncio sockets, one request
-frame encoded once by the schema codec, only the correlation id patched per request.
+"""A loopback load generator for Kafka-protocol servers: raw asyncio sockets, request frames
+encoded once by the schema codec, only the correlation id patched per request.
+
+One frame is sent over and over; given several, the requests go through them in turn, and
+every request of a run (warm-up included) gets a frame of its own while there are enough:
+connection ``i`` starts where connection ``i - 1`` ends (varied requests that no server-side
+cache has seen).
 
 Each connection keeps ``depth`` requests in flight; answers are checked to come back in
 order (correlation id) and their latency recorded. Several client processes can share the
@@ -17,8 +22,9 @@ import sys
 import time
 from array import array
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -34,10 +40,12 @@ def request_frame(message, client_id: str = "loadgen") -> bytes:
 
 
 class _Pipeline(asyncio.Protocol):
-    """One connection: keeps ``depth`` requests in flight until ``count`` are answered."""
+    """One connection: keeps ``depth`` requests in flight until ``count`` are answered; request
+    ``k`` is frame ``(offset + k) % len(parts)``."""
 
-    def __init__(self, frame: bytes, count: int, depth: int, done: asyncio.Future) -> None:
-        self.head, self.tail = frame[:CORRELATION_OFFSET], frame[CORRELATION_OFFSET + 4:]
+    def __init__(self, parts: list[tuple[bytes, bytes]], offset: int, count: int, depth: int,
+                 done: asyncio.Future) -> None:
+        self.parts, self.offset = parts, offset
         self.count, self.depth, self.done = count, depth, done
         self.sent = 0
         self.received = 0
@@ -55,10 +63,12 @@ class _Pipeline(asyncio.Protocol):
     def _send(self, n: int) -> None:
         now = time.perf_counter_ns()
         frames = []
+        parts, offset, kinds = self.parts, self.offset, len(self.parts)
         for _ in range(n):
             cid = self.sent
             self.sent += 1
-            frames.append(self.head + _INT32.pack(cid) + self.tail)
+            head, tail = parts[(offset + cid) % kinds]
+            frames.append(head + _INT32.pack(cid) + tail)
             self.in_flight.append((cid, now))
         self.transport.write(b"".join(frames))
 
@@ -100,12 +110,14 @@ class _Pipeline(asyncio.Protocol):
             self.done.set_exception(ConnectionError(f"server closed the connection after {self.received} answers"))
 
 
-async def _open(host: str, port: int, frame: bytes, counts: list[int], depth: int):
+async def _open(host: str, port: int, parts: list[tuple[bytes, bytes]], counts: list[int], offsets: list[int],
+                depth: int):
     loop = asyncio.get_running_loop()
     pipes = []
-    for count in counts:
+    for count, offset in zip(counts, offsets, strict=True):
         done = loop.create_future()
-        _, pipe = await loop.create_connection(lambda c=count, d=done: _Pipeline(frame, c, depth, d), host, port)
+        _, pipe = await loop.create_connection(
+            lambda c=count, o=offset, d=done: _Pipeline(parts, o, c, depth, d), host, port)
         pipes.append(pipe)
     return pipes
 
@@ -116,13 +128,14 @@ async def _drive(pipes) -> None:
     await asyncio.gather(*(p.done for p in pipes))
 
 
-async def _session(host, port, frame, counts, depth, warmup, ready, go, out) -> None:
+async def _session(host, port, frames, counts, offsets, warmup_offsets, depth, warmup, ready, go, out) -> None:
+    parts = [(f[:CORRELATION_OFFSET], f[CORRELATION_OFFSET + 4:]) for f in frames]
     if warmup:
-        pipes = await _open(host, port, frame, [warmup] * len(counts), depth)
+        pipes = await _open(host, port, parts, [warmup] * len(counts), warmup_offsets, depth)
         await _drive(pipes)
         for p in pipes:
             p.transport.close()
-    pipes = await _open(host, port, frame, counts, depth)
+    pipes = await _open(host, port, parts, counts, offsets, depth)
     ready.set()
     await asyncio.get_running_loop().run_in_executor(None, go.wait)
     started = time.monotonic()
@@ -135,11 +148,11 @@ async def _session(host, port, frame, counts, depth, warmup, ready, go, out) -> 
     out.put((started, ended, latencies.tobytes()))
 
 
-def _client_main(host, port, frame, counts, depth, warmup, ready, go, out) -> None:
+def _client_main(host, port, frames, counts, offsets, warmup_offsets, depth, warmup, ready, go, out) -> None:
     try:
         import uvloop
 
-        uvloop.run(_session(host, port, frame, counts, depth, warmup, ready, go, out))
+        uvloop.run(_session(host, port, frames, counts, offsets, warmup_offsets, depth, warmup, ready, go, out))
     except BaseException as exc:  # reported to the parent, which raises it
         ready.set()
         out.put(exc)
@@ -157,19 +170,25 @@ class LoadResult:
         return self.requests / self.seconds
 
 
-def run_load(host: str, port: int, frame: bytes, connections: int, depth: int, total: int,
+def run_load(host: str, port: int, frame: bytes | Sequence[bytes], connections: int, depth: int, total: int,
              processes: int = 1, warmup: int = 200,
              on_start: Callable[[], None] | None = None) -> LoadResult:
     """``total`` requests over ``connections`` connections split among ``processes`` client
-    processes. ``on_start`` runs right before the measured window opens (sample CPU there)."""
+    processes. ``frame`` is one request frame or several, sent in turn (module docstring).
+    ``on_start`` runs right before the measured window opens (sample CPU there)."""
+    frames = [frame] if isinstance(frame, bytes) else list(frame)
     processes = max(1, min(processes, connections))
     per_conn = [total // connections + (1 if i < total % connections else 0) for i in range(connections)]
-    groups = [per_conn[i::processes] for i in range(processes)]
+    starts = [0, *accumulate(per_conn)][:connections]
+    warmup_starts = [total + i * warmup for i in range(connections)]
+    groups = [(per_conn[i::processes], starts[i::processes], warmup_starts[i::processes]) for i in range(processes)]
     ctx = mp.get_context("spawn")
     go, out = ctx.Event(), ctx.Queue()
     readies = [ctx.Event() for _ in groups]
-    procs = [ctx.Process(target=_client_main, args=(host, port, frame, counts, depth, warmup, r, go, out),
-                         daemon=True) for counts, r in zip(groups, readies, strict=True)]
+    procs = [ctx.Process(target=_client_main,
+                         args=(host, port, frames, counts, offsets, warmup_offsets, depth, warmup, r, go, out),
+                         daemon=True)
+             for (counts, offsets, warmup_offsets), r in zip(groups, readies, strict=True)]
     for p in procs:
         p.start()
     try:

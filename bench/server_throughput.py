@@ -30,10 +30,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -45,6 +46,8 @@ from protocol.messages import (  # noqa: E402
     ApiVersionsResponse,
     CreateReplicaAssignmentRequest,
     CreateReplicaAssignmentResponse,
+    MetadataRequest,
+    MetadataResponse,
 )
 from tests.tansu import TansuBroker  # noqa: E402
 
@@ -137,16 +140,21 @@ def _check_answers(target: Target, frame: bytes, decode) -> None:
         size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
         payload = s.recv(size, socket.MSG_WAITALL)
     response = decode(payload)
-    if response.error_code != 0:
+    if getattr(response, "error_code", 0) != 0:  # Metadata has none before v13
         raise RuntimeError(f"{target.name} answered error {response.error_code}")
+    if isinstance(response, MetadataResponse) and not response.brokers:
+        raise RuntimeError(f"{target.name} answered Metadata without brokers")
 
 
 API_VERSIONS = request_frame(ApiVersionsRequest(version=3, client_software_name="loadgen",
                                                 client_software_version="1"))
 ASSIGNMENT = request_frame(CreateReplicaAssignmentRequest(version=0, num_partitions=12, replication_factor=3,
                                                           node_id=[], timeout_ms=30_000))
+METADATA = request_frame(MetadataRequest(version=12, topics=[], allow_auto_topic_creation=False,
+                                         include_topic_authorized_operations=False))
 DECODERS = {
     "ApiVersions": lambda p: ApiVersionsResponse.decode(p[4:], version=3),
+    "Metadata": lambda p: MetadataResponse.decode(p[5:], version=12),
     "CreateReplicaAssignment": lambda p: CreateReplicaAssignmentResponse.decode(p[5:], version=0),
 }
 
@@ -161,14 +169,23 @@ class Row:
     cpu_us: float
 
 
-def measure(target: Target, api: str, frame: bytes, args, connections: int, depth: int) -> Row:
-    """The best of ``--repeat`` runs (highest req/s), with that run's server CPU."""
-    _check_answers(target, frame, DECODERS[api])
+def measure(target: Target, api: str, frame: bytes | Sequence[bytes], args, connections: int, depth: int,
+            decode: Callable[[bytes], Any] | None = None) -> Row:
+    """The best of ``--repeat`` runs (highest req/s), with that run's server CPU.
+
+    Given several frames (varied requests, ``bench/loadgen.py``), each run starts where the
+    previous one ended, and the last frame is the one checked before measuring: with at least
+    ``repeat * (requests + warmup * connections) + 1`` frames, every request is a new one."""
+    frames = [frame] if isinstance(frame, bytes) else list(frame)
+    _check_answers(target, frames[-1], decode or DECODERS[api])
     processes = 1 if connections == 1 else args.client_processes
+    per_run = args.requests + args.warmup * connections
     row = None
-    for _ in range(args.repeat):
+    for run in range(args.repeat):
         before: list[float] = []
-        result = run_load(target.host, target.port, frame, connections, depth, args.requests, processes,
+        first = run * per_run % len(frames)
+        result = run_load(target.host, target.port, frames[first:] + frames[:first], connections, depth,
+                          args.requests, processes,
                           warmup=args.warmup, on_start=lambda b=before: b.append(cpu_seconds(target.pid)))
         used = cpu_seconds(target.pid) - before[0]
         if row is None or result.rate > row.result.rate:

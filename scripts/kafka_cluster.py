@@ -141,6 +141,8 @@ class KafkaCluster:
     cluster_id: str = ""
     lib: Path | None = None
     started_seconds: float = 0.0
+    #: JVM options besides the heap (the default favours a quick start over peak speed)
+    jvm_flags: Sequence[str] = JVM_FLAGS
     #: the JVMs this object started (kept so they are reaped, not left to the garbage collector)
     processes: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
 
@@ -222,7 +224,7 @@ class KafkaCluster:
 
     def _java(self, main: str, *args: str, log_config: Path, extra: Sequence[str] = ()) -> list[str]:
         assert self.lib is not None
-        return ["java", *HEAP.split(), *JVM_FLAGS, *extra, f"-Dlog4j2.configurationFile={log_config}",
+        return ["java", *HEAP.split(), *self.jvm_flags, *extra, f"-Dlog4j2.configurationFile={log_config}",
                 "-cp", f"{self.lib}/*", main, *args]
 
     # ---- lifecycle ----------------------------------------------------------------------
