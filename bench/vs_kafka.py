@@ -23,8 +23,9 @@ Cells, each over every ``--connections`` x ``--depths`` pair, with the same load
 
 Server CPU is the process's own user + system time (``/proc/PID/stat``) over the measured
 window, divided by the requests. Both servers are idle while the other is measured; their
-idle CPU after the cells is printed (Kafka's background threads count in its figures). Before the cells,
-each server answers ``--jit-warmup`` requests per API (Kafka's JIT compiles its hot paths).
+idle CPU after the cells is printed (Kafka's background threads count in its figures).
+Before the cells, each server answers ``--jit-warmup`` requests per API (Kafka's JIT
+compiles its hot paths).
 The client shares the cores, so req/s and latencies are lower bounds; CPU per request is the
 fairer comparison on a small machine. On a busy machine (the load average is printed), a
 server that keeps a core busy gets only its fair share of it, while one that sleeps between
