@@ -220,7 +220,7 @@ def test_a_whole_plan_ends_in_the_planned_state_within_the_cap_and_without_throt
         configs = throttle_configs(kafka.bootstrap, [name])
         if configs:
             seen_throttles.append(configs)
-        if changed is None and len(run.events("moves_finished")) >= 1:   # change it in flight
+        if changed is None and seen_throttles:   # change it in flight, once throttles are on
             changed = execute("--plan", str(plan), "--throttle", "2000000", timeout=60)
         time.sleep(0.1)
     code, err = run.wait()
