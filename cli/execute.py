@@ -119,8 +119,7 @@ def load_plan(args: argparse.Namespace) -> Any:
         plan_dir=plan_dir, plan_sha256=summary["starting_replicas_sha256"], targets=tuple(targets.items()),
         starting=starting, leader_election=leaders, batches=batches, throttle=throttle,
         per_broker=per_broker, concurrent=args.max_concurrent_moves, order=args.order,
-        elect_leaders=not args.no_leader_election, poll_interval_s=args.poll_interval_ms / 1000,
-        patience_s=max(300.0, args.timeout_ms / 100))
+        elect_leaders=not args.no_leader_election, poll_interval_s=args.poll_interval_ms / 1000)
 
 
 def _text(path: str) -> str:
@@ -284,8 +283,9 @@ def _open(args: argparse.Namespace) -> Any:
 
 
 def execute(args: argparse.Namespace, plan: Any, state: Any) -> int:
-    from planner.executor import Executor, Refused, cancel_and_settle, clear_throttles
+    from planner.executor import cancel_and_settle
     from planner.executor_state import ExecutionState, Locked, hold_lock
+    from planner.executor_throttles import clear_throttles
 
     emit = Progress()
     if args.dry_run:
@@ -309,18 +309,21 @@ def execute(args: argparse.Namespace, plan: Any, state: Any) -> int:
                     state.finish("cancelled")
                     _report(plan, state, cluster_sizes=None)
                     return _cancel_outcome(plan, state)
-                return run_plan(plan, state, cluster, emit, Executor, Refused)
+                return run_plan(plan, state, cluster, emit)
             finally:
                 admin.close()
     except Locked as exc:
         raise CommandError(str(exc)) from None
 
 
-def run_plan(plan: Any, state: Any, cluster: Any, emit: Progress, executor_class: Any, refused_class: Any) -> int:
-    executor = executor_class(plan, cluster, state, emit)
+def run_plan(plan: Any, state: Any, cluster: Any, emit: Progress) -> int:
+    """Check, run, report; the exit code."""
+    from planner.executor import Executor, Refused
+
+    executor = Executor(plan, cluster, state, emit)
     try:
         pending, flying, done = executor.prepare()
-    except refused_class as exc:
+    except Refused as exc:
         for line in exc.lines:
             print(line)
         raise CommandError(str(exc)) from None

@@ -17,10 +17,9 @@ Constraints
       is marked ``submitted`` in the state file before AlterPartitionReassignments is sent. A
       partition is finished when ListPartitionReassignments no longer lists it and its replicas
       are the planned ones.
-    - **Throttles** (:mod:`planner.executor_throttles`): set before the moves they cover start,
-      recomputed when the moves in flight change, removed at the end whatever the end (done,
-      cancelled, stopped, an error); the brokers and topics touched are written to the state
-      file first, so ``--cleanup-throttles`` finds them after a ``kill -9``.
+    - **Throttles** (:class:`planner.executor_throttles.ThrottleKeeper`): set before the moves
+      they cover start, recomputed when the moves in flight change, removed at the end whatever
+      the end (done, cancelled, stopped, an error).
     - **Stop** (SIGINT, SIGTERM, ``--cancel`` from another shell): the plan's reassignments in
       flight are cancelled (AlterPartitionReassignments without a target: Kafka puts the
       starting replicas back), the cluster is waited for, each partition is then at its
@@ -48,9 +47,9 @@ from assignors.snapshot import ClusterSnapshot
 from .execution import drift
 from .executor_schedule import Reassignment, Schedule
 from .executor_state import ExecutionState, read_control
-from .executor_throttles import BROKER_RATES, TOPIC_REPLICAS, throttles
+from .executor_throttles import ThrottleKeeper
 
-__all__ = ["Cluster", "ExecutePlan", "Executor", "Refused", "clear_throttles"]
+__all__ = ["Cluster", "ExecutePlan", "Executor", "Refused", "cancel_and_settle"]
 
 Key = tuple[str, int]
 UNSETTLED_POLLS = 10     # polls a partition may show stale replicas after its reassignment ended
@@ -111,8 +110,7 @@ class Executor:
         self.stop_reason = ""
         self.sizes: dict[Key, int] = {}
         self.schedule: Schedule | None = None
-        self.applied_topics: dict[str, tuple[str, str]] = {}
-        self.applied_brokers: dict[int, int] = {}
+        self.throttles = ThrottleKeeper(cluster, state, emit)
         self.unsettled: dict[Key, int] = {}
         self.started = time.monotonic()
 
@@ -197,7 +195,7 @@ class Executor:
         while True:
             brokers, topics = len(self.state.throttled_brokers), len(self.state.throttled_topics)
             try:
-                clear_throttles(self.cluster, self.state)
+                self.throttles.remove()
                 self.emit("throttles_removed", {"brokers": brokers, "topics": topics})
                 return True
             except Exception as exc:  # noqa: BLE001 - reported, and the state file keeps them
@@ -288,40 +286,11 @@ class Executor:
         self.emit("progress", self.progress())
         return failed
 
-    # ---- throttles ----------------------------------------------------------------------
     def sync_throttles(self) -> None:
-        """Throttle configs for the moves in flight now (module doc of executor_throttles)."""
-        schedule = self.schedule
-        rate = self.state.throttle
-        if schedule is None or rate is None:
-            return
-        wanted = throttles(schedule.in_flight.values())
-        topics: dict[str, dict[str, str | None]] = {}
-        for topic, configs in wanted.topic_configs().items():
-            value = (configs[TOPIC_REPLICAS[0]], configs[TOPIC_REPLICAS[1]])
-            if self.applied_topics.get(topic) != value:
-                topics[topic] = dict(configs)
-        for topic in [t for t in self.applied_topics if t not in wanted.leader]:
-            topics[topic] = dict.fromkeys(TOPIC_REPLICAS)
-        brokers = {b: dict.fromkeys(BROKER_RATES, str(rate)) for b in sorted(wanted.brokers)
-                   if self.applied_brokers.get(b) != rate}
-        brokers.update({b: dict.fromkeys(BROKER_RATES, str(rate)) for b, r in self.applied_brokers.items() if r != rate})
-        if not topics and not brokers:
-            return
-        self.state.note_throttles(rate, brokers, topics)
-        refused = self.cluster.alter_configs(brokers=brokers, topics=topics)
-        if refused:
-            raise RuntimeError("throttle configs refused: " + "; ".join(f"{k}: {v}" for k, v in sorted(refused.items())))
-        for topic, change in topics.items():
-            if change[TOPIC_REPLICAS[0]] is None:
-                self.applied_topics.pop(topic, None)
-            else:
-                self.applied_topics[topic] = (str(change[TOPIC_REPLICAS[0]]), str(change[TOPIC_REPLICAS[1]]))
-        for b in brokers:
-            self.applied_brokers[b] = rate
-        self.emit("throttles_set", {"rate": rate, "brokers": sorted(self.applied_brokers),
-                                    "topics": sorted(self.applied_topics)})
+        if self.schedule is not None:
+            self.throttles.sync(self.schedule.in_flight.values())
 
+    # ---- control -----------------------------------------------------------------------
     def apply_control(self) -> None:
         request = read_control(self.plan.plan_dir)
         if not request:
@@ -414,18 +383,3 @@ def cancel_and_settle(cluster: Cluster, state: ExecutionState, keys: Sequence[Ke
     if between:
         state.mark(between, "failed")
         emit("cancel_incomplete", {"partitions": [f"{t}-{p}" for t, p in between]})
-
-
-def clear_throttles(cluster: Cluster, state: ExecutionState, brokers: Sequence[int] = (),
-                    topics: Sequence[str] = ()) -> None:
-    """Delete the replication throttles on the brokers and topics the state file names (and
-    those given); the state file forgets them once Kafka accepted."""
-    all_brokers = sorted(state.throttled_brokers | set(brokers))
-    all_topics = sorted(state.throttled_topics | set(topics))
-    if not all_brokers and not all_topics:
-        return
-    refused = cluster.alter_configs(brokers={b: dict.fromkeys(BROKER_RATES) for b in all_brokers},
-                                    topics={t: dict.fromkeys(TOPIC_REPLICAS) for t in all_topics})
-    if refused:
-        raise RuntimeError("removing throttles refused: " + "; ".join(f"{k}: {v}" for k, v in sorted(refused.items())))
-    state.throttles_cleared()

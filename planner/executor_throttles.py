@@ -11,18 +11,23 @@ moves (``ReassignPartitionsCommand``):
   ``follower.replication.throttled.rate`` set to RATE.
 
 Only the moving replicas are throttled: the other partitions of those brokers replicate at full
-speed. The executor recomputes these values whenever the reassignments in flight change, so a
-finished move stops being throttled.
+speed. :class:`ThrottleKeeper` recomputes these values whenever the reassignments in flight
+change (a finished move stops being throttled; a new rate reaches every broker already set),
+sends only what changed, and writes the brokers and topics it touches to the state file
+*before* sending, so that ``--cleanup-throttles`` finds them after a ``kill -9``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from .executor_schedule import Reassignment
+from .executor_state import ExecutionState
 
-__all__ = ["BROKER_RATES", "TOPIC_REPLICAS", "Throttles", "throttles"]
+__all__ = ["BROKER_RATES", "TOPIC_REPLICAS", "ConfigAdmin", "ThrottleKeeper", "Throttles", "clear_throttles",
+           "throttles"]
 
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
@@ -58,3 +63,69 @@ def throttles(in_flight: Iterable[Reassignment]) -> Throttles:
         brokers.update(sources, r.target)
     return Throttles({t: ",".join(sorted(v)) for t, v in leader.items()},
                      {t: ",".join(sorted(v)) for t, v in follower.items()}, frozenset(brokers))
+
+
+class ConfigAdmin(Protocol):
+    def alter_configs(self, brokers: Mapping[int, Mapping[str, str | None]] = ...,
+                      topics: Mapping[str, Mapping[str, str | None]] = ...) -> Mapping[str, str]: ...
+
+
+class ThrottleKeeper:
+    """The throttle configs one execution has set, kept equal to what its moves in flight need."""
+
+    def __init__(self, cluster: ConfigAdmin, state: ExecutionState,
+                 emit: Callable[[str, dict[str, Any]], None]) -> None:
+        self.cluster = cluster
+        self.state = state
+        self.emit = emit
+        self.topics: dict[str, tuple[str, str]] = {}    # topic -> (leader, follower) as set
+        self.brokers: dict[int, int] = {}                # broker -> rate as set
+
+    def sync(self, in_flight: Iterable[Reassignment]) -> None:
+        """Set what changed (nothing without a rate in the state); raise when Kafka refuses."""
+        rate = self.state.throttle
+        if rate is None:
+            return
+        wanted = throttles(in_flight)
+        topics: dict[str, dict[str, str | None]] = {}
+        for topic, configs in wanted.topic_configs().items():
+            if self.topics.get(topic) != (configs[LEADER_REPLICAS], configs[FOLLOWER_REPLICAS]):
+                topics[topic] = dict(configs)
+        for topic in [t for t in self.topics if t not in wanted.leader]:
+            topics[topic] = dict.fromkeys(TOPIC_REPLICAS)
+        brokers = {b: dict.fromkeys(BROKER_RATES, str(rate))
+                   for b in sorted(set(wanted.brokers) | set(self.brokers)) if self.brokers.get(b) != rate}
+        if not topics and not brokers:
+            return
+        self.state.note_throttles(rate, brokers, topics)
+        refused = self.cluster.alter_configs(brokers=brokers, topics=topics)
+        if refused:
+            raise RuntimeError("throttle configs refused: " + "; ".join(f"{k}: {v}" for k, v in sorted(refused.items())))
+        for topic, change in topics.items():
+            if change[LEADER_REPLICAS] is None:
+                self.topics.pop(topic, None)
+            else:
+                self.topics[topic] = (str(change[LEADER_REPLICAS]), str(change[FOLLOWER_REPLICAS]))
+        for b in brokers:
+            self.brokers[b] = rate
+        self.emit("throttles_set", {"rate": rate, "brokers": sorted(self.brokers), "topics": sorted(self.topics)})
+
+    def remove(self) -> None:
+        clear_throttles(self.cluster, self.state)
+        self.topics.clear()
+        self.brokers.clear()
+
+
+def clear_throttles(cluster: ConfigAdmin, state: ExecutionState, brokers: Sequence[int] = (),
+                    topics: Sequence[str] = ()) -> None:
+    """Delete the replication throttles on the brokers and topics the state file names (and
+    those given); the state file forgets them once Kafka accepted."""
+    all_brokers = sorted(state.throttled_brokers | set(brokers))
+    all_topics = sorted(state.throttled_topics | set(topics))
+    if not all_brokers and not all_topics:
+        return
+    refused = cluster.alter_configs(brokers={b: dict.fromkeys(BROKER_RATES) for b in all_brokers},
+                                    topics={t: dict.fromkeys(TOPIC_REPLICAS) for t in all_topics})
+    if refused:
+        raise RuntimeError("removing throttles refused: " + "; ".join(f"{k}: {v}" for k, v in sorted(refused.items())))
+    state.throttles_cleared()

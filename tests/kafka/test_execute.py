@@ -220,7 +220,7 @@ def test_a_whole_plan_ends_in_the_planned_state_within_the_cap_and_without_throt
         configs = throttle_configs(kafka.bootstrap, [name])
         if configs:
             seen_throttles.append(configs)
-        if changed is None and len(run.events("moves_finished")) >= 1:   # change it in flight
+        if changed is None and seen_throttles:   # change it in flight, once throttles are on
             changed = execute("--plan", str(plan), "--throttle", "2000000", timeout=60)
         time.sleep(0.1)
     code, err = run.wait()
@@ -334,10 +334,18 @@ def test_cancel_mid_plan_leaves_old_or_planned_replicas_and_no_throttles(
     name, start, targets = ring_topic(kafka, topics, "cancel")
     plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets,
                       PlanSettings("replica", throttle=500_000))
+    other, other_start, other_targets = ring_topic(kafka, topics, "other", size=10_000, partitions=2)
+    other_plan = write_plan(tmp_path / "other", snapshot_of(kafka.bootstrap, [other]), other_targets)
     run = Run(tmp_path / "out.jsonl", "--plan", str(plan), "--bootstrap-server", kafka.bootstrap,
               "--max-moves-per-broker", "1", "--poll-interval-ms", "300")
     wait_for("moves in flight", lambda: bool(run.events("moves_submitted")) or not run.running())
     assert run.running(), run.wait()[1]
+    foreign = execute("--plan", str(other_plan), "--bootstrap-server", kafka.bootstrap)   # another plan
+    assert foreign.returncode == 1 and "not started by this plan are in progress" in foreign.stderr, \
+        (foreign.stdout, foreign.stderr)
+    named = {line.split(":")[0] for line in foreign.stdout.splitlines()}
+    assert named and all(n.startswith(name) for n in named)
+    assert replicas_of(kafka.bootstrap, [other]) == other_start
     second = execute("--plan", str(plan), "--bootstrap-server", kafka.bootstrap)   # refused: one runs
     assert second.returncode == 1 and "another execution of this plan is running" in second.stderr
     status = execute("--plan", str(plan), "--status")
