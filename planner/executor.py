@@ -347,11 +347,9 @@ def _copies(start: tuple[int, ...], target: tuple[int, ...]) -> int:
     return sum(1 for b in target if b not in start)
 
 
-def cancel_and_settle(cluster: Cluster, state: ExecutionState, keys: Sequence[Key], plan: ExecutePlan,
-                      emit: Emit) -> None:
-    """Cancel ``keys`` (those still in progress), wait until none is, and mark each partition
-    ``finished`` (at its planned replicas) or ``cancelled`` (back at its starting ones)."""
-    targets = dict(plan.targets)
+def _cancel_in_flight(cluster: Cluster, keys: Sequence[Key], plan: ExecutePlan, emit: Emit) -> None:
+    """Cancel those of ``keys`` still in progress and wait (at most the plan's patience) until
+    none of them is."""
     ongoing = cluster.ongoing()
     live = [k for k in keys if k in ongoing]
     if live:
@@ -364,6 +362,15 @@ def cancel_and_settle(cluster: Cluster, state: ExecutionState, keys: Sequence[Ke
         live = [k for k in live if k in ongoing]
         if live:
             time.sleep(min(plan.poll_interval_s, 0.5))
+
+
+def cancel_and_settle(cluster: Cluster, state: ExecutionState, keys: Sequence[Key], plan: ExecutePlan,
+                      emit: Emit) -> None:
+    """Cancel ``keys`` (those still in progress), wait until none is, and mark each partition
+    ``finished`` (at its planned replicas) or ``cancelled`` (back at its starting ones)."""
+    targets = dict(plan.targets)
+    _cancel_in_flight(cluster, keys, plan, emit)
+
     def at_start(k: Key) -> bool:     # Kafka puts the starting replicas back, maybe reordered
         return set(current.get(k, ())) == set(plan.starting[k])
 
