@@ -328,10 +328,11 @@ def add_intent_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def create_under_replicated(args: argparse.Namespace, assignment: Mapping[int, Sequence[int]],
-                            configs: Mapping[str, str]) -> int:
-    """``create-topic`` when the assignor answered placeholders (steps 1 and 2 of the module doc).
-    Raises :class:`CommandError`; returns 0 once the topic holds its alive replicas."""
-    topic, path = args.topic, getattr(args, "intent_file", None)
+                            configs: Mapping[str, str], topic: str | None = None) -> int:
+    """``create-topic`` when the assignor answered placeholders (steps 1 and 2 of the module doc),
+    for ``topic`` (default ``args.topic``). Raises :class:`CommandError`; returns 0 once the
+    topic holds its alive replicas."""
+    topic, path = topic or args.topic, getattr(args, "intent_file", None)
     placeholders = sum(b < 0 for reps in assignment.values() for b in reps)
     first = creatable(assignment)
     alive = {p: alive_replicas(r) for p, r in assignment.items()}
