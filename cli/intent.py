@@ -194,10 +194,6 @@ class Completion:
     waiting: Mapping[int, str]
     filled: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
 
-    @property
-    def done(self) -> bool:
-        return not self.waiting and not self.targets
-
 
 def plan_completion(intent: TopicIntent, snapshot: ClusterSnapshot, fenced: Iterable[int] = ()) -> Completion:
     """The completion of ``intent`` on the cluster ``snapshot`` (a live read: every broker it
