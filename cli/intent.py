@@ -194,10 +194,6 @@ class Completion:
     waiting: Mapping[int, str]
     filled: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
 
-    @property
-    def done(self) -> bool:
-        return not self.waiting and not self.targets
-
 
 def plan_completion(intent: TopicIntent, snapshot: ClusterSnapshot, fenced: Iterable[int] = ()) -> Completion:
     """The completion of ``intent`` on the cluster ``snapshot`` (a live read: every broker it
@@ -293,6 +289,24 @@ def reassign_and_wait(admin: Any, topic: str, targets: Mapping[int, Sequence[int
                           if differ else "") + ": run the same command again to check", 1)
 
 
+def read_topic_back(admin: Any, topic: str, created: Mapping[int, Sequence[int]], timeout_ms: int) -> Any:
+    """The cluster once DescribeTopics shows ``topic`` exactly as ``created`` (the brokers'
+    metadata may lag a moment behind CreateTopics); exit 1 naming every partition that differs."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        read = _read(admin)
+        now = {e.partition: list(e.replicas) for e in read.snapshot.partitions if e.topic == topic}
+        differ = {p: now.get(p) for p, r in created.items() if now.get(p) != list(r)}
+        if not differ:
+            return read
+        if time.monotonic() > deadline:
+            shown = "; ".join(f"{topic}-{p}: {r if r is not None else 'missing'} instead of {list(created[p])}"
+                              for p, r in sorted(differ.items()))
+            raise CommandError(f"the cluster does not hold topic {topic} as created: {shown} (the intent "
+                               "record is kept: check the topic, then run repair --intent-file)", 1)
+        time.sleep(0.2)
+
+
 def _read(admin: Any) -> Any:
     from protocol.cluster_reader import read_cluster
 
@@ -310,10 +324,11 @@ def add_intent_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def create_under_replicated(args: argparse.Namespace, assignment: Mapping[int, Sequence[int]],
-                            configs: Mapping[str, str]) -> int:
-    """``create-topic`` when the assignor answered placeholders (steps 1 and 2 of the module doc).
-    Raises :class:`CommandError`; returns 0 once the topic holds its alive replicas."""
-    topic, path = args.topic, getattr(args, "intent_file", None)
+                            configs: Mapping[str, str], topic: str | None = None) -> int:
+    """``create-topic`` when the assignor answered placeholders (steps 1 and 2 of the module doc),
+    for ``topic`` (default ``args.topic``). Raises :class:`CommandError`; returns 0 once the
+    topic holds its alive replicas."""
+    topic, path = topic or args.topic, getattr(args, "intent_file", None)
     placeholders = sum(b < 0 for reps in assignment.values() for b in reps)
     first = creatable(assignment)
     alive = {p: alive_replicas(r) for p, r in assignment.items()}
@@ -349,12 +364,12 @@ def create_under_replicated(args: argparse.Namespace, assignment: Mapping[int, S
             detail = f": {result.get('error_message')}" if result and result.get("error_message") else ""
             raise CommandError(f"the cluster refused to create topic {topic}: "
                                f"{kafka_errors.for_code(code).__name__} ({code}){detail}", 1)
-        after = _read(admin)
+        after = read_topic_back(admin, topic, first, args.timeout_ms)
         completion = plan_completion(intent, after.snapshot, after.fenced)
         reassign_and_wait(admin, topic, completion.targets, args.timeout_ms)
     finally:
         admin.close()
-    print_json(reassignment_json(topic, alive))
+    print_json(reassignment_json(topic, {p: completion.targets.get(p, first[p]) for p in first}))
     print(f"created topic {topic} under-replicated: {len(assignment)} partition(s), {placeholders} of "
           f"{sum(map(len, assignment.values()))} replica(s) wait for brokers that are down; the intended placement "
           f"is in {path}. When the brokers are back: replica-assignor repair --intent-file {path} "

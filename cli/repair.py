@@ -49,7 +49,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser = subparsers.add_parser(
         "repair", help="print a reassignment that fills placeholders",
         description="Print Kafka reassignment JSON (version 1) replacing placeholder replicas "
-                    "and replicas on forgotten or unknown brokers with alive brokers.",
+                    "and replicas on forgotten or unknown brokers with alive brokers. With --intent-file: "
+                    "complete the topics create-topic created under-replicated (placeholders filled by "
+                    "the brokers back since), applied with --execute.",
         epilog=EXIT_CODES,
     )
     source = parser.add_mutually_exclusive_group(required=True)

@@ -2,13 +2,12 @@
 answers 503 with the reason, ``--health-check`` exits 1 (over HTTP and over the Kafka listener),
 the log has ``cluster_health_changed``; once a broker answers on that address, it is healthy.
 
-Nothing listens on the cluster address at first (a port bound, then closed); the broker that
+Nothing listens on the cluster address at first (``127.0.0.1:1``, or a free port); the broker that
 comes up there later is Tansu (node 111)."""
 
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -23,10 +22,8 @@ from tests.tansu import TansuBroker
 pytestmark = pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning")
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+#: nothing listens on port 1 (binding it takes root), as in the issue's report
+UNREACHABLE = "127.0.0.1:1"
 
 
 def health(metrics_port: int) -> tuple[int, dict]:
@@ -63,7 +60,7 @@ def wait_for(predicate, timeout: float = 30.0) -> bool:
 
 
 def test_unreachable_cluster_is_unhealthy_and_logged(tmp_path):
-    address = f"127.0.0.1:{closed_port()}"
+    address = UNREACHABLE
     server = start_following(address, tmp_path)
     try:
         assert server.metrics_port is not None

@@ -69,6 +69,10 @@ def unregister(kafka: KafkaCluster, broker: int, *down: int) -> None:
     out = kafka.tool("org.apache.kafka.tools.ClusterTool", "unregister", "--bootstrap-server",
                      others(kafka, broker, *down), "--id", str(broker))
     assert out.returncode == 0 and f"Broker {broker} is no longer registered" in out.stdout, out.stderr
+    # the brokers answer DescribeCluster from their copy of the metadata: wait until it shows
+    wait_for(lambda: broker not in {b.id for b in read_live_cluster(
+        others(kafka, broker, *down), request_timeout_ms=20000).snapshot.brokers},
+        what=f"broker {broker} gone from DescribeCluster")
 
 
 def topic_state(kafka: KafkaCluster, topic: str, *down: int) -> dict[int, tuple[tuple[int, ...], int | None,

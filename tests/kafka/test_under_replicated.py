@@ -32,7 +32,7 @@ DOWN = (3, 4)  # racks /dc1/zone-a and /dc1/zone-b: each has another broker (0 a
 
 def test_create_under_replicated_then_complete_when_the_brokers_are_back(
         kafka: KafkaCluster, topics: Topics, restarted: list[int], tmp_path: Path) -> None:
-    topic = topics.name("kip409")
+    topic, second = topics.name("kip409"), topics.name("kip409-tool")
     intent_file = tmp_path / "intent.json"
     with follower(kafka, tmp_path, enable_under_replicated_topic_creation="true",
                   min_insync_replicas="2") as server:
@@ -54,9 +54,14 @@ def test_create_under_replicated_then_complete_when_the_brokers_are_back(
         created = cli(*create, "--intent-file", str(intent_file))
         assert created.returncode == 0, created.stderr
         assert "created topic" in created.stderr and "under-replicated" in created.stderr
+        # a second topic in the same record, completed below by Kafka's own reassignment tool
+        also = cli(*create[:5], "--topic", second, "--partitions", "3", "--replication-factor", "4",
+                   "--intent-file", str(intent_file))
+        assert also.returncode == 0, also.stderr
 
     record = json.loads(intent_file.read_text())
-    [entry] = record["topics"]
+    entry, other = record["topics"]
+    assert other["topic"] == second and len(other["partitions"]) == 3
     assert entry["topic"] == topic and entry["alive_brokers"] == [0, 1, 2]
     intended = {p["partition"]: p["replicas"] for p in entry["partitions"]}
     assert sorted(intended) == list(range(6)) and all(len(r) == 4 for r in intended.values())
@@ -74,16 +79,39 @@ def test_create_under_replicated_then_complete_when_the_brokers_are_back(
     early = cli("repair", "--intent-file", str(intent_file), "--bootstrap-server", kafka.bootstrap)
     assert early.returncode == 0, early.stderr
     assert json.loads(early.stdout)["partitions"] == [] and "6 waiting" in early.stderr
+    assert "3 waiting" in early.stderr
 
     for broker in DOWN:
         kafka.start_node(broker)
     kafka.wait_ready(timeout=120)
     restarted.clear()
 
+    # the plan without --execute is Kafka's reassignment JSON: Kafka's own tool applies the second topic's
+    plan = cli("repair", "--intent-file", str(intent_file), "--bootstrap-server", kafka.bootstrap)
+    assert plan.returncode == 0, plan.stderr
+    planned = json.loads(plan.stdout)
+    assert {p["topic"] for p in planned["partitions"]} <= {topic, second}
+    tool_file = tmp_path / "second.json"
+    tool_file.write_text(json.dumps({"version": 1, "partitions": [
+        p for p in planned["partitions"] if p["topic"] == second]}))
+    reassign = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+    executed = kafka.tool(reassign, "--bootstrap-server", kafka.bootstrap, "--reassignment-json-file",
+                          str(tool_file), "--execute")
+    assert executed.returncode == 0, executed.stdout + executed.stderr
+    wait_for(lambda: "is still in progress" not in (v := kafka.tool(
+        reassign, "--bootstrap-server", kafka.bootstrap, "--reassignment-json-file", str(tool_file),
+        "--verify")).stdout and v.returncode == 0, what="Kafka's tool: reassignment complete")
+
     repaired = cli("repair", "--intent-file", str(intent_file), "--bootstrap-server", kafka.bootstrap,
                    "--execute", "--timeout-ms", "60000")
     assert repaired.returncode == 0, repaired.stderr
-    assert f"complete, removed from {intent_file}: {topic}" in repaired.stderr
+    assert f"complete, removed from {intent_file}: {topic}, {second}" in repaired.stderr
+    assert f"topic {second}: 0 partition(s) to reassign" in repaired.stderr  # Kafka's tool did it
+    done_by_tool = topic_state(kafka, second)
+    for p in other["partitions"]:
+        replicas = done_by_tool[p["partition"]][0]
+        assert [b for b, i in zip(replicas, p["replicas"], strict=True) if i >= 0] == [
+            b for b in p["replicas"] if b >= 0] and set(replicas) - set(p["replicas"]) <= set(DOWN)
     assert json.loads(intent_file.read_text())["topics"] == []
 
     final = wait_for(lambda: (s := topic_state(kafka, topic)) and all(
