@@ -239,8 +239,7 @@ def run_create(args: argparse.Namespace) -> int:
                 raise CommandError(f"the assignor answered placeholders for brokers that are down (KIP-409) for "
                                    f"topic(s) {', '.join(short)}: an under-replicated topic is created on its own "
                                    "(one --topic with --intent-file)", 2)
-            return create_under_replicated(argparse.Namespace(**{**vars(args), "topic": short[0]}),
-                                           placed[short[0]], configs)
+            return create_under_replicated(args, placed[short[0]], configs, topic=short[0])
         plan = batch_json(placed)
         if args.dry_run:
             print_json(plan)
