@@ -7,6 +7,7 @@ Everything past the header is decoded by the schema codec. A request header is
 
 from __future__ import annotations
 
+import socket
 import struct
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -124,7 +125,7 @@ def patch_correlation_id(template: bytes, correlation_id: int) -> bytes:
     return template[:4] + _INT32.pack(correlation_id) + template[8:]
 
 
-def recv_exactly(sock, n: int) -> bytes:
+def recv_exactly(sock: socket.socket, n: int) -> bytes:
     """``n`` bytes from a blocking socket (a frame's length, then its payload);
     ConnectionError when the peer closes first."""
     chunks, got = [], 0
