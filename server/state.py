@@ -14,8 +14,11 @@ from assignors.memo import PlacementMemo
 from .config import Listener, ServerConfig
 from .metrics import Metrics
 
-if TYPE_CHECKING:  # the one source interface, for typing only (no import at start-up)
+if TYPE_CHECKING:  # for typing only (no import at start-up, no cycle)
     from .cluster_source import ClusterSource
+    from .connection import KafkaConnection
+    from .request_memory import RequestMemory
+    from .security import UserStore
 
 
 @dataclass
@@ -32,7 +35,7 @@ class ServerState:
     cluster_id: str = "replica-assignor"
     # pre-encoded responses (ApiVersions per version, Metadata per version), built at start-up
     templates: dict[tuple[int, int], bytes] = field(default_factory=dict)
-    connections: set[Any] = field(default_factory=set)
+    connections: set[KafkaConnection] = field(default_factory=set)
     connections_by_ip: dict[str, int] = field(default_factory=dict)
     # set while no connection is open (the graceful shutdown waits for it)
     no_connections: asyncio.Event = field(default_factory=asyncio.Event)
@@ -42,7 +45,7 @@ class ServerState:
     # the listener connections arrive on (its security protocol decides TLS and SASL)
     listener: Listener | None = None
     # SASL users (server.security.UserStore), on SASL listeners only
-    users: Any = None
+    users: UserStore | None = None
     # per-process secret: decoy SCRAM salts for unknown users
     auth_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     metrics: Metrics = field(default_factory=lambda: Metrics(enabled=False))
@@ -51,7 +54,7 @@ class ServerState:
     memo: PlacementMemo | None = None
     # queued.max.request.bytes: the request bytes all connections buffer (server.request_memory);
     # built by the first connection when None
-    request_memory: Any = None
+    request_memory: RequestMemory | None = None
 
     # the assignor is one of ours (assignors.*): small requests may run it on the event loop,
     # and it needs no worker processes ready at start-up
@@ -66,12 +69,12 @@ class ServerState:
         if self.memo is None and self.config.memo_max_entries > 0:
             self.memo = PlacementMemo(max_entries=self.config.memo_max_entries)
 
-    def connection_opened(self, connection: Any, ip: str) -> None:
+    def connection_opened(self, connection: KafkaConnection, ip: str) -> None:
         self.connections.add(connection)
         self.connections_by_ip[ip] = self.connections_by_ip.get(ip, 0) + 1
         self.no_connections.clear()
 
-    def connection_closed(self, connection: Any, ip: str) -> None:
+    def connection_closed(self, connection: KafkaConnection, ip: str) -> None:
         self.connections.discard(connection)
         n = self.connections_by_ip.get(ip, 1) - 1
         if n > 0:
