@@ -435,7 +435,12 @@ class KafkaConnection(asyncio.Protocol):
             if outcome is not None:
                 self._metrics.finish(outcome)
             if failing is None:
-                self.responses.ready(result)
+                responses = self.responses
+                batch = responses.batch
+                if batch is not None and not responses.slots:
+                    batch.append(result)  # the usual case (ResponseQueue.ready's first), without a call
+                else:
+                    responses.ready(result)
             else:  # the last answer
                 self.responses.later(Slot(result, None, None, failing))
                 self._flush()

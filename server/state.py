@@ -6,7 +6,7 @@ import asyncio
 import secrets
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from assignors import ReplicaAssignor
 from assignors.memo import PlacementMemo
@@ -19,6 +19,16 @@ if TYPE_CHECKING:  # for typing only (no import at start-up, no cycle)
     from .connection import KafkaConnection
     from .request_memory import RequestMemory
     from .security import UserStore
+
+
+class PlacementSettings(NamedTuple):
+    """What every placement job carries from the configuration, built once
+    (server.handlers.create_replica_assignment.PlacementJob)."""
+
+    assignor_name: str  # resolved where the job runs (server.isolation.worker_assignor)
+    max_partitions: int  # max.partitions.per.request
+    under_replicated: bool  # KIP-409: enable.under.replicated.topic.creation
+    min_insync_replicas: int
 
 
 @dataclass
@@ -59,9 +69,14 @@ class ServerState:
     # the assignor is one of ours (assignors.*): small requests may run it on the event loop,
     # and it needs no worker processes ready at start-up
     assignor_builtin: bool = field(init=False, default=False)
+    placement_settings: PlacementSettings = field(init=False)
 
     def __post_init__(self) -> None:
         self.assignor_builtin = type(self.assignor).__module__.startswith("assignors.")
+        cfg = self.config
+        self.placement_settings = PlacementSettings(self.assignor_name, cfg.max_partitions_per_request,
+                                                    cfg.enable_under_replicated_topic_creation,
+                                                    cfg.min_insync_replicas)
         if not self.connections:
             self.no_connections.set()
         if self.listener is None:
