@@ -134,11 +134,11 @@ class PlacementMemo:
         for an assignor that is not a :class:`MemoizableAssignor`. A new entry goes through
         the same framework as :func:`assignors.base.place` (:func:`assignors.base.framework`).
         """
-        topic_name, partitions, replication_factor = spec.topic_name, spec.partitions, spec.replication_factor
+        partitions, replication_factor = spec.partitions, spec.replication_factor
         if (self.max_entries <= 0 or len(partitions) * replication_factor > self.max_replicas
                 or not isinstance(assignor, MemoizableAssignor)):
             return None
-        draw = assignor.draw(topic_name, partitions, replication_factor, cluster, rng=rng)
+        draw = assignor.draw(spec.topic_name, partitions, replication_factor, cluster, rng=rng)
         if draw is None:
             return None
         key = (assignor, draw)
@@ -148,7 +148,7 @@ class PlacementMemo:
             return entry
         self.misses += 1
         entry = MemoEntry(framework(assignor, spec, cluster, lambda: assignor.assign_drawn(
-            draw, topic_name, partitions, replication_factor, cluster)))
+            draw, spec.topic_name, partitions, replication_factor, cluster)))
         entries = self._entries
         while len(entries) >= self.max_entries:
             entries.pop(next(iter(entries)), None)

@@ -41,7 +41,8 @@ class AiokafkaRequest:
 
     @property
     def API_KEY(self) -> int:  # noqa: N802 (aiokafka's attribute name)
-        return self.message_class.API_KEY
+        key: int = self.message_class.API_KEY
+        return key
 
     def negotiate(self, versions: dict[int, tuple[int, int]]) -> int:
         ours_lo, ours_hi = self.message_class.valid_versions
@@ -56,7 +57,7 @@ class AiokafkaRequest:
         if version < max(ours_lo, lo):
             raise kafka_errors.IncompatibleBrokerVersion(
                 f"{name}: the broker supports v{lo}-v{hi}, this request needs v{ours_lo}-v{ours_hi}")
-        return version
+        return int(version)
 
     def prepare(self, versions: dict[int, tuple[int, int]]) -> PreparedRequest:
         version = self.negotiate(versions)
@@ -85,7 +86,7 @@ class _ResponseType:
         self.response_class = response_class
         self.version = version
 
-    def decode(self, buffer: io.BytesIO | bytes):
+    def decode(self, buffer: io.BytesIO | bytes) -> Any:
         data = buffer.read() if hasattr(buffer, "read") else buffer
         return self.response_class.decode(data, version=self.version)
 
@@ -93,7 +94,7 @@ class _ResponseType:
 class PreparedRequest:
     """One message at one version: what ``AIOKafkaConnection.send`` works with."""
 
-    def __init__(self, message, version: int) -> None:
+    def __init__(self, message: Any, version: int) -> None:
         self.message = message
         self.API_KEY = message.API_KEY
         self.API_VERSION = version
@@ -108,9 +109,10 @@ class PreparedRequest:
         return _EncodedHeader(self.message.encode_header(flexible=self.FLEXIBLE_VERSION))
 
     def encode(self) -> bytes:
-        return self.message.encode(version=self.API_VERSION)
+        encoded: bytes = self.message.encode(version=self.API_VERSION)
+        return encoded
 
-    def parse_response_header(self, buffer: io.BytesIO | bytes):
+    def parse_response_header(self, buffer: io.BytesIO | bytes) -> Any:
         if not hasattr(buffer, "read"):
             buffer = io.BytesIO(buffer)
         return self.RESPONSE_TYPE.response_class.parse_header(buffer, version=self.API_VERSION)

@@ -231,7 +231,7 @@ class _Session:
             {e.partition_id: list(e.replicas) for e in response.replica_assignment}, version)
 
 
-def _decode(cls, payload: bytes, version: int, cid: int, where: str, flexible_header: bool):
+def _decode(cls: Any, payload: bytes, version: int, cid: int, where: str, flexible_header: bool) -> Any:
     if len(payload) < 4:
         raise ProtocolViolationError(f"{where} sent a response of {len(payload)} bytes")
     (got,) = _LEN.unpack_from(payload, 0)

@@ -24,7 +24,7 @@ _HEAD_V1 = b"\x00\x00\x00\x00" + b"\x00\x00" + b"\x00"  # throttle 0, error 0, m
 _INT32 = struct.Struct(">i")
 
 
-def _entry_packer(n: int):
+def _entry_packer(n: int) -> Callable[[int, Sequence[int]], bytes]:
     """pack(partition, *replicas) for one entry with ``n`` replicas."""
     if n < 127:  # the compact-array length (n + 1) fits in one varint byte
         packer = struct.Struct(f">iB{n}iB").pack

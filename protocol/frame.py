@@ -7,6 +7,7 @@ Everything past the header is decoded by the schema codec. A request header is
 
 from __future__ import annotations
 
+import socket
 import struct
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -124,10 +125,10 @@ def patch_correlation_id(template: bytes, correlation_id: int) -> bytes:
     return template[:4] + _INT32.pack(correlation_id) + template[8:]
 
 
-def recv_exactly(sock, n: int) -> bytes:
-    """``n`` bytes from a blocking socket (a frame's length, then its payload);
-    ConnectionError when the peer closes first."""
-    chunks, got = [], 0
+def recv_exactly(sock: socket.socket, n: int, initial: bytes = b"") -> bytes:
+    """``n`` bytes from a blocking socket (a frame's length, then its payload), of which
+    ``initial`` were read already; ConnectionError when the peer closes first."""
+    chunks, got = [initial], len(initial)
     while got < n:
         chunk = sock.recv(min(n - got, 1 << 20))
         if not chunk:

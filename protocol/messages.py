@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 from kafka.protocol.api_header import RequestHeader, ResponseClassRegistry
 from kafka.protocol.api_message import ApiMessage
@@ -48,7 +50,7 @@ with warnings.catch_warnings():
 
     class CreateReplicaAssignmentRequest(ApiMessage, load_json=schemas):
         @property
-        def header_class(self):
+        def header_class(self) -> type[Any]:
             return _AssignmentRequestHeader
 
     # kafka-python registers every versioned class (Response[v]) as it is first built:
@@ -72,7 +74,7 @@ else:
 class _AssignmentRequestHeader(RequestHeader, init=False):
     """A request header whose response class is ours, whatever the global registry says."""
 
-    def get_response_class(self):
+    def get_response_class(self) -> Any:
         return CreateReplicaAssignmentResponse[self.request_api_version]
 
 
@@ -80,22 +82,24 @@ class _AssignmentRequestHeader(RequestHeader, init=False):
 CreateReplicaAssignmentRequest.header_class = _AssignmentRequestHeader
 
 @functools.cache
-def _body_decoder(cls, version: int):
+def _body_decoder(cls: Any, version: int) -> Callable[..., Any]:
     flexible = cls.flexible_version_q(version)
-    return cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible, data_class=cls[None])
+    decoder: Callable[..., Any] = cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible,
+                                                                 data_class=cls[None])
+    return decoder
 
 
 @functools.cache
-def _checked_decoder(cls, version: int):
+def _checked_decoder(cls: Any, version: int) -> Callable[..., Any]:
     return checked_decoder(cls, version, _body_decoder(cls, version))
 
 
 @functools.cache
-def _checker(cls, version: int):
+def _checker(cls: Any, version: int) -> Callable[..., Any]:
     return checker(cls, version) or _checked_decoder(cls, version)
 
 
-def decode_body(cls, body: memoryview, version: int):
+def decode_body(cls: Any, body: memoryview, version: int) -> Any:
     """Decode a request body (after the header) with the codec's compiled decoder for
     ``version``, looked up once: what ``cls.decode`` does, without its per-call set-up.
 
@@ -108,7 +112,7 @@ def decode_body(cls, body: memoryview, version: int):
     return _checked_decoder(cls, version)(body)
 
 
-def check_body(cls, body: memoryview, version: int) -> None:
+def check_body(cls: Any, body: memoryview, version: int) -> None:
     """Refuse, as :func:`decode_body` would, a body whose content is not needed (ApiVersions):
     the same check, plus the UTF-8 of its strings, without building the message."""
     _checker(cls, version)(body)

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import functools
 import struct
+from collections.abc import Callable
+from typing import Any
 
 from kafka.protocol.schemas.fields.codecs.types import (
     UUID,
@@ -47,6 +49,10 @@ from kafka.protocol.schemas.fields.codecs.types import (
 )
 
 from .frame import MalformedFrameError, uvarint_bytes
+
+Data = bytes | bytearray | memoryview
+Op = tuple[Any, ...]  # one walked field: its kind, then what the kind needs
+Strips = list[tuple[int, int, Any]]  # unknown tagged fields found: where, and what of them is kept
 
 # op codes: what a field is on the wire
 _FIXED = 0  # (op, size)
@@ -76,14 +82,14 @@ class _Walk:
 
     __slots__ = ("ops", "flexible", "tags", "min_size")
 
-    def __init__(self, ops: tuple, flexible: bool, tags: dict, min_size: int) -> None:
+    def __init__(self, ops: tuple[Op, ...], flexible: bool, tags: dict[int, Any], min_size: int) -> None:
         self.ops = ops
         self.flexible = flexible
         self.tags = tags
         self.min_size = min_size
 
 
-def _field_op(field, version: int, compact: bool, in_array: bool) -> tuple[tuple, int]:
+def _field_op(field: Any, version: int, compact: bool, in_array: bool) -> tuple[Op, int]:
     """The op walking ``field`` and the fewest bytes it can take."""
     if field.is_struct_array():
         walk = _build(field.array_of, version, compact, in_array=True)
@@ -107,8 +113,8 @@ def _field_op(field, version: int, compact: bool, in_array: bool) -> tuple[tuple
     raise NotImplementedError(f"field {field.name}: type {field.type_str} has no structural walk")
 
 
-def _build(struct, version: int, compact: bool, in_array: bool) -> _Walk:
-    ops: list[tuple] = []
+def _build(struct: Any, version: int, compact: bool, in_array: bool) -> _Walk:
+    ops: list[Op] = []
     min_size = 0
     for field in struct.untagged_fields(version):
         op, size = _field_op(field, version, compact, in_array)
@@ -130,7 +136,7 @@ def _build(struct, version: int, compact: bool, in_array: bool) -> _Walk:
 
 
 @functools.cache
-def request_walk(cls, version: int) -> _Walk:
+def request_walk(cls: Any, version: int) -> _Walk:
     """The walk of ``cls``'s body at ``version`` (built once)."""
     return _build(cls._struct, version, cls.flexible_version_q(version), in_array=False)
 
@@ -157,9 +163,9 @@ _FORMATS = {Int8: ">b", Int16: ">h", UnsignedInt16: ">H", Int32: ">i", Int64: ">
 
 
 @functools.cache
-def _field_walk(cls, version: int, name: str) -> tuple[tuple[tuple, ...], struct.Struct]:
+def _field_walk(cls: Any, version: int, name: str) -> tuple[tuple[Op, ...], struct.Struct]:
     """The ops of the untagged fields before ``name`` (a number), and its format."""
-    ops: list[tuple] = []
+    ops: list[Op] = []
     for field in cls._struct.untagged_fields(version):
         if field.name == name:
             return tuple(ops), struct.Struct(_FORMATS[field._type])
@@ -167,7 +173,7 @@ def _field_walk(cls, version: int, name: str) -> tuple[tuple[tuple, ...], struct
     raise KeyError(f"{cls.__name__} v{version} has no field {name}")
 
 
-def peek_field(cls, version: int, body, name: str) -> int:
+def peek_field(cls: Any, version: int, body: Data, name: str) -> int:
     """The value of the number field ``name`` of a request body, without decoding the rest:
     the fields before it are walked (checked as by :func:`check_request_body`), so its cost is
     that of the fields before it (a constant when they are numbers or arrays of numbers)."""
@@ -177,10 +183,11 @@ def peek_field(cls, version: int, body, name: str) -> int:
         pos = _op(op, body, pos, end, None)
     if pos + fmt.size > end:
         raise StructureError("truncated field", end)
-    return fmt.unpack_from(body, pos)[0]
+    value: int = fmt.unpack_from(body, pos)[0]
+    return value
 
 
-def _top_level_source(walk: _Walk, env: dict, strings: bool) -> list[str] | None:
+def _top_level_source(walk: _Walk, env: dict[str, Any], strings: bool) -> list[str] | None:
     """Source checking the top level of ``walk`` (indented for a function body that has
     ``data``, ``end`` and ``strips``), leaving ``pos`` after the body; what nests (arrays of
     structs, structs) goes through the general walk. Generated from the same ops, so it checks
@@ -224,7 +231,7 @@ def _top_level_source(walk: _Walk, env: dict, strings: bool) -> list[str] | None
     return lines
 
 
-def _has_strings(op: tuple) -> bool:
+def _has_strings(op: Op) -> bool:
     kind = op[0]
     if kind == _STRING16 or (kind == _COMPACT and op[1]):
         return True
@@ -236,19 +243,21 @@ def _has_strings(op: tuple) -> bool:
     return False
 
 
-def _generate(name: str, head: list[str], body: list[str], tail: list[str], env: dict):
+def _generate(name: str, head: list[str], body: list[str], tail: list[str],
+              env: dict[str, Any]) -> Callable[..., Any]:
     exec(compile("\n".join(head + body + tail), name, "exec"), env)  # noqa: S102
-    return env["generated"]
+    generated: Callable[..., Any] = env["generated"]
+    return generated
 
 
-def _env(walk: _Walk) -> dict:
+def _env(walk: _Walk) -> dict[str, Any]:
     return {"StructureError": StructureError, "_uvarint": _uvarint, "_op": _op, "_tagged": _tagged, "WALK": walk,
             "_SIGNED2": struct.Struct(">h").unpack_from, "_SIGNED4": struct.Struct(">i").unpack_from,
             "_without": _without}
 
 
 @functools.cache
-def _compiled(cls, version: int):
+def _compiled(cls: Any, version: int) -> Callable[..., Any]:
     """check(data, end, strips) -> the position after the body: the walk's top level as one
     generated function."""
     walk = request_walk(cls, version)
@@ -259,7 +268,7 @@ def _compiled(cls, version: int):
                      ["    return pos"], env)
 
 
-def checked_decoder(cls, version: int, decode):
+def checked_decoder(cls: Any, version: int, decode: Callable[..., Any]) -> Callable[..., Any]:
     """``decoder(body) -> message``: the walk, then ``decode(body, 0)`` (the codec's compiled
     decoder) on the body, or on a copy without its unknown tagged fields; one generated function
     per api and version, so a request pays no dispatch between the check and the codec."""
@@ -273,7 +282,7 @@ def checked_decoder(cls, version: int, decode):
                      ["    if strips:", "        data = _without(data, strips)", "    return DECODE(data, 0)[0]"], env)
 
 
-def checker(cls, version: int):
+def checker(cls: Any, version: int) -> Callable[..., Any] | None:
     """``check(body)``, raising on exactly the bodies that the walk plus the codec refuse, or None
     when that needs the codec (a string inside an array, a struct or a known tagged field).
 
@@ -291,7 +300,7 @@ def checker(cls, version: int):
                      ["def generated(data):", "    end = len(data)", "    strips = None"], body, [], env)
 
 
-def _without(body, strips: list) -> bytes:
+def _without(body: Data, strips: Strips) -> bytes:
     """``body`` without the unknown tagged fields the walk found (``strips``)."""
     data = body if isinstance(body, memoryview) else memoryview(body)
     pieces: list[bytes | memoryview] = []
@@ -306,7 +315,7 @@ def _without(body, strips: list) -> bytes:
     return b"".join(pieces)
 
 
-def _uvarint(data, pos: int, end: int) -> tuple[int, int]:
+def _uvarint(data: Data, pos: int, end: int) -> tuple[int, int]:
     value = shift = 0
     for _ in range(_VARINT_MAX_BYTES):
         if pos >= end:
@@ -320,7 +329,7 @@ def _uvarint(data, pos: int, end: int) -> tuple[int, int]:
     raise StructureError(f"varint longer than {_VARINT_MAX_BYTES} bytes", pos - _VARINT_MAX_BYTES)
 
 
-def _length(data, pos: int, end: int, compact: bool, width: int) -> tuple[int, int]:
+def _length(data: Data, pos: int, end: int, compact: bool, width: int) -> tuple[int, int]:
     """A string/bytes/array length (-1: null) and the position after it; the length is not
     yet checked against what is left."""
     if compact:
@@ -337,7 +346,7 @@ def _length(data, pos: int, end: int, compact: bool, width: int) -> tuple[int, i
     return n, pos + width
 
 
-def _walk(walk: _Walk, data, pos: int, end: int, strips: list | None) -> int:
+def _walk(walk: _Walk, data: Data, pos: int, end: int, strips: Strips | None) -> int:
     for op in walk.ops:
         pos = _op(op, data, pos, end, strips)
     if walk.flexible:
@@ -349,7 +358,7 @@ def _walk(walk: _Walk, data, pos: int, end: int, strips: list | None) -> int:
 
 # one function per walked field, on every request's bytes: a branch per kind here costs less
 # than a call per field (bench/request_cost.py)
-def _op(op: tuple, data, pos: int, end: int, strips: list | None) -> int:  # noqa: C901
+def _op(op: Op, data: Data, pos: int, end: int, strips: Strips | None) -> int:  # noqa: C901
     kind = op[0]
     if kind == _FIXED:
         pos += op[1]
@@ -375,7 +384,7 @@ def _op(op: tuple, data, pos: int, end: int, strips: list | None) -> int:  # noq
     if n <= 0:
         return pos
     if kind == _ARRAY_FIXED:
-        size = n * op[2]
+        size: int = n * op[2]
         if size > end - pos:
             raise StructureError(f"an array of {n} entries ({size} bytes) with {end - pos} bytes left", start)
         return pos + size
@@ -406,7 +415,7 @@ def _op(op: tuple, data, pos: int, end: int, strips: list | None) -> int:  # noq
     return pos
 
 
-def _tagged(walk: _Walk, data, pos: int, end: int, strips: list | None) -> int:  # noqa: C901 - as _op
+def _tagged(walk: _Walk, data: Data, pos: int, end: int, strips: Strips | None) -> int:  # noqa: C901 - as _op
     start = pos
     count, pos = _uvarint(data, pos, end)
     if count == 0:
@@ -446,10 +455,10 @@ def _tagged(walk: _Walk, data, pos: int, end: int, strips: list | None) -> int: 
     return pos
 
 
-def check_request_body(cls, version: int, body) -> bytes | None:
+def check_request_body(cls: Any, version: int, body: Data) -> bytes | None:
     """Check ``body`` (a request of ``cls`` at ``version``, after its header); raise
     :class:`StructureError` naming what is wrong. Returns None when the codec may decode
     ``body`` as it is, or a copy without its unknown tagged fields for the codec to decode."""
-    strips: list = []
+    strips: Strips = []
     _compiled(cls, version)(body, len(body), strips)  # what follows the body is ignored, as by Kafka
     return _without(body, strips) if strips else None

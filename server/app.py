@@ -17,8 +17,7 @@ from assignors import create_assignor
 from .cluster import create_source
 from .config import ConfigError, Listener, ServerConfig, metrics_address
 from .connection import KafkaConnection
-from .dispatch import APIS, supported_versions
-from .handlers import api_versions, metadata
+from .dispatch import APIS
 from .health import remove_status, write_status
 from .isolation import AssignorPool
 from .metrics import Metrics, MetricsServer
@@ -68,10 +67,10 @@ class ReplicaAssignorServer:
         ssl_context = build_ssl_context(self.config) if listener.uses_tls else None
         state = await self._build_state()
         await self._listen(state, listener, ssl_context)
-        for v, data in api_versions.build_templates(supported_versions()).items():
-            state.templates[(api_versions.API_KEY, v)] = data
-        for v, data in metadata.build_templates(state).items():
-            state.templates[(metadata.API_KEY, v)] = data
+        for api in APIS.values():
+            if api.templates is not None:
+                for version, data in api.templates(state).items():
+                    state.templates[(api.key, version)] = data
         metrics_at = metrics_address(self.config)
         if metrics_at is not None:
             self._metrics_server = MetricsServer(state.metrics, self._health)

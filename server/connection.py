@@ -69,6 +69,7 @@ from .logs import hold_lines, release_lines
 from .request_memory import RequestMemory
 from .responses import ResponseQueue, Slot
 from .security import ANONYMOUS, SaslSession, current_principal, principal_from_certificate
+from .state import ServerState
 from .tls_upgrade import TlsUpgrade
 
 log = structlog.get_logger("replica_assignor")
@@ -88,7 +89,7 @@ class KafkaConnection(asyncio.Protocol):
                  "_metrics", "_counted", "_log_requests", "_turn", "_max_inflight", "_answered", "_ssl_context",
                  "_tls", "_lost")
 
-    def __init__(self, state: Any, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(self, state: ServerState, ssl_context: ssl.SSLContext | None = None) -> None:
         self.state = state
         self._ssl_context = ssl_context
         self._tls: TlsUpgrade | None = None  # the TLS handshake, while it runs
@@ -177,7 +178,8 @@ class KafkaConnection(asyncio.Protocol):
         state = self.state
         cfg = state.config
         listener = state.listener
-        if listener.uses_sasl:
+        if listener is not None and listener.uses_sasl:
+            assert state.users is not None  # the server loads them for a SASL listener
             self.sasl = SaslSession(cfg.sasl_enabled_mechanisms, state.users, state.auth_secret)
             self._max_frame = min(cfg.socket_request_max_bytes, cfg.sasl_server_max_receive_size)
         self._last_active = self._loop.time()
@@ -433,7 +435,12 @@ class KafkaConnection(asyncio.Protocol):
             if outcome is not None:
                 self._metrics.finish(outcome)
             if failing is None:
-                self.responses.ready(result)
+                responses = self.responses
+                batch = responses.batch
+                if batch is not None and not responses.slots:
+                    batch.append(result)  # the usual case (ResponseQueue.ready's first), without a call
+                else:
+                    responses.ready(result)
             else:  # the last answer
                 self.responses.later(Slot(result, None, None, failing))
                 self._flush()

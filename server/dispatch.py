@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from .handlers import api_versions, create_replica_assignment, metadata, sasl_authenticate, sasl_handshake
+from .state import ServerState
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,9 @@ class Api:
     # the handler logs its own request_handled line (with assignor and duration)
     logs_requests: bool = False
     name: str = ""
+    # answers encoded once at start-up, per version (only the correlation id is patched per
+    # request): the server stores them in ServerState.templates under (key, version)
+    templates: Callable[[ServerState], dict[int, bytes]] | None = None
 
     def flexible(self, version: int) -> bool:
         return version in self.flexible_versions
@@ -46,8 +50,9 @@ def _api(module: ModuleType, **kwargs: Any) -> Api:
 
 APIS: dict[int, Api] = {
     api.key: api for api in (
-        _api(api_versions, answers_unsupported=True),
-        _api(metadata),
+        _api(api_versions, answers_unsupported=True,
+             templates=lambda state: api_versions.build_templates(supported_versions())),
+        _api(metadata, templates=metadata.build_templates),
         _api(create_replica_assignment, logs_requests=True),
         _api(sasl_handshake, connection_bound=True),
         _api(sasl_authenticate, connection_bound=True),

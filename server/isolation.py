@@ -66,6 +66,7 @@ from typing import Any
 import structlog
 
 from assignors import AssignmentError, ReplicaAssignor, ReplicaAssignorError, create_assignor
+from protocol.frame import recv_exactly
 
 log = structlog.get_logger("replica_assignor")
 
@@ -74,24 +75,16 @@ ZYGOTE_START_TIMEOUT_S = 60.0
 
 
 # -- framing over a stream socket ------------------------------------------------------
+# (an 8-byte length, then the payload; the exact reads are protocol.frame's, ConnectionError
+# when the peer closes first)
 def _send(sock: socket.socket, payload: bytes) -> None:
     sock.sendall(_LEN.pack(len(payload)))
     sock.sendall(payload)
 
 
-def _recv_exact(sock: socket.socket, n: int, initial: bytes = b"") -> bytes:
-    buf = bytearray(initial)
-    while len(buf) < n:
-        chunk = sock.recv(min(n - len(buf), 1 << 20))
-        if not chunk:
-            raise EOFError("peer closed the socket")
-        buf += chunk
-    return bytes(buf)
-
-
 def _recv(sock: socket.socket) -> bytes:
-    (size,) = _LEN.unpack(_recv_exact(sock, _LEN.size))
-    return _recv_exact(sock, size)
+    (size,) = _LEN.unpack(recv_exactly(sock, _LEN.size))
+    return recv_exactly(sock, size)
 
 
 # -- pickling ---------------------------------------------------------------------------
@@ -164,7 +157,7 @@ def zygote_main() -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped automatically
     try:
         init = pickle.loads(_recv(ctrl))
-    except EOFError:
+    except (EOFError, ConnectionError):
         return
     try:
         import importlib
@@ -344,7 +337,7 @@ class _Zygote:
             msg, fds, _flags, _addr = socket.recv_fds(self.sock, _LEN.size, 1)
             if not fds:
                 raise EOFError("the zygote closed its control socket")
-            msg = _recv_exact(self.sock, _LEN.size, msg)
+            msg = recv_exactly(self.sock, _LEN.size, msg)
         (pid,) = _LEN.unpack(msg)
         return _Worker(pid, socket.socket(fileno=fds[0]))
 

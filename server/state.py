@@ -6,7 +6,7 @@ import asyncio
 import secrets
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from assignors import ReplicaAssignor
 from assignors.memo import PlacementMemo
@@ -14,8 +14,21 @@ from assignors.memo import PlacementMemo
 from .config import Listener, ServerConfig
 from .metrics import Metrics
 
-if TYPE_CHECKING:  # the one source interface, for typing only (no import at start-up)
+if TYPE_CHECKING:  # for typing only (no import at start-up, no cycle)
     from .cluster_source import ClusterSource
+    from .connection import KafkaConnection
+    from .request_memory import RequestMemory
+    from .security import UserStore
+
+
+class PlacementSettings(NamedTuple):
+    """What every placement job carries from the configuration, built once
+    (server.handlers.create_replica_assignment.PlacementJob)."""
+
+    assignor_name: str  # resolved where the job runs (server.isolation.worker_assignor)
+    max_partitions: int  # max.partitions.per.request
+    under_replicated: bool  # KIP-409: enable.under.replicated.topic.creation
+    min_insync_replicas: int
 
 
 @dataclass
@@ -32,7 +45,7 @@ class ServerState:
     cluster_id: str = "replica-assignor"
     # pre-encoded responses (ApiVersions per version, Metadata per version), built at start-up
     templates: dict[tuple[int, int], bytes] = field(default_factory=dict)
-    connections: set[Any] = field(default_factory=set)
+    connections: set[KafkaConnection] = field(default_factory=set)
     connections_by_ip: dict[str, int] = field(default_factory=dict)
     # set while no connection is open (the graceful shutdown waits for it)
     no_connections: asyncio.Event = field(default_factory=asyncio.Event)
@@ -42,7 +55,7 @@ class ServerState:
     # the listener connections arrive on (its security protocol decides TLS and SASL)
     listener: Listener | None = None
     # SASL users (server.security.UserStore), on SASL listeners only
-    users: Any = None
+    users: UserStore | None = None
     # per-process secret: decoy SCRAM salts for unknown users
     auth_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     metrics: Metrics = field(default_factory=lambda: Metrics(enabled=False))
@@ -51,14 +64,19 @@ class ServerState:
     memo: PlacementMemo | None = None
     # queued.max.request.bytes: the request bytes all connections buffer (server.request_memory);
     # built by the first connection when None
-    request_memory: Any = None
+    request_memory: RequestMemory | None = None
 
     # the assignor is one of ours (assignors.*): small requests may run it on the event loop,
     # and it needs no worker processes ready at start-up
     assignor_builtin: bool = field(init=False, default=False)
+    placement_settings: PlacementSettings = field(init=False)
 
     def __post_init__(self) -> None:
         self.assignor_builtin = type(self.assignor).__module__.startswith("assignors.")
+        cfg = self.config
+        self.placement_settings = PlacementSettings(self.assignor_name, cfg.max_partitions_per_request,
+                                                    cfg.enable_under_replicated_topic_creation,
+                                                    cfg.min_insync_replicas)
         if not self.connections:
             self.no_connections.set()
         if self.listener is None:
@@ -66,12 +84,12 @@ class ServerState:
         if self.memo is None and self.config.memo_max_entries > 0:
             self.memo = PlacementMemo(max_entries=self.config.memo_max_entries)
 
-    def connection_opened(self, connection: Any, ip: str) -> None:
+    def connection_opened(self, connection: KafkaConnection, ip: str) -> None:
         self.connections.add(connection)
         self.connections_by_ip[ip] = self.connections_by_ip.get(ip, 0) + 1
         self.no_connections.clear()
 
-    def connection_closed(self, connection: Any, ip: str) -> None:
+    def connection_closed(self, connection: KafkaConnection, ip: str) -> None:
         self.connections.discard(connection)
         n = self.connections_by_ip.get(ip, 1) - 1
         if n > 0:

@@ -23,7 +23,6 @@ import random
 import threading
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -57,7 +56,7 @@ from protocol.structure import peek_field
 
 from ..isolation import worker_assignor
 from ..security import authorize, current_principal
-from ..state import ServerState
+from ..state import PlacementSettings, ServerState
 
 REQUEST = CreateReplicaAssignmentRequest
 API_KEY = REQUEST.API_KEY
@@ -67,9 +66,9 @@ log = structlog.get_logger("replica_assignor")
 _SIMPLE = create_assignor("default")
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
-    """One request, interpreted: what to place (the spec), over which view, how, and by when."""
+class Placement(NamedTuple):
+    """One request, interpreted: what to place (the spec), over which view, how, and by when.
+    A named tuple, like the job that carries it: built per request on the hot path."""
 
     spec: PlacementSpec
     cluster: ClusterView
@@ -160,10 +159,7 @@ class PlacementJob(NamedTuple):
     view: ClusterView | None  # what a raw body is interpreted against
     rng: random.Random  # off the loop, a hand_over() of the request's generator
     principal: str
-    assignor_name: str  # resolved where the job runs (server.isolation.worker_assignor)
-    max_partitions: int  # max.partitions.per.request
-    under_replicated: bool  # KIP-409: enable.under.replicated.topic.creation
-    min_insync_replicas: int
+    settings: PlacementSettings  # the server's, built once
 
 
 class Outcome(NamedTuple):
@@ -194,12 +190,12 @@ def run(job: PlacementJob, assignor: ReplicaAssignor | None = None, memo: Placem
             except Exception as exc:  # noqa: BLE001 - a body that does not decode closes the connection
                 return Outcome(malformed=MalformedRequest.of(exc))
             assert job.view is not None
-            placement = interpret(decoded, job.version, job.view, job.max_partitions)
+            placement = interpret(decoded, job.version, job.view, job.settings.max_partitions)
         spec, cluster = placement.spec, placement.cluster
         if placement.force_simple:
             assignor, cluster = _SIMPLE, cluster.without_racks()
         elif assignor is None:
-            assignor = worker_assignor(job.assignor_name)
+            assignor = worker_assignor(job.settings.assignor_name)
         version = job.version
         if memo is not None and spec.replication_factor <= len(cluster.brokers):
             entry = memo.place(assignor, spec, cluster, job.principal, rng=job.rng)
@@ -207,8 +203,10 @@ def run(job: PlacementJob, assignor: ReplicaAssignor | None = None, memo: Placem
                 return Outcome(entry.derived(version, functools.partial(encode_assignment_body, version)),
                                len(entry.assignment))
         # KIP-409: identical to assignors.place() unless fewer brokers are alive than the RF
+        settings = job.settings
         assignment = place_under_replicated(assignor, spec, cluster, job.principal, rng=job.rng,
-                                            enabled=job.under_replicated, min_insync_replicas=job.min_insync_replicas)
+                                            enabled=settings.under_replicated,
+                                            min_insync_replicas=settings.min_insync_replicas)
         return Outcome(encode_assignment_body(version, assignment), len(assignment))
     except AssignmentError as exc:
         if isinstance(exc.__cause__, MemoryError):
@@ -227,46 +225,54 @@ def handle(state: ServerState, header: RequestHeaderPeek,
     """Decode and validate on the loop; place inline when small, else in the executor. A body
     over DETACHED_BODY_BYTES is not even decoded here: the executor does all of it."""
     version = header.api_version
-    large = len(body) > DETACHED_BODY_BYTES
-    if not large:
-        request = decode_body(CreateReplicaAssignmentRequest, body, version)
+    if len(body) > DETACHED_BODY_BYTES:
+        return _large(state, header, body)
+    request = decode_body(CreateReplicaAssignmentRequest, body, version)
     started = time.perf_counter()
     principal = current_principal.get()
     if not authorize(state, principal):
-        return _answer(state, header, Outcome(error=AuthorizationError(
-            f"Principal {principal} is not allowed to call CreateReplicaAssignment.")), started)
+        return _answer(state, header, _unauthorized(principal), started)
     cfg = state.config
-    seed = cfg.replica_assignor_random_seed
-    placement: Placement | bytes
-    if large:  # authorized here, everything else in the executor
-        placement = bytes(body)
-        rng = request_rng(seed, placement if seed is not None else b"")
-        # the deadline, read without decoding the body (the fields before timeoutMs are numbers)
-        timeout_ms = peek_field(CreateReplicaAssignmentRequest, version, body, "timeout_ms")
-        view: ClusterView | None = state.source.view()
-        inline = False
-    else:
-        try:
-            placement = interpret(request, version, state.source.view(), cfg.max_partitions_per_request)
-        except AssignmentError as exc:
-            return _answer(state, header, Outcome(error=exc), started)
-        rng = request_rng(seed, bytes(body) if seed is not None else b"")
-        spec = placement.spec
-        timeout_ms, view = placement.timeout_ms, None
-        inline = (state.assignor_builtin and len(spec.partitions) * max(spec.replication_factor, 1)
-                  <= cfg.inline_assignment_max_replicas)
-    job = PlacementJob(placement, version, view, rng if inline else hand_over(rng), principal, state.assignor_name,
-                       cfg.max_partitions_per_request, cfg.enable_under_replicated_topic_creation,
-                       cfg.min_insync_replicas)
-    if not inline:
-        return _off_loop(state, header, job, started, timeout_ms)
     try:
-        outcome = run(job, state.assignor, state.memo)
+        placement = interpret(request, version, state.source.view(), cfg.max_partitions_per_request)
+    except AssignmentError as exc:
+        return _answer(state, header, Outcome(error=exc), started)
+    seed = cfg.replica_assignor_random_seed
+    rng = request_rng(seed, bytes(body) if seed is not None else b"")
+    spec = placement.spec
+    if (len(spec.partitions) * max(spec.replication_factor, 1) > cfg.inline_assignment_max_replicas
+            or not state.assignor_builtin):
+        job = PlacementJob(placement, version, None, hand_over(rng), principal, state.placement_settings)
+        return _off_loop(state, header, job, started, placement.timeout_ms)
+    try:
+        outcome = run(PlacementJob(placement, version, None, rng, principal, state.placement_settings),
+                      state.assignor, state.memo)
     except AssignmentError as exc:
         outcome = Outcome(error=exc)
     except Exception as exc:  # framework bug: never crash the connection
         outcome = Outcome(error=ReplicaAssignorError(f"internal error: {exc!r}"))
     return _answer(state, header, outcome, started)
+
+
+def _large(state: ServerState, header: RequestHeaderPeek,
+           body: memoryview) -> bytes | Coroutine[Any, Any, bytes | MalformedRequest]:
+    """A body over DETACHED_BODY_BYTES: authorized here, everything else where the job runs."""
+    started = time.perf_counter()
+    principal = current_principal.get()
+    if not authorize(state, principal):
+        return _answer(state, header, _unauthorized(principal), started)
+    raw = bytes(body)
+    seed = state.config.replica_assignor_random_seed
+    rng = request_rng(seed, raw if seed is not None else b"")
+    # the deadline, read without decoding the body (the fields before timeoutMs are numbers)
+    timeout_ms = peek_field(CreateReplicaAssignmentRequest, header.api_version, body, "timeout_ms")
+    job = PlacementJob(raw, header.api_version, state.source.view(), hand_over(rng), principal,
+                       state.placement_settings)
+    return _off_loop(state, header, job, started, timeout_ms)
+
+
+def _unauthorized(principal: str) -> Outcome:
+    return Outcome(error=AuthorizationError(f"Principal {principal} is not allowed to call CreateReplicaAssignment."))
 
 
 async def _off_loop(state: ServerState, header: RequestHeaderPeek, job: PlacementJob, started: float,

@@ -24,6 +24,7 @@ from server.handlers.create_replica_assignment import (
     request_rng,
     run,
 )
+from server.state import PlacementSettings
 from tests.servers import ServerThread, read_frame
 
 CRA = CreateReplicaAssignmentRequest
@@ -96,7 +97,7 @@ def test_a_raw_body_is_answered_as_a_decoded_one(version: int) -> None:
 
 
 def _job(request, version: int, rng: random.Random) -> PlacementJob:
-    return PlacementJob(request, version, VIEW, rng, ANONYMOUS, "default", 1_000_000, False, 1)
+    return PlacementJob(request, version, VIEW, rng, ANONYMOUS, PlacementSettings("default", 1_000_000, False, 1))
 
 
 def test_a_malformed_raw_body_comes_back_as_such() -> None:

@@ -25,7 +25,7 @@ from server.handlers.create_replica_assignment import (
     run,
 )
 from server.isolation import AssignorPool, _dumps, worker_assignor
-from server.state import ServerState
+from server.state import PlacementSettings, ServerState
 
 RACKED = ClusterView.of([(b, f"rack-{b % 3}") for b in range(6)])
 PLAIN = ClusterView.of([(b, None) for b in range(6)])
@@ -84,7 +84,7 @@ PLACEMENTS = {
 
 def _job(placement: Placement, rng: random.Random, principal: str = ANONYMOUS,
          assignor_name: str = "default") -> PlacementJob:
-    return PlacementJob(placement, 1, None, rng, principal, assignor_name, 1_000_000, False, 1)
+    return PlacementJob(placement, 1, None, rng, principal, PlacementSettings(assignor_name, 1_000_000, False, 1))
 
 
 def _inline(state: ServerState, placement: Placement, rng: random.Random, principal: str = ANONYMOUS) -> Outcome:

@@ -1,0 +1,164 @@
+"""The parts a connection is made of, each on its own: flow control (``server.flow_control``),
+answers in request order (``server.responses``) and the event the graceful shutdown waits for
+(``server.state``). Real objects over an in-memory transport; no timing."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from typing import Any
+
+import pytest
+
+from assignors import create_assignor
+from server.config import load_config
+from server.flow_control import FlowControl
+from server.request_memory import RequestMemory
+from server.responses import ResponseQueue, Slot
+from server.state import ServerState
+
+
+class Transport:
+    """Records writes and whether reading is paused."""
+
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+        self.paused = False
+        self.pauses = 0
+
+    def write(self, data: bytes | bytearray) -> None:
+        self.written.append(bytes(data))
+
+    def pause_reading(self) -> None:
+        self.paused = True
+        self.pauses += 1
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+
+def _frame_head(size: int) -> bytearray:
+    return bytearray(struct.pack(">i", size))
+
+
+# -- flow control -------------------------------------------------------------------------
+def test_reading_pauses_while_any_reason_holds_and_resumes_when_none_does() -> None:
+    transport, granted = Transport(), []
+    flow = FlowControl(RequestMemory(-1), lambda: granted.append(True))
+    flow.attach(transport)
+    flow.update(busy=True)
+    assert transport.paused and flow.reading_paused
+    flow.writing_paused = True
+    flow.update(busy=False)  # the peer still does not read its answers
+    assert transport.paused
+    flow.writing_paused = False
+    flow.update(busy=False)
+    assert not transport.paused and not flow.reading_paused
+    flow.update(busy=False)
+    flow.update(busy=True)
+    flow.update(busy=True)
+    assert transport.pauses == 2  # the transport is told once per change, not once per update
+
+
+def test_a_frame_is_reserved_whole_before_its_body_and_given_back() -> None:
+    memory = RequestMemory(1_000)
+    flow = FlowControl(memory, lambda: None)
+    buf = _frame_head(600)  # the size of a frame, not yet its body
+    flow.received(len(buf))
+    assert flow.account(buf, max_frame=10_000) is False
+    assert memory.used == flow.charged == 604
+    del buf[:]  # the frame was handled
+    assert flow.account(buf, max_frame=10_000) is False
+    assert memory.used == flow.charged == 0
+
+
+def test_a_frame_that_does_not_fit_waits_and_is_granted_when_memory_comes_back() -> None:
+    memory = RequestMemory(1_000)
+    first, second = FlowControl(memory, lambda: None), FlowControl(memory, lambda: woken.append(True))
+    woken: list[bool] = []
+    held = _frame_head(700)
+    first.received(len(held))
+    assert first.account(held, max_frame=10_000) is False  # 704 reserved
+    waiting = _frame_head(500)
+    second.received(len(waiting))
+    assert second.account(waiting, max_frame=10_000) is True  # must wait: pause reading
+    assert second.memory_wait and woken == []
+    first.release()  # the first connection is gone
+    assert woken == [True] and not second.memory_wait
+    assert memory.used == second.charged == 504
+
+
+def test_an_oversize_frame_is_not_reserved() -> None:
+    """A size over the limit is refused by the connection; it is never reserved here."""
+    memory = RequestMemory(1_000)
+    flow = FlowControl(memory, lambda: None)
+    buf = _frame_head(50_000)
+    flow.received(len(buf))
+    assert flow.account(buf, max_frame=10_000) is False
+    assert memory.used == 4
+
+
+# -- answers in request order -------------------------------------------------------------
+async def test_answers_ready_at_once_go_out_in_one_write_per_read() -> None:
+    transport, queue = Transport(), ResponseQueue()
+    queue.attach(transport)
+    queue.begin_batch()
+    queue.ready(b"a")
+    queue.ready(b"b")
+    assert transport.written == []
+    queue.end_batch(write=True)
+    assert transport.written == [b"ab"] and len(queue) == 0
+
+
+async def test_an_answer_ready_first_waits_behind_one_still_computed() -> None:
+    transport, queue = Transport(), ResponseQueue()
+    queue.attach(transport)
+    pending: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    slow = Slot(None, pending, None, None)
+    queue.later(slow)
+    queue.ready(b"second")
+    assert transport.written == [] and len(queue) == 2 and queue.computing
+    assert queue.flush() is None and transport.written == []
+    slow.response, slow.task = b"first", None
+    assert queue.flush() is None
+    assert transport.written == [b"first", b"second"] and len(queue) == 0
+    pending.cancel()
+
+
+async def test_the_last_answer_is_written_then_reports_its_close_reason() -> None:
+    transport, queue = Transport(), ResponseQueue()
+    queue.attach(transport)
+    queue.later(Slot(b"refused", None, None, "authentication failed"))
+    queue.ready(b"never")  # behind the last answer: dropped with it
+    assert queue.flush() == "authentication failed"
+    assert transport.written == [b"refused"] and len(queue) == 0
+
+
+async def test_cancel_stops_what_is_being_computed() -> None:
+    queue = ResponseQueue()
+    task = asyncio.get_running_loop().create_task(asyncio.sleep(10))
+    queue.later(Slot(None, task, None, None))
+    queue.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert len(queue) == 0
+
+
+# -- the shutdown's event -----------------------------------------------------------------
+async def test_no_connections_is_set_exactly_while_none_is_open() -> None:
+    config = load_config(None, {"listeners": "PLAINTEXT://127.0.0.1:0"})
+    state = ServerState(config=config, assignor=create_assignor("default"), assignor_name="default",
+                        source=None, executor=None, advertised=config.listeners[0])
+    assert state.no_connections.is_set()
+    first, second = object(), object()
+    state.connection_opened(first, "10.0.0.1")
+    state.connection_opened(second, "10.0.0.1")
+    assert not state.no_connections.is_set() and state.connections_by_ip == {"10.0.0.1": 2}
+    state.connection_closed(first, "10.0.0.1")
+    assert not state.no_connections.is_set()
+    waiter = asyncio.ensure_future(state.no_connections.wait())
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    state.connection_closed(second, "10.0.0.1")
+    await asyncio.wait_for(waiter, 5)
+    assert state.connections == set() and state.connections_by_ip == {}
