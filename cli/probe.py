@@ -105,7 +105,7 @@ def worth_probing(exc: BaseException) -> bool:
                         kafka_errors.UnrecognizedBrokerVersion, ConnectionError)):
         return True
     if isinstance(exc, (ClusterReadError, CommandError, kafka_errors.KafkaError)):
-        return any(word in text for word in ("closed the connection", "timed out", "timeout",
+        return any(word in text for word in ("closed the connection", "timed out", "timeout", "does not exist on",
                                               "incompatiblebrokerversion", "cannot connect",
                                               "nobrokersavailable", "unrecognizedbrokerversion"))
     return False
