@@ -191,6 +191,8 @@ def security_options(path: str | None) -> SecurityOptions:
     """The :class:`SecurityOptions` of a ``--command-config`` file (exit 2 when it is bad)."""
     from protocol.client_config import ClientConfigError, SecurityOptions
 
+    if path is not None:
+        check_regular_file(path, "--command-config")
     try:
         options = SecurityOptions.from_file(path)
     except ClientConfigError as exc:
