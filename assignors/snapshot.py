@@ -309,7 +309,7 @@ def _partitions_in_bulk(raw: list[Any]) -> tuple[PartitionEntry, ...] | None:
     # topic: a non-empty str; partition: an int (not a bool) >= 0
     if set(map(type, topics)) != {str} or not all(topics):
         return None
-    if set(map(type, parts)) != {int} or min(parts) < 0:
+    if set(map(type, parts)) != {int} or min(parts) < 0 or max(parts) > INT32_MAX:
         return None
     # replicas: non-empty lists of ints (not bools), no broker twice (len(set) <= len, so
     # equal sums mean equal lengths everywhere)

@@ -46,8 +46,11 @@ def _ids(text: str) -> tuple[int, ...]:
 
 def check_forget(forget: tuple[int, ...], snapshot) -> None:
     """``--forget`` names brokers of the cluster, and leaves at least one alive (bad input: exit 2)."""
-    listed = {b.id for b in snapshot.brokers}
-    unknown = [b for b in forget if b not in listed]
+    known = {b.id for b in snapshot.brokers}
+    unknown = [b for b in forget if b not in known]
+    if unknown:  # a broker the snapshot does not list but whose id holds replicas is known too
+        known.update(r for p in snapshot.partitions for r in p.replicas)
+        unknown = [b for b in unknown if b not in known]
     if unknown:
         raise SourceError(f"--forget {','.join(map(str, unknown))}: no such broker in the cluster")
     if forget and not any(b.alive and b.id not in forget for b in snapshot.brokers):

@@ -158,6 +158,9 @@ def timeout_ms(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number of milliseconds: {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0 milliseconds, got {value}")
+    if value > INT32_MAX:
+        raise argparse.ArgumentTypeError(f"must be <= {INT32_MAX} milliseconds (int32, as Kafka's timeouts), "
+                                         f"got {value}")
     return value
 
 
@@ -165,7 +168,7 @@ def host_port(text: str) -> str:
     """``--bootstrap-server``: ``HOST:PORT``, or several separated by commas."""
     for entry in text.split(","):
         host, sep, port = entry.strip().rpartition(":")
-        if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        if not sep or not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536:
             raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {entry.strip()!r}")
     return text
 
@@ -188,6 +191,8 @@ def security_options(path: str | None) -> SecurityOptions:
     """The :class:`SecurityOptions` of a ``--command-config`` file (exit 2 when it is bad)."""
     from protocol.client_config import ClientConfigError, SecurityOptions
 
+    if path is not None:
+        check_regular_file(path, "--command-config")
     try:
         options = SecurityOptions.from_file(path)
     except ClientConfigError as exc:

@@ -105,7 +105,7 @@ def worth_probing(exc: BaseException) -> bool:
                         kafka_errors.UnrecognizedBrokerVersion, ConnectionError)):
         return True
     if isinstance(exc, (ClusterReadError, CommandError, kafka_errors.KafkaError)):
-        return any(word in text for word in ("closed the connection", "timed out", "timeout",
+        return any(word in text for word in ("closed the connection", "timed out", "timeout", "does not exist on",
                                               "incompatiblebrokerversion", "cannot connect",
                                               "nobrokersavailable", "unrecognizedbrokerversion"))
     return False
@@ -118,7 +118,7 @@ def explain_topics_failure(exc: Exception, args) -> Exception:
         return exc
     from .common import security_options
 
-    if args.assignor in str(exc):
+    if args.assignor in str(exc) and args.bootstrap_server not in str(exc):
         return explain_failure(exc, args.assignor, security_options(args.assignor_command_config),
                                expect=ASSIGNOR, config_flag="--assignor-command-config")
     return explain_failure(exc, args.bootstrap_server, security_options(args.command_config), expect=KAFKA)

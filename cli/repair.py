@@ -110,6 +110,8 @@ def load_cluster(args: argparse.Namespace) -> tuple[ClusterSnapshot, frozenset[i
             snapshot = ClusterSnapshot.from_dict(read_json(args.snapshot, "snapshot"))
         except SnapshotError as exc:
             raise CommandError(f"snapshot {args.snapshot}: {exc}", 2) from None
+        if not snapshot.brokers:
+            raise CommandError(f"snapshot {args.snapshot}: lists no brokers (a cluster has at least one)", 2)
     else:
         from .state import read_live
 

@@ -301,7 +301,7 @@ class ServerConfig:
         default_doc="the bound address")
     replica_assignor_class_name: str = _setting(
         "replica.assignor.class.name", _Text(required="a class name"), "default",
-        "`default`, `striped`, `multi-level`, or `package.module.Class`")
+        "`default`, `striped`, `multi-level`, `multi-level-ring`, or `package.module.Class`")
     replica_assignor_random_seed: int | None = _setting(
         "replica.assignor.random.seed", _OptionalInt(), None,
         "deterministic mode: the same request always gets the same bytes",

@@ -117,6 +117,8 @@ CASES: tuple[Case, ...] = (
     Case("state-plaintext-to-sasl", "state --bootstrap-server {sasl} --timeout-ms 3000", 1, "SASL"),
     Case("state-bad-command-config", "state --snapshot {ok} --command-config {ssl_missing_truststore}", 2,
          "ssl.truststore.location"),
+    Case("state-command-config-fifo", "state --snapshot {ok} --command-config {fifo}", 2, "not a regular file"),
+    Case("state-partition-2^31", "state --snapshot {partition_2_31}", 2, "int32"),
     # balance: outputs, --forget, the fleet
     Case("balance-nested", "balance --snapshot {nested} --mode replica --out out", 2, "nested too deeply"),
     Case("balance-random", "balance --snapshot {random} --mode replica --out out", 2, "not valid JSON"),
@@ -134,6 +136,7 @@ CASES: tuple[Case, ...] = (
     # repair and the observed store
     Case("repair-random", "repair --snapshot {random}", 2, "not valid JSON"),
     Case("repair-nested", "repair --snapshot {nested}", 2, "nested too deeply"),
+    Case("repair-no-brokers", "repair --snapshot {no_brokers}", 2, "no brokers"),
     Case("repair-store-missing", "repair --snapshot {ok} --observed-path {missing}", 2, "no observed broker store"),
     Case("repair-store-not-sqlite", "repair --snapshot {ok} --observed-path {random}", 2, "not an SQLite"),
     Case("repair-store-directory", "repair --snapshot {ok} --observed-path {directory}", 2, "directory"),
@@ -156,6 +159,8 @@ CASES: tuple[Case, ...] = (
     Case("create-topic-on-assignor", "create-topic --bootstrap-server {assignor} --assignor {assignor} --topic t "
          "--partitions 1 --replication-factor 1 --timeout-ms 3000", 2,
          "is a replica assignor server, not a Kafka broker"),
+    Case("add-partitions-on-assignor", "add-partitions --bootstrap-server {assignor} --assignor {assignor} "
+         "--topic t --partitions 2 --timeout-ms 3000", 2, "is a replica assignor server, not a Kafka broker"),
     Case("verify-plan-missing", "verify-plan --plan {missing_dir} --snapshot {ok}", 2, "cannot read"),
 )
 
@@ -187,6 +192,8 @@ def write_inputs(directory: Path) -> dict[str, str]:
     put("leader_not_replica.json", json.dumps({"brokers": [{"id": 1}, {"id": 2}],
                                                "partitions": [{"topic": "t", "partition": 0, "replicas": [1],
                                                                "leader": 2}]}))
+    put("partition_2_31.json", json.dumps({"brokers": [{"id": 1}], "partitions": [
+        {"topic": "t", "partition": 2**31, "replicas": [1]}]}))
     put("cluster.json", json.dumps({"brokers": [{"id": b, "rack": r} for b, r in RACKS.items()]}))
     put("ssl_missing_truststore.properties",
         f"security.protocol=SSL\nssl.truststore.location={d / 'no-such-ca.pem'}\n")
