@@ -341,6 +341,10 @@ class ServerConfig:
     max_inflight_requests_per_connection: int = _setting(
         "max.inflight.requests.per.connection", _Int(1), 64,
         "the server stops reading a connection with that many requests unanswered")
+    metadata_max_topics_per_request: int = _setting(
+        "metadata.max.topics.per.request", _Int(0), 10_000,
+        "a Metadata request naming more topics (or larger than that many can be) closes the connection before "
+        "it is decoded (docs/security.md)")
     max_partitions_per_request: int = _setting(
         "max.partitions.per.request", _Int(1), 1_000_000, "more partitions are refused (INVALID_PARTITIONS)")
     assignor_max_workers: int = _setting(

@@ -24,8 +24,8 @@ Limits, each with a log line (``connection_refused`` / ``connection_closed`` wit
   transport's write buffer is over its high-water mark), so a client can never make the
   server buffer without bound;
 - ``queued.max.request.bytes`` (server.request_memory): the request bytes buffered by all
-  connections together; a connection reserves a frame's size before reading its body, and
-  stops reading while the budget is spent.
+  connections together, counted as they arrive; once the budget is short a connection reserves
+  the rest of the frame it reads before reading on, and stops reading while it waits.
 
 Fairness: the loop serves every connection in turn. One turn of a connection handles at
 most ``_TURN_FRAMES`` requests, and ends after the request that brings the bytes it read
@@ -74,6 +74,7 @@ from .tls_upgrade import TlsUpgrade
 log = structlog.get_logger("replica_assignor")
 bind_contextvars = structlog.contextvars.bind_contextvars
 _LEN = struct.Struct(">i")
+_API_KEY = struct.Struct(">h")
 _UNSUPPORTED_VERSION = kafka_errors.UnsupportedVersionError.errno
 # one turn of a connection on the loop: at most this many requests, and none started once
 # the requests and answers of the turn reach this many bytes (the rest waits for the next
@@ -340,13 +341,9 @@ class KafkaConnection(asyncio.Protocol):
                 self._schedule_turn()  # the others' turn first
                 return
             (size,) = _LEN.unpack_from(buf, pos)
-            if size < 0 or size > self._max_frame:
-                # Kafka's InvalidReceiveException: the size is refused before reading the frame
-                limit = ("sasl.server.max.receive.size" if self.sasl is not None and not self.sasl.complete
-                         else "socket.request.max.bytes")
-                self.close("invalid frame size", size=size, limit=limit, limit_bytes=self._max_frame)
-                return
             end = pos + 4 + size
+            if (size < 0 or size > self._max_frame or end > n) and self._size_refused(buf, pos, size):
+                return
             if end > n:
                 break
             payload = bytes(buf[pos + 4:end])
@@ -358,6 +355,27 @@ class KafkaConnection(asyncio.Protocol):
                 break
         if pos:
             del buf[:pos]
+
+    def _size_refused(self, buf: bytearray, pos: int, size: int) -> bool:
+        """A frame size over the limit closes the connection before the frame is read (Kafka's
+        InvalidReceiveException); so does a frame larger than its api may be (a Metadata request
+        naming more topics than ``metadata.max.topics.per.request``) once its api key is read."""
+        if size < 0 or size > self._max_frame:
+            key = ("sasl.server.max.receive.size" if self.sasl is not None and not self.sasl.complete
+                   else "socket.request.max.bytes")
+            self.close("invalid frame size", size=size, limit=key, limit_bytes=self._max_frame)
+            return True
+        if len(buf) - pos < 6:
+            return False
+        (api_key,) = _API_KEY.unpack_from(buf, pos + 4)
+        api = APIS.get(api_key)
+        if api is None or api.max_request_bytes is None:
+            return False
+        limit = api.max_request_bytes(self.state.config)
+        if size <= limit:
+            return False
+        self.close("frame too large for its api", api_key=api_key, size=size, limit_bytes=limit)
+        return True
 
     # each refusal is one branch of the per-request path: split, every request would pay a call
     # for it (bench/request_cost.py)

@@ -30,6 +30,9 @@ class Api:
     connection_bound: bool = False
     # the handler logs its own request_handled line (with assignor and duration)
     logs_requests: bool = False
+    # the largest frame of this api worth reading (from the config), when below socket.request.max.bytes:
+    # a larger one closes the connection as soon as its api key is read, before its body
+    max_request_bytes: Callable[[Any], int] | None = None
     name: str = ""
 
     def flexible(self, version: int) -> bool:
@@ -47,7 +50,7 @@ def _api(module: ModuleType, **kwargs: Any) -> Api:
 APIS: dict[int, Api] = {
     api.key: api for api in (
         _api(api_versions, answers_unsupported=True),
-        _api(metadata),
+        _api(metadata, max_request_bytes=metadata.max_request_bytes),
         _api(create_replica_assignment, logs_requests=True),
         _api(sasl_handshake, connection_bound=True),
         _api(sasl_authenticate, connection_bound=True),
