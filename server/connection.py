@@ -66,6 +66,7 @@ from .dispatch import APIS
 from .flow_control import FlowControl
 from .handlers import api_versions, sasl_authenticate
 from .logs import hold_lines, release_lines
+from .placement_slots import placement_owner
 from .request_memory import RequestMemory
 from .responses import ResponseQueue, Slot
 from .security import ANONYMOUS, SaslSession, current_principal, principal_from_certificate
@@ -202,6 +203,7 @@ class KafkaConnection(asyncio.Protocol):
             self._turn = None
         self._buf = bytearray()
         self.flow.release()
+        self.state.answer_memory.hold(self, 0)
         log.debug("connection_closed", conn_id=self.conn_id, peer=self.peer)
 
     def _idle_check(self) -> None:
@@ -256,12 +258,15 @@ class KafkaConnection(asyncio.Protocol):
 
     # -- flow control (server.flow_control) ------------------------------------------------
     def pause_writing(self) -> None:
-        # the peer does not read its responses: stop reading its requests
+        # the peer does not read its responses: stop reading its requests; what it left unread
+        # counts in queued.max.response.bytes (server.answer_memory)
         self.flow.writing_paused = True
         self._update_reading()
+        self._count_unread()
 
     def resume_writing(self) -> None:
         self.flow.writing_paused = False
+        self.state.answer_memory.hold(self, 0)
         self._update_reading()
         self._schedule_turn()  # requests read before the pause
 
@@ -303,6 +308,7 @@ class KafkaConnection(asyncio.Protocol):
     def _process(self) -> None:
         # every log line of the requests in this read names the connection (tasks copy it)
         bind_contextvars(conn_id=self.conn_id, peer=self.peer)
+        placement_owner.set(self.conn_id)
         # immediate answers of this read are written together: one send for a pipelined batch;
         # so are its log lines, after the answers
         responses = self.responses
@@ -506,4 +512,20 @@ class KafkaConnection(asyncio.Protocol):
         if close_reason is not None:
             self.close(close_reason)  # transport.close() sends what is buffered first
             return
+        if self.flow.writing_paused:
+            self._count_unread()
         self._update_reading()
+
+    def _count_unread(self) -> None:
+        """The answers the client has not read yet, in queued.max.response.bytes."""
+        if not self._closing:
+            self.state.answer_memory.hold(self, self.transport.get_write_buffer_size())
+
+    def drop_unread_answers(self, held: int, total: int) -> None:
+        """:class:`server.answer_memory.AnswerMemory`: over its cap, this connection holds the most."""
+        log.warning("connection_closed", conn_id=self.conn_id, peer=self.peer, reason="answers not read",
+                    unread_bytes=held, queued_response_bytes=total,
+                    limit_bytes=self.state.config.queued_max_response_bytes)
+        self._metrics.connection_closed("answers not read")
+        self._closing = True
+        self.transport.abort()  # the buffered answers are dropped, not sent

@@ -56,6 +56,7 @@ from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssig
 from protocol.structure import peek_field
 
 from ..isolation import worker_assignor
+from ..placement_slots import placement_owner
 from ..security import authorize, current_principal
 from ..state import ServerState
 
@@ -272,10 +273,19 @@ def handle(state: ServerState, header: RequestHeaderPeek,
 async def _off_loop(state: ServerState, header: RequestHeaderPeek, job: PlacementJob, started: float,
                     timeout_ms: int) -> bytes | MalformedRequest:
     """The job in the executor (server.isolation's worker processes, or threads), with the
-    request's timeout as its deadline."""
-    future = asyncio.get_running_loop().run_in_executor(state.executor, run, job)
+    request's timeout as its deadline, once server.placement_slots gives it a worker (the wait
+    counts in the deadline)."""
+    slots, owner = state.placement_slots, placement_owner.get()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(timeout_ms, 1) / 1000.0
+    admitted = False
     try:
-        outcome = await asyncio.wait_for(future, max(timeout_ms, 1) / 1000.0)
+        admitted = await asyncio.wait_for(slots.acquire(owner), deadline - loop.time())
+        if not admitted:
+            raise ReplicaAssignorError(f"The server is busy: {slots.queued} placements wait for a worker "
+                                       f"(replica.assignor.max.queued.placements); retry later.")
+        future = loop.run_in_executor(state.executor, run, job)
+        outcome = await asyncio.wait_for(future, max(deadline - loop.time(), 0.001))
     except TimeoutError:
         outcome = Outcome(error=AssignmentTimeoutError(
             f"Assignor {state.assignor_name} did not finish within timeoutMs={timeout_ms}."))
@@ -283,6 +293,9 @@ async def _off_loop(state: ServerState, header: RequestHeaderPeek, job: Placemen
         outcome = Outcome(error=exc)
     except Exception as exc:
         outcome = Outcome(error=ReplicaAssignorError(f"internal error: {exc!r}"))
+    finally:
+        if admitted:
+            slots.release(owner)
     if outcome.malformed is not None:
         return outcome.malformed  # the connection closes, as for a small body refused on the loop
     return _answer(state, header, outcome, started)

@@ -131,3 +131,52 @@ def test_the_unknown_node_id_error_names_the_first_broker_only(server) -> None:
     assert large.error_code == small.error_code == 8  # BROKER_NOT_AVAILABLE
     assert large.error_message.startswith("Broker 1000 not available (and 399999 more): ")
     assert len(large.error_message) <= len(small.error_message) + 10
+
+
+def _placement(partitions: int, correlation_id: int = 1) -> bytes:
+    return _frame(CreateReplicaAssignmentRequest(version=0, num_partitions=partitions, replication_factor=3,
+                                                 node_id=[], timeout_ms=60_000), correlation_id)
+
+
+def test_one_connection_runs_at_most_half_the_workers() -> None:
+    """Item 2: four slow plug-in requests pipelined on one connection once took every worker, and
+    everyone else waited for two of them. Now that connection runs on half the workers, and another
+    client's request takes as long as it takes alone (measured first, in the same run)."""
+    with ServerThread({"replica.assignor.class.name": "tests.e2e.plugins.SlowAssignor",
+                       "replica.assignor.isolation": "thread", "replica.assignor.max.workers": "2"}) as slow:
+        alone = _answer_time(slow.port, _placement(6))
+        with socket.create_connection(("127.0.0.1", slow.port), timeout=60) as hog:
+            hog.sendall(b"".join(_placement(6, cid) for cid in range(4)))
+            _wait(lambda: slow.server.state.placement_slots.queued == 3)
+            during = _answer_time(slow.port, _placement(6))
+            for cid in range(4):
+                assert struct.unpack_from(">i", read_frame(hog)) == (cid,)
+    assert during < 1.7 * alone, (during, alone)
+
+
+def test_answers_not_read_are_capped_across_connections() -> None:
+    """Item 2: clients asking for large placements and never reading once held gigabytes of answers
+    that no cap counted. With queued.max.response.bytes=8 MiB, four such clients (9 MB answers each)
+    hold at most the cap: the ones holding the most are closed, and a reader is still answered."""
+    cap = 8 << 20
+    with ServerThread({"queued.max.response.bytes": str(cap), "replica.assignor.isolation": "thread"}) as srv:
+        memory = srv.server.state.answer_memory
+        readers_before = _answer_time(srv.port, _placement(6))
+        assert readers_before > 0
+        socks = []
+        with capture_logs() as logs:
+            try:
+                for _ in range(4):
+                    sock = socket.socket()
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                    sock.settimeout(60)
+                    sock.connect(("127.0.0.1", srv.port))
+                    sock.sendall(_placement(500_000))
+                    socks.append(sock)
+                _wait(lambda: sum(line.get("reason") == "answers not read" for line in logs) >= 2, timeout=60)
+                assert memory.used <= cap
+                _answer_time(srv.port, _placement(6))
+            finally:
+                for sock in socks:
+                    sock.close()
+        _wait(lambda: memory.used == 0)
