@@ -392,6 +392,7 @@ def attack_none(port: int, stop: threading.Event, connections: int) -> None:
 
 ATTACKS: dict[str, Callable[[int, threading.Event, int], None]] = {
     "none (baseline)": attack_none,
+    "none (placement bystander)": attack_none,
     "varint": attack_varint,
     "varint-before-sasl": attack_varint_before_sasl,
     "tagged-entries": attack_tagged_entries,
@@ -411,6 +412,7 @@ ATTACKS: dict[str, Callable[[int, threading.Event, int], None]] = {
 BYSTANDER_FRAMES: dict[str, Callable[[], bytes]] = {
     "frame-headers": large_api_versions,
     "unread-answers": placement_2000,
+    "none (placement bystander)": placement_2000,
 }
 
 

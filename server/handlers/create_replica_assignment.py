@@ -260,7 +260,8 @@ def handle(state: ServerState, header: RequestHeaderPeek,
                        cfg.max_partitions_per_request, cfg.enable_under_replicated_topic_creation,
                        cfg.min_insync_replicas)
     if not inline:
-        return _off_loop(state, header, job, started, timeout_ms)
+        replicas = None if large else len(spec.partitions) * max(spec.replication_factor, 1)
+        return _off_loop(state, header, job, started, timeout_ms, state.placement_slots.is_large(replicas))
     try:
         outcome = run(job, state.assignor, state.memo)
     except AssignmentError as exc:
@@ -271,7 +272,7 @@ def handle(state: ServerState, header: RequestHeaderPeek,
 
 
 async def _off_loop(state: ServerState, header: RequestHeaderPeek, job: PlacementJob, started: float,
-                    timeout_ms: int) -> bytes | MalformedRequest:
+                    timeout_ms: int, large: bool) -> bytes | MalformedRequest:
     """The job in the executor (server.isolation's worker processes, or threads), with the
     request's timeout as its deadline, once server.placement_slots gives it a worker (the wait
     counts in the deadline)."""
@@ -280,7 +281,7 @@ async def _off_loop(state: ServerState, header: RequestHeaderPeek, job: Placemen
     deadline = loop.time() + max(timeout_ms, 1) / 1000.0
     admitted = False
     try:
-        admitted = await asyncio.wait_for(slots.acquire(owner), deadline - loop.time())
+        admitted = await asyncio.wait_for(slots.acquire(owner, large), deadline - loop.time())
         if not admitted:
             raise ReplicaAssignorError(f"The server is busy: {slots.queued} placements wait for a worker "
                                        f"(replica.assignor.max.queued.placements); retry later.")
@@ -295,7 +296,7 @@ async def _off_loop(state: ServerState, header: RequestHeaderPeek, job: Placemen
         outcome = Outcome(error=ReplicaAssignorError(f"internal error: {exc!r}"))
     finally:
         if admitted:
-            slots.release(owner)
+            slots.release(owner, large)
     if outcome.malformed is not None:
         return outcome.malformed  # the connection closes, as for a small body refused on the loop
     return _answer(state, header, outcome, started)
