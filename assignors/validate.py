@@ -118,12 +118,24 @@ def check_node_ids(node_ids: Sequence[int], known: Collection[int]) -> None:
     """A request's NodeId list: no id twice, then every id a broker of the view. Linear."""
     if len(set(node_ids)) != len(node_ids):
         dup = sorted(b for b, count in Counter(node_ids).items() if count > 1)
-        raise InvalidReplicaAssignmentError(f"Duplicate broker ids in NodeId: {dup}.")
+        raise InvalidReplicaAssignmentError(f"Duplicate broker ids in NodeId: {_some(dup)}.")
     known = known if isinstance(known, (set, frozenset)) else set(known)
     unknown = [b for b in node_ids if b not in known]
     if unknown:
+        # as Kafka, the message names the offending broker (the first); it never grows with the request
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
         raise BrokerNotAvailableError(
-            f"Broker(s) {unknown} not available: the cluster view has brokers {sorted(known)}.")
+            f"Broker {unknown[0]} not available{more}: the cluster view has brokers {_some(sorted(known))}.")
+
+
+_ECHO_MAX = 10  # ids an error message lists at most
+
+
+def _some(ids: Sequence[int]) -> str:
+    """At most ``_ECHO_MAX`` ids, then how many more: an error message never grows with the request."""
+    if len(ids) <= _ECHO_MAX:
+        return str(list(ids))
+    return "[" + ", ".join(map(str, ids[:_ECHO_MAX])) + f", ... and {len(ids) - _ECHO_MAX} more]"
 
 
 def read_current_assignment(entries: Iterable[tuple[int, Sequence[int]]]) -> dict[int, tuple[int, ...]]:

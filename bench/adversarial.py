@@ -24,6 +24,17 @@ bounded memory"):
   answer), again and again;
 - ``assignment-1m-x4``: the same on four connections at once.
 
+The second round (docs/security.md, "Second round"):
+
+- ``metadata-1m``: Metadata v1 naming the topic "a" a million times (3 MB), again and again;
+- ``metadata-10m``: the same ten million times (30 MB);
+- ``frame-headers``: six connections each sending a 4-byte size prefix of 100 MiB and nothing more;
+  the bystander's request (a 200 KB ApiVersions) then needs several socket reads;
+- ``unread-answers``: 64 connections each sending a 1,000,000 x 3 request and never reading;
+  the bystander is a 2,000 x 3 CreateReplicaAssignment;
+- ``node-id-echo``: 4,000,000 unknown NodeIds in one request (16 MB), again and again; the attacker
+  prints the answer's size.
+
     python bench/adversarial.py [--seconds 8] [--queued-max-mib 200] [--only ATTACK ...]
 """
 
@@ -128,14 +139,15 @@ class Bystander(threading.Thread):
     """ApiVersions every ``interval`` s on one connection (``reconnect``: a new connection for each,
     as on a SASL listener, where ApiVersions comes once before authentication); latencies in seconds."""
 
-    def __init__(self, port: int, interval: float = 0.05, reconnect: bool = False) -> None:
+    def __init__(self, port: int, interval: float = 0.05, reconnect: bool = False, frame: bytes | None = None,
+                 timeout: float = 30) -> None:
         super().__init__(daemon=True)
-        self.port, self.interval, self.reconnect = port, interval, reconnect
+        self.port, self.interval, self.reconnect, self.timeout = port, interval, reconnect, timeout
         self.latencies: list[float] = []
         self.errors = 0
         self.stop_event = threading.Event()
-        self.frame = _encoded(ApiVersionsRequest(version=3, client_software_name="bystander",
-                                                 client_software_version="1"))
+        self.frame = frame or _encoded(ApiVersionsRequest(version=3, client_software_name="bystander",
+                                                          client_software_version="1"))
 
     def run(self) -> None:
         sock = None
@@ -144,11 +156,12 @@ class Bystander(threading.Thread):
                 started = time.perf_counter()
                 try:
                     if sock is None:
-                        sock = socket.create_connection((HOST, self.port), timeout=30)
+                        sock = socket.create_connection((HOST, self.port), timeout=self.timeout)
                     sock.sendall(self.frame)
                     _read_frame(sock)
-                except OSError:
+                except OSError:  # a timeout counts as what it waited
                     self.errors += 1
+                    self.latencies.append(time.perf_counter() - started)
                     return
                 self.latencies.append(time.perf_counter() - started)
                 if self.reconnect:
@@ -298,12 +311,88 @@ def attack_assignment_1m_x4(port: int, stop: threading.Event, connections: int) 
         thread.join()
 
 
+def _metadata_naming(count: int) -> bytes:
+    """Metadata v1 naming the topic "a" ``count`` times (built as bytes: the codec would take minutes)."""
+    return _framed(_header(3, 1, 1, False) + struct.pack(">i", count) + b"\x00\x01a" * count)
+
+
+def attack_metadata_1m(port: int, stop: threading.Event, connections: int) -> None:
+    data = _metadata_naming(1_000_000)
+    _until(stop, lambda: _send_until_answered_or_closed(port, data))
+
+
+def attack_metadata_10m(port: int, stop: threading.Event, connections: int) -> None:
+    data = _metadata_naming(10_000_000)
+    _until(stop, lambda: _send_until_answered_or_closed(port, data))
+
+
+def _send_until_answered_or_closed(port: int, data: bytes) -> None:
+    with socket.create_connection((HOST, port), timeout=120) as sock:
+        sock.sendall(data)
+        try:
+            _read_frame(sock)
+        except (OSError, ConnectionError):
+            pass
+
+
+def attack_frame_headers(port: int, stop: threading.Event, connections: int) -> None:
+    socks = [socket.create_connection((HOST, port), timeout=30) for _ in range(min(6, connections))]
+    try:
+        for sock in socks:
+            sock.sendall(struct.pack(">i", 100 * 1024 * 1024))
+        stop.wait()
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def large_api_versions() -> bytes:
+    """A 200 KB ApiVersions (a long client software name): more than one socket read."""
+    return _encoded(ApiVersionsRequest(version=3, client_software_name="b" * 200_000, client_software_version="1"))
+
+
+def attack_unread_answers(port: int, stop: threading.Event, connections: int) -> None:
+    data = _encoded(CreateReplicaAssignmentRequest(version=0, num_partitions=1_000_000, replication_factor=3,
+                                                   node_id=[], timeout_ms=60_000))
+    socks = []
+    try:
+        for _ in range(min(64, connections)):
+            sock = socket.create_connection((HOST, port), timeout=30)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.sendall(data)
+            socks.append(sock)
+        stop.wait()
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def placement_2000() -> bytes:
+    return _encoded(CreateReplicaAssignmentRequest(version=0, num_partitions=2_000, replication_factor=3,
+                                                   node_id=[], timeout_ms=60_000))
+
+
+def attack_node_id_echo(port: int, stop: threading.Event, connections: int) -> None:
+    data = _encoded(CreateReplicaAssignmentRequest(version=0, num_partitions=6, replication_factor=3,
+                                                   node_id=list(range(1000, 4_001_000)), timeout_ms=30_000))
+    sizes = []
+
+    def once() -> None:
+        with socket.create_connection((HOST, port), timeout=60) as sock:
+            sock.sendall(data)
+            sizes.append(len(_read_frame(sock)))
+
+    _until(stop, once)
+    print(f"# node-id-echo: request {len(data):,} bytes, answers of {sorted(set(sizes))} bytes", flush=True)
+
+
 def attack_none(port: int, stop: threading.Event, connections: int) -> None:
     stop.wait()
 
 
 ATTACKS: dict[str, Callable[[int, threading.Event, int], None]] = {
     "none (baseline)": attack_none,
+    "none (placement bystander)": attack_none,
     "varint": attack_varint,
     "varint-before-sasl": attack_varint_before_sasl,
     "tagged-entries": attack_tagged_entries,
@@ -313,6 +402,17 @@ ATTACKS: dict[str, Callable[[int, threading.Event, int], None]] = {
     "node-ids": attack_node_ids,
     "assignment-1m": attack_assignment_1m,
     "assignment-1m-x4": attack_assignment_1m_x4,
+    "metadata-1m": attack_metadata_1m,
+    "metadata-10m": attack_metadata_10m,
+    "frame-headers": attack_frame_headers,
+    "unread-answers": attack_unread_answers,
+    "node-id-echo": attack_node_id_echo,
+}
+# attacks whose bystander sends something else than a small ApiVersions
+BYSTANDER_FRAMES: dict[str, Callable[[], bytes]] = {
+    "frame-headers": large_api_versions,
+    "unread-answers": placement_2000,
+    "none (placement bystander)": placement_2000,
 }
 
 
@@ -329,7 +429,9 @@ def run(name: str, seconds: float, queued_max: int, connections: int, users_file
                           "sasl.enabled.mechanisms": "SCRAM-SHA-256"})
     server = Server(overrides)
     try:
-        bystander = Bystander(server.port, reconnect=name == "varint-before-sasl")
+        frame = BYSTANDER_FRAMES[name]() if name in BYSTANDER_FRAMES else None
+        bystander = Bystander(server.port, reconnect=name == "varint-before-sasl", frame=frame,
+                              timeout=max(seconds, 5.0))
         bystander.start()
         time.sleep(0.5)
         # the attacker in its own process: its client work must not hold the bystander's interpreter

@@ -97,6 +97,11 @@ def _uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
             raise MalformedFrameError("varint too long in request header")
 
 
+def uvarint_at(buf: bytes | memoryview, pos: int) -> int:
+    """The unsigned varint at ``pos`` (at most 5 bytes): a compact array's count, peeked."""
+    return _uvarint(buf, pos)[0]
+
+
 def uvarint_bytes(value: int) -> bytes:
     """An unsigned varint (Kafka's compact lengths and tags), the one encoder of them."""
     if value < 0x80:

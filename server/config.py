@@ -332,6 +332,10 @@ class ServerConfig:
         "request bytes all connections may buffer together; over it the server stops reading until requests "
         "are processed (Kafka's name; its default -1, unbounded, is accepted; at least "
         "`socket.request.max.bytes`)")
+    queued_max_response_bytes: int = _setting(
+        "queued.max.response.bytes", _Int(1, unbounded=-1), 256 * 1024 * 1024,
+        "answer bytes all connections may hold unread by their clients; over it the connections holding the "
+        "most are closed (docs/security.md)", default_doc="268435456 (256 MiB)")
     max_connections: int = _setting(
         "max.connections", _Int(1), 2_000, "a new connection over it is closed at once")
     max_connections_per_ip: int = _setting(
@@ -341,11 +345,19 @@ class ServerConfig:
     max_inflight_requests_per_connection: int = _setting(
         "max.inflight.requests.per.connection", _Int(1), 64,
         "the server stops reading a connection with that many requests unanswered")
+    metadata_max_topics_per_request: int = _setting(
+        "metadata.max.topics.per.request", _Int(0), 10_000,
+        "a Metadata request naming more topics (or larger than that many can be) closes the connection before "
+        "it is decoded (docs/security.md)")
     max_partitions_per_request: int = _setting(
         "max.partitions.per.request", _Int(1), 1_000_000, "more partitions are refused (INVALID_PARTITIONS)")
     assignor_max_workers: int = _setting(
         "replica.assignor.max.workers", _Int(1), 4,
         "placements running off the event loop at once (worker processes or threads)")
+    assignor_max_queued_placements: int = _setting(
+        "replica.assignor.max.queued.placements", _Int(0), 64,
+        "placements waiting for a worker; more are refused at once (REPLICA_ASSIGNOR_FAILED); one connection "
+        "runs at most half the workers at once (docs/security.md)")
     inline_assignment_max_replicas: int = _setting(
         "replica.assignor.inline.max.replicas", _Int(0), 3_000,
         "a built-in assignor's placement of at most this many replicas runs on the event loop "

@@ -24,8 +24,8 @@ Limits, each with a log line (``connection_refused`` / ``connection_closed`` wit
   transport's write buffer is over its high-water mark), so a client can never make the
   server buffer without bound;
 - ``queued.max.request.bytes`` (server.request_memory): the request bytes buffered by all
-  connections together; a connection reserves a frame's size before reading its body, and
-  stops reading while the budget is spent.
+  connections together, counted as they arrive; once the budget is short a connection reserves
+  the rest of the frame it reads before reading on, and stops reading while it waits.
 
 Fairness: the loop serves every connection in turn. One turn of a connection handles at
 most ``_TURN_FRAMES`` requests, and ends after the request that brings the bytes it read
@@ -66,6 +66,7 @@ from .dispatch import APIS
 from .flow_control import FlowControl
 from .handlers import api_versions, sasl_authenticate
 from .logs import hold_lines, release_lines
+from .placement_slots import placement_owner
 from .request_memory import RequestMemory
 from .responses import ResponseQueue, Slot
 from .security import ANONYMOUS, SaslSession, current_principal, principal_from_certificate
@@ -75,6 +76,7 @@ from .tls_upgrade import TlsUpgrade
 log = structlog.get_logger("replica_assignor")
 bind_contextvars = structlog.contextvars.bind_contextvars
 _LEN = struct.Struct(">i")
+_API_KEY = struct.Struct(">h")
 _UNSUPPORTED_VERSION = kafka_errors.UnsupportedVersionError.errno
 # one turn of a connection on the loop: at most this many requests, and none started once
 # the requests and answers of the turn reach this many bytes (the rest waits for the next
@@ -203,6 +205,7 @@ class KafkaConnection(asyncio.Protocol):
             self._turn = None
         self._buf = bytearray()
         self.flow.release()
+        self.state.answer_memory.hold(self, 0)
         log.debug("connection_closed", conn_id=self.conn_id, peer=self.peer)
 
     def _idle_check(self) -> None:
@@ -257,12 +260,15 @@ class KafkaConnection(asyncio.Protocol):
 
     # -- flow control (server.flow_control) ------------------------------------------------
     def pause_writing(self) -> None:
-        # the peer does not read its responses: stop reading its requests
+        # the peer does not read its responses: stop reading its requests; what it left unread
+        # counts in queued.max.response.bytes (server.answer_memory)
         self.flow.writing_paused = True
         self._update_reading()
+        self._count_unread()
 
     def resume_writing(self) -> None:
         self.flow.writing_paused = False
+        self.state.answer_memory.hold(self, 0)
         self._update_reading()
         self._schedule_turn()  # requests read before the pause
 
@@ -304,6 +310,7 @@ class KafkaConnection(asyncio.Protocol):
     def _process(self) -> None:
         # every log line of the requests in this read names the connection (tasks copy it)
         bind_contextvars(conn_id=self.conn_id, peer=self.peer)
+        placement_owner.set(self.conn_id)
         # immediate answers of this read are written together: one send for a pipelined batch;
         # so are its log lines, after the answers
         responses = self.responses
@@ -342,13 +349,9 @@ class KafkaConnection(asyncio.Protocol):
                 self._schedule_turn()  # the others' turn first
                 return
             (size,) = _LEN.unpack_from(buf, pos)
-            if size < 0 or size > self._max_frame:
-                # Kafka's InvalidReceiveException: the size is refused before reading the frame
-                limit = ("sasl.server.max.receive.size" if self.sasl is not None and not self.sasl.complete
-                         else "socket.request.max.bytes")
-                self.close("invalid frame size", size=size, limit=limit, limit_bytes=self._max_frame)
-                return
             end = pos + 4 + size
+            if (size < 0 or size > self._max_frame or end > n) and self._size_refused(buf, pos, size):
+                return
             if end > n:
                 break
             payload = bytes(buf[pos + 4:end])
@@ -360,6 +363,27 @@ class KafkaConnection(asyncio.Protocol):
                 break
         if pos:
             del buf[:pos]
+
+    def _size_refused(self, buf: bytearray, pos: int, size: int) -> bool:
+        """A frame size over the limit closes the connection before the frame is read (Kafka's
+        InvalidReceiveException); so does a frame larger than its api may be (a Metadata request
+        naming more topics than ``metadata.max.topics.per.request``) once its api key is read."""
+        if size < 0 or size > self._max_frame:
+            key = ("sasl.server.max.receive.size" if self.sasl is not None and not self.sasl.complete
+                   else "socket.request.max.bytes")
+            self.close("invalid frame size", size=size, limit=key, limit_bytes=self._max_frame)
+            return True
+        if len(buf) - pos < 6:
+            return False
+        (api_key,) = _API_KEY.unpack_from(buf, pos + 4)
+        api = APIS.get(api_key)
+        if api is None or api.max_request_bytes is None:
+            return False
+        limit = api.max_request_bytes(self.state.config)
+        if size <= limit:
+            return False
+        self.close("frame too large for its api", api_key=api_key, size=size, limit_bytes=limit)
+        return True
 
     # each refusal is one branch of the per-request path: split, every request would pay a call
     # for it (bench/request_cost.py)
@@ -495,4 +519,20 @@ class KafkaConnection(asyncio.Protocol):
         if close_reason is not None:
             self.close(close_reason)  # transport.close() sends what is buffered first
             return
+        if self.flow.writing_paused:
+            self._count_unread()
         self._update_reading()
+
+    def _count_unread(self) -> None:
+        """The answers the client has not read yet, in queued.max.response.bytes."""
+        if not self._closing:
+            self.state.answer_memory.hold(self, self.transport.get_write_buffer_size())
+
+    def drop_unread_answers(self, held: int, total: int) -> None:
+        """:class:`server.answer_memory.AnswerMemory`: over its cap, this connection holds the most."""
+        log.warning("connection_closed", conn_id=self.conn_id, peer=self.peer, reason="answers not read",
+                    unread_bytes=held, queued_response_bytes=total,
+                    limit_bytes=self.state.config.queued_max_response_bytes)
+        self._metrics.connection_closed("answers not read")
+        self._closing = True
+        self.transport.abort()  # the buffered answers are dropped, not sent

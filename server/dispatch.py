@@ -31,6 +31,9 @@ class Api:
     connection_bound: bool = False
     # the handler logs its own request_handled line (with assignor and duration)
     logs_requests: bool = False
+    # the largest frame of this api worth reading (from the config), when below socket.request.max.bytes:
+    # a larger one closes the connection as soon as its api key is read, before its body
+    max_request_bytes: Callable[[Any], int] | None = None
     name: str = ""
     # answers encoded once at start-up, per version (only the correlation id is patched per
     # request): the server stores them in ServerState.templates under (key, version)
@@ -52,7 +55,7 @@ APIS: dict[int, Api] = {
     api.key: api for api in (
         _api(api_versions, answers_unsupported=True,
              templates=lambda state: api_versions.build_templates(supported_versions())),
-        _api(metadata, templates=metadata.build_templates),
+        _api(metadata, templates=metadata.build_templates, max_request_bytes=metadata.max_request_bytes),
         _api(create_replica_assignment, logs_requests=True),
         _api(sasl_handshake, connection_bound=True),
         _api(sasl_authenticate, connection_bound=True),

@@ -11,9 +11,10 @@ client) while any of these holds:
 - the frame being read waits for its bytes in ``queued.max.request.bytes``
   (:class:`server.request_memory.RequestMemory`, shared by every connection).
 
-It resumes as soon as none holds. The connection's buffer and the whole of a frame whose
-size is read but not its body are counted in the shared budget; everything is given back
-when the connection closes.
+It resumes as soon as none holds. The connection's buffer is counted in the shared budget;
+once the budget is short, so is the whole of a frame whose size is read but not its body
+(reserved before the rest is read, so that it can finish); everything is given back when the
+connection closes.
 """
 
 from __future__ import annotations
@@ -69,10 +70,14 @@ class FlowControl:
             self._memory.charge(over)
 
     def account(self, buf: bytearray, max_frame: int) -> bool:
-        """Count ``buf`` and the whole of the frame it starts (when its size is known and allowed),
-        reserved before its body is read. True when the reservation must wait: pause reading."""
+        """Count ``buf``; when the budget is short, reserve the rest of the frame it starts (its size
+        known and allowed) before reading on. True when the reservation must wait: pause reading.
+
+        Only bytes that arrived are counted while the budget has room: a size prefix alone holds
+        four bytes, not the frame it announces (six 4-byte prefixes of 100 MiB once held the whole
+        budget and stalled every request that needed a second read)."""
         need = len(buf)
-        if need >= 4:
+        if need >= 4 and self._memory.short:
             (size,) = _LEN.unpack_from(buf, 0)
             if 0 <= size <= max_frame:
                 need = max(need, 4 + size)

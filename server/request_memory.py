@@ -1,7 +1,9 @@
 """``queued.max.request.bytes``: one budget for the request bytes every connection buffers.
 
-Kafka's memory pool, for our frames: a connection that has read the size of a frame it has
-not read whole must reserve the whole frame before it reads on; while the budget is spent it
+Kafka's memory pool, for our frames, counted as bytes arrive: while the budget has room, a
+connection reads on and holds what it read (a size prefix holds four bytes, not the frame it
+announces). Once the budget is short, a connection that has read the size of a frame it has
+not read whole must reserve the rest of the frame before it reads on; while the budget is spent it
 stops reading its socket (the kernel's buffers, then TCP, push back on the client) and waits,
 first come first served, until requests are processed and their bytes given back. A frame
 already being read always has its bytes reserved, so it can finish and free them; bytes that
@@ -51,11 +53,13 @@ class RequestMemory:
             return True
         self._waiters.append((waiter, n, held))
         self._held_by_waiters += held
-        if self._waiters[0][0] is waiter and self.used <= self._held_by_waiters:
-            self._waiters.popleft()  # nothing held by anyone who would give it back
-            self._held_by_waiters -= held
-            self.used += n
-            return True
+        if self.used <= self._held_by_waiters:  # nothing held by anyone who would give it back
+            first, first_n, first_held = self._waiters.popleft()
+            self._held_by_waiters -= first_held
+            self.used += first_n
+            if first is waiter:
+                return True
+            first.memory_granted(first_n)
         return False
 
     def cancel(self, waiter: MemoryWaiter) -> None:
@@ -66,6 +70,11 @@ class RequestMemory:
                 break
         if self._waiters:
             self._wake()
+
+    @property
+    def short(self) -> bool:
+        """The budget is spent, or someone waits for it: frames being read reserve their rest."""
+        return self.limit >= 0 and (self.used >= self.limit or bool(self._waiters))
 
     def _fits(self, n: int) -> bool:
         return self.limit < 0 or self.used + n <= self.limit

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from assignors import ReplicaAssignor
 from assignors.memo import PlacementMemo
 
+from .answer_memory import AnswerMemory
 from .config import Listener, ServerConfig
 from .metrics import Metrics
+from .placement_slots import PlacementSlots
 
 if TYPE_CHECKING:  # for typing only (no import at start-up, no cycle)
     from .cluster_source import ClusterSource
@@ -65,6 +67,10 @@ class ServerState:
     # queued.max.request.bytes: the request bytes all connections buffer (server.request_memory);
     # built by the first connection when None
     request_memory: RequestMemory | None = None
+    # queued.max.response.bytes: the unread answer bytes of all connections (server.answer_memory)
+    answer_memory: AnswerMemory = field(init=False)
+    # the placements off the event loop, running and waiting (server.placement_slots)
+    placement_slots: PlacementSlots = field(init=False)
 
     # the assignor is one of ours (assignors.*): small requests may run it on the event loop,
     # and it needs no worker processes ready at start-up
@@ -81,6 +87,9 @@ class ServerState:
             self.no_connections.set()
         if self.listener is None:
             self.listener = self.advertised
+        self.answer_memory = AnswerMemory(self.config.queued_max_response_bytes)
+        self.placement_slots = PlacementSlots(self.config.assignor_max_workers,
+                                              self.config.assignor_max_queued_placements)
         if self.memo is None and self.config.memo_max_entries > 0:
             self.memo = PlacementMemo(max_entries=self.config.memo_max_entries)
 

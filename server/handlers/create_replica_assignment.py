@@ -55,6 +55,7 @@ from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssig
 from protocol.structure import peek_field
 
 from ..isolation import worker_assignor
+from ..placement_slots import placement_owner
 from ..security import authorize, current_principal
 from ..state import PlacementSettings, ServerState
 
@@ -243,7 +244,8 @@ def handle(state: ServerState, header: RequestHeaderPeek,
     if (len(spec.partitions) * max(spec.replication_factor, 1) > cfg.inline_assignment_max_replicas
             or not state.assignor_builtin):
         job = PlacementJob(placement, version, None, hand_over(rng), principal, state.placement_settings)
-        return _off_loop(state, header, job, started, placement.timeout_ms)
+        replicas = len(spec.partitions) * max(spec.replication_factor, 1)
+        return _off_loop(state, header, job, started, placement.timeout_ms, state.placement_slots.is_large(replicas))
     try:
         outcome = run(PlacementJob(placement, version, None, rng, principal, state.placement_settings),
                       state.assignor, state.memo)
@@ -268,7 +270,7 @@ def _large(state: ServerState, header: RequestHeaderPeek,
     timeout_ms = peek_field(CreateReplicaAssignmentRequest, header.api_version, body, "timeout_ms")
     job = PlacementJob(raw, header.api_version, state.source.view(), hand_over(rng), principal,
                        state.placement_settings)
-    return _off_loop(state, header, job, started, timeout_ms)
+    return _off_loop(state, header, job, started, timeout_ms, state.placement_slots.is_large(None))
 
 
 def _unauthorized(principal: str) -> Outcome:
@@ -276,12 +278,21 @@ def _unauthorized(principal: str) -> Outcome:
 
 
 async def _off_loop(state: ServerState, header: RequestHeaderPeek, job: PlacementJob, started: float,
-                    timeout_ms: int) -> bytes | MalformedRequest:
+                    timeout_ms: int, large: bool) -> bytes | MalformedRequest:
     """The job in the executor (server.isolation's worker processes, or threads), with the
-    request's timeout as its deadline."""
-    future = asyncio.get_running_loop().run_in_executor(state.executor, run, job)
+    request's timeout as its deadline, once server.placement_slots gives it a worker (the wait
+    counts in the deadline)."""
+    slots, owner = state.placement_slots, placement_owner.get()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(timeout_ms, 1) / 1000.0
+    admitted = False
     try:
-        outcome = await asyncio.wait_for(future, max(timeout_ms, 1) / 1000.0)
+        admitted = await asyncio.wait_for(slots.acquire(owner, large), deadline - loop.time())
+        if not admitted:
+            raise ReplicaAssignorError(f"The server is busy: {slots.queued} placements wait for a worker "
+                                       f"(replica.assignor.max.queued.placements); retry later.")
+        future = loop.run_in_executor(state.executor, run, job)
+        outcome = await asyncio.wait_for(future, max(deadline - loop.time(), 0.001))
     except TimeoutError:
         outcome = Outcome(error=AssignmentTimeoutError(
             f"Assignor {state.assignor_name} did not finish within timeoutMs={timeout_ms}."))
@@ -289,6 +300,9 @@ async def _off_loop(state: ServerState, header: RequestHeaderPeek, job: Placemen
         outcome = Outcome(error=exc)
     except Exception as exc:
         outcome = Outcome(error=ReplicaAssignorError(f"internal error: {exc!r}"))
+    finally:
+        if admitted:
+            slots.release(owner, large)
     if outcome.malformed is not None:
         return outcome.malformed  # the connection closes, as for a small body refused on the loop
     return _answer(state, header, outcome, started)

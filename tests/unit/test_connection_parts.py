@@ -60,28 +60,31 @@ def test_reading_pauses_while_any_reason_holds_and_resumes_when_none_does() -> N
     assert transport.pauses == 2  # the transport is told once per change, not once per update
 
 
-def test_a_frame_is_reserved_whole_before_its_body_and_given_back() -> None:
+def test_a_frame_head_holds_only_its_arrived_bytes_while_memory_has_room() -> None:
+    """A size prefix alone holds four bytes, not the frame it announces (six 4-byte prefixes of
+    100 MiB must not reserve the whole budget); what was counted is given back."""
     memory = RequestMemory(1_000)
     flow = FlowControl(memory, lambda: None)
     buf = _frame_head(600)  # the size of a frame, not yet its body
     flow.received(len(buf))
     assert flow.account(buf, max_frame=10_000) is False
-    assert memory.used == flow.charged == 604
+    assert memory.used == flow.charged == 4
     del buf[:]  # the frame was handled
     assert flow.account(buf, max_frame=10_000) is False
     assert memory.used == flow.charged == 0
 
 
-def test_a_frame_that_does_not_fit_waits_and_is_granted_when_memory_comes_back() -> None:
+def test_once_memory_is_spent_a_frame_reserves_its_rest_waits_and_is_granted() -> None:
     memory = RequestMemory(1_000)
     first, second = FlowControl(memory, lambda: None), FlowControl(memory, lambda: woken.append(True))
     woken: list[bool] = []
-    held = _frame_head(700)
+    held = _frame_head(996) + bytearray(996)  # a whole frame read: the budget is spent
     first.received(len(held))
-    assert first.account(held, max_frame=10_000) is False  # 704 reserved
+    assert first.account(held, max_frame=10_000) is False
+    assert memory.used == 1_000 and memory.short
     waiting = _frame_head(500)
     second.received(len(waiting))
-    assert second.account(waiting, max_frame=10_000) is True  # must wait: pause reading
+    assert second.account(waiting, max_frame=10_000) is True  # must reserve 504 and wait: pause reading
     assert second.memory_wait and woken == []
     first.release()  # the first connection is gone
     assert woken == [True] and not second.memory_wait

@@ -1,0 +1,182 @@
+"""The second round of attacks on the server (docs/security.md, "Second round"), over real sockets.
+
+Each test sends the attack as it was found, and compares what it costs with a baseline taken in the
+same run (a legal request of the largest allowed shape, or the same request before the attack),
+never with an absolute time."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import pytest
+from structlog.testing import capture_logs
+
+from protocol.messages import ApiVersionsRequest, CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
+from tests.servers import ServerThread, read_frame
+
+
+def _framed(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _frame(request, correlation_id: int = 1) -> bytes:
+    request.with_header(correlation_id=correlation_id, client_id="round2")
+    return bytes(request.encode(header=True, framed=True))
+
+
+def _metadata_naming(count: int, correlation_id: int = 1) -> bytes:
+    """Metadata v1 naming the topic "a" ``count`` times (as bytes: the codec would take minutes)."""
+    head = struct.pack(">hhih", 3, 1, correlation_id, 6) + b"round2"
+    return _framed(head + struct.pack(">i", count) + b"\x00\x01a" * count)
+
+
+def _answer_time(port: int, data: bytes) -> float:
+    started = time.perf_counter()
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        sock.sendall(data)
+        read_frame(sock)
+    return time.perf_counter() - started
+
+
+def _refusal_time(port: int, data: bytes) -> tuple[float, int]:
+    """Seconds until the server closes the connection, and how many bytes it took first."""
+    started = time.perf_counter()
+    sent = 0
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        view = memoryview(data)
+        try:
+            while sent < len(data):
+                sent += sock.send(view[sent:sent + (1 << 20)])
+            while sock.recv(1 << 16):
+                pass
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+    return time.perf_counter() - started, sent
+
+
+def _wait(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("the server did not get there")
+        time.sleep(0.01)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ServerThread({"queued.max.request.bytes": str(200 << 20)}) as running:
+        yield running
+
+
+def test_metadata_naming_ten_million_topics_is_refused_from_its_first_bytes(server) -> None:
+    """Item 1: one request naming "a" ten million times (30 MB) once froze every client for 72 s and
+    took 3 GB. Now it is refused before its body is read; it costs less than answering a legal
+    request of the largest allowed size (10,000 names), measured in the same run."""
+    legal = min(_answer_time(server.port, _metadata_naming(10_000)) for _ in range(3))
+    with capture_logs() as logs:
+        refused, sent = _refusal_time(server.port, _metadata_naming(10_000_000))
+    assert sent < 30_000_006  # the server closed before taking the whole request
+    closed = [line for line in logs if line["event"] == "connection_closed"]
+    assert closed and closed[0]["reason"] == "frame too large for its api"
+    assert refused < 10 * legal + 1.0, (refused, legal)
+
+
+def test_metadata_naming_one_more_than_the_cap_is_refused_before_decoding(server) -> None:
+    """A small frame over the count cap (10,001 names of one letter, 30 KB): refused by its count."""
+    with capture_logs() as logs:
+        _refusal_time(server.port, _metadata_naming(10_001))
+    (rejected,) = [line for line in logs if line["event"] == "frame_rejected"]
+    assert "naming 10001 topics is over metadata.max.topics.per.request=10000" in rejected["reason"]
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        sock.sendall(_metadata_naming(10_000, correlation_id=7))
+        assert struct.unpack_from(">i", read_frame(sock)) == (7,)
+
+
+def test_frame_headers_hold_only_their_four_bytes(server) -> None:
+    """Item 3: six 4-byte size prefixes of 100 MiB, then nothing. They once reserved the whole
+    request budget, and a request needing a second socket read waited indefinitely. Now they
+    hold four bytes each, and a 200 KB request is answered as fast as before them (same run)."""
+    big = _frame(ApiVersionsRequest(version=3, client_software_name="b" * 200_000, client_software_version="1"))
+    before = min(_answer_time(server.port, big) for _ in range(3))
+    memory = server.server.state.request_memory
+    attackers = [socket.create_connection(("127.0.0.1", server.port), timeout=30) for _ in range(6)]
+    try:
+        for sock in attackers:
+            sock.sendall(struct.pack(">i", 100 << 20))
+        _wait(lambda: len(server.server.state.connections) >= 6)
+        time.sleep(0.2)  # the prefixes are read
+        assert memory.used <= 6 * 4
+        during = min(_answer_time(server.port, big) for _ in range(3))
+        assert during < 10 * before + 0.5, (during, before)
+    finally:
+        for sock in attackers:
+            sock.close()
+
+
+def test_the_unknown_node_id_error_names_the_first_broker_only(server) -> None:
+    """Item 5: 400,000 unknown NodeIds once came back as a message listing every one (a 40 MB request,
+    an 89 MB answer). Now the message names the first and counts the rest, as small as for two ids."""
+
+    def answer(node_ids: list[int]) -> CreateReplicaAssignmentResponse:
+        data = _frame(CreateReplicaAssignmentRequest(version=0, num_partitions=6, replication_factor=3,
+                                                     node_id=node_ids, timeout_ms=30_000))
+        with socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
+            sock.sendall(data)
+            return CreateReplicaAssignmentResponse.decode(read_frame(sock)[5:], version=0)
+
+    small = answer([1000, 1001])
+    large = answer(list(range(1000, 401_000)))
+    assert large.error_code == small.error_code == 8  # BROKER_NOT_AVAILABLE
+    assert large.error_message.startswith("Broker 1000 not available (and 399999 more): ")
+    assert len(large.error_message) <= len(small.error_message) + 10
+
+
+def _placement(partitions: int, correlation_id: int = 1) -> bytes:
+    return _frame(CreateReplicaAssignmentRequest(version=0, num_partitions=partitions, replication_factor=3,
+                                                 node_id=[], timeout_ms=60_000), correlation_id)
+
+
+def test_one_connection_runs_at_most_half_the_workers() -> None:
+    """Item 2: four slow plug-in requests pipelined on one connection once took every worker, and
+    everyone else waited for two of them. Now that connection runs on half the workers, and another
+    client's request takes as long as it takes alone (measured first, in the same run)."""
+    with ServerThread({"replica.assignor.class.name": "tests.e2e.plugins.SlowAssignor",
+                       "replica.assignor.isolation": "thread", "replica.assignor.max.workers": "2"}) as slow:
+        alone = _answer_time(slow.port, _placement(6))
+        with socket.create_connection(("127.0.0.1", slow.port), timeout=60) as hog:
+            hog.sendall(b"".join(_placement(6, cid) for cid in range(4)))
+            _wait(lambda: slow.server.state.placement_slots.queued == 3)
+            during = _answer_time(slow.port, _placement(6))
+            for cid in range(4):
+                assert struct.unpack_from(">i", read_frame(hog)) == (cid,)
+    assert during < 1.7 * alone, (during, alone)
+
+
+def test_answers_not_read_are_capped_across_connections() -> None:
+    """Item 2: clients asking for large placements and never reading once held gigabytes of answers
+    that no cap counted. With queued.max.response.bytes=8 MiB, four such clients (9 MB answers each)
+    hold at most the cap: the ones holding the most are closed, and a reader is still answered."""
+    cap = 8 << 20
+    with ServerThread({"queued.max.response.bytes": str(cap), "replica.assignor.isolation": "thread"}) as srv:
+        memory = srv.server.state.answer_memory
+        readers_before = _answer_time(srv.port, _placement(6))
+        assert readers_before > 0
+        socks = []
+        with capture_logs() as logs:
+            try:
+                for _ in range(4):
+                    sock = socket.socket()
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                    sock.settimeout(60)
+                    sock.connect(("127.0.0.1", srv.port))
+                    sock.sendall(_placement(500_000))
+                    socks.append(sock)
+                _wait(lambda: sum(line.get("reason") == "answers not read" for line in logs) >= 2, timeout=60)
+                assert memory.used <= cap
+                _answer_time(srv.port, _placement(6))
+            finally:
+                for sock in socks:
+                    sock.close()
+        _wait(lambda: memory.used == 0)
