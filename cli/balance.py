@@ -18,8 +18,9 @@ import json
 import sys
 import time
 
+from planner.exact import EXACT_CELLS
 from planner.log_dirs import merge_sizes, read_log_dirs
-from planner.settings import MODES, PlanSettings, make_plan
+from planner.settings import EXACT_SECONDS, MODES, PlanSettings, make_plan
 from planner.sources import SourceError
 
 from .common import EXIT_CODES, CommandError, fail, positive, whole_number
@@ -77,6 +78,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                              "report estimates each batch's time with it and writes the commands")
     parser.add_argument("--forget", type=_ids, default=(), metavar="IDS",
                         help="brokers being decommissioned (comma-separated): move everything off")
+    parser.add_argument("--exact-seconds", type=float, default=EXACT_SECONDS, metavar="S",
+                        help=f"on small clusters (partitions x brokers <= {EXACT_CELLS}) also solve the "
+                             "balance exactly (a mixed-integer program, HiGHS) for at most S seconds and "
+                             "keep the better plan; 0 = never (default %(default)s)")
     parser.add_argument("--out", required=True, metavar="DIR", help="where to write the plan")
     parser.add_argument("--spark", action="store_true",
                         help="plan through the Spark pipeline even for one snapshot")
@@ -99,7 +104,7 @@ def settings_of(args: argparse.Namespace) -> PlanSettings:
         max_leader_changes=args.max_leader_changes, batch_size=args.batch_size,
         forgotten=tuple(args.forget), source=input_name(args),
         max_moves_per_broker=args.max_moves_per_broker, max_bytes_per_batch=args.max_bytes_per_batch,
-        throttle=args.throttle,
+        throttle=args.throttle, exact_seconds=args.exact_seconds,
     )
 
 

@@ -112,7 +112,6 @@ Example
 from __future__ import annotations
 
 import heapq
-import math
 from bisect import bisect_left, insort
 from collections.abc import Iterable
 from fractions import Fraction
@@ -120,6 +119,8 @@ from itertools import islice
 
 from assignors.snapshot import ClusterSnapshot, gc_paused
 
+from .bands import band, byte_band, parse_threshold
+from .exact import improve
 from .plan import MoveKind, Plan, Working
 from .repair import repair_working
 
@@ -132,32 +133,34 @@ PARTNERS = 8        # lightest (heaviest) brokers of its rack, then of all, pair
 
 
 def replica_balance(snapshot: ClusterSnapshot, *, threshold: float | int | str = 10,
-                    max_moves: int | None = None, forgotten: Iterable[int] = frozenset()) -> Plan:
-    """Repair, then balance replicas, bytes and topics within the threshold band (module doc)."""
+                    max_moves: int | None = None, forgotten: Iterable[int] = frozenset(),
+                    exact_seconds: float = 0.0) -> Plan:
+    """Repair, then balance replicas, bytes and topics within the threshold band (module doc);
+    ``exact_seconds`` > 0: on small clusters, then the exact program of :mod:`planner.exact`."""
     with gc_paused():
-        work = Working(snapshot, forgotten)
-        balance_replicas(work, threshold=threshold, max_moves=max_moves)
-        return work.plan()
+        return best_replicas(snapshot, forgotten, threshold=threshold, max_moves=max_moves,
+                             exact_seconds=exact_seconds).plan()
 
 
-def band(total: int, brokers: int, threshold: Fraction) -> tuple[int, int]:
-    """``(lo, hi)``: the counts a broker may hold without taking or giving."""
-    avg = Fraction(total, brokers)
-    hi = max(math.ceil(avg), math.floor(avg * (1 + threshold)))
-    lo = min(math.floor(avg), math.ceil(avg * (1 - threshold)))
-    return max(lo, 0), hi
-
-
-def byte_band(total: int, brokers: int, threshold: Fraction, largest: int) -> tuple[int, int]:
-    """``(blo, bhi)``: the bytes a broker may hold, ``mean * (1 -+ threshold)``, widened only
-    where that band is provably out of reach: ``bhi`` is at least ``largest`` (the broker
-    holding the largest partition holds that much), and a band holding no whole number of
-    bytes (threshold 0, a fractional mean) is ``[floor(mean), ceil(mean)]``."""
-    mean = Fraction(total, brokers)
-    lo, hi = math.ceil(mean * (1 - threshold)), math.floor(mean * (1 + threshold))
-    if lo > hi:
-        lo, hi = math.floor(mean), math.ceil(mean)
-    return max(0, lo), max(hi, largest)
+def best_replicas(snapshot: ClusterSnapshot, forgotten: Iterable[int] = frozenset(), *,
+                  threshold: float | int | str = 10, max_moves: int | None = None,
+                  max_leader_changes: int | None = None, exact_seconds: float = 0.0) -> Working:
+    """The heuristic of this module, then, when ``exact_seconds`` > 0 and the cluster is small,
+    the exact program of :mod:`planner.exact` seeded with its plan; the better of the two (the
+    notes say which ran)."""
+    work = Working(snapshot, forgotten)
+    if exact_seconds <= 0:
+        balance_replicas(work, threshold=threshold, max_moves=max_moves, max_leader_changes=max_leader_changes)
+        return work
+    refusal: ValueError | None = None
+    try:
+        balance_replicas(work, threshold=threshold, max_moves=max_moves, max_leader_changes=max_leader_changes)
+    except ValueError as exc:
+        if not str(exc).startswith("capacity not met"):
+            raise
+        refusal = exc
+    return improve(work, parse_threshold(threshold), refusal,
+                   budgets=max_moves is not None or max_leader_changes is not None, time_limit=exact_seconds)
 
 
 def water_fill(counts: dict[int, int], members: Iterable[int], targets: dict[int, int],
@@ -179,17 +182,6 @@ def water_fill(counts: dict[int, int], members: Iterable[int], targets: dict[int
             targets[b] = -t - 1
             if targets[b] > 0:
                 heapq.heappush(down, (t + 1, c, b))
-
-
-def parse_threshold(threshold: float | int | str) -> Fraction:
-    """The threshold in percent as a fraction (``10`` -> ``1/10``); ``ValueError`` when invalid."""
-    try:
-        fraction = Fraction(str(threshold)) / 100
-    except ValueError:
-        raise ValueError(f"threshold must be a number of percent, got {threshold!r}") from None
-    if fraction < 0:
-        raise ValueError(f"threshold must be >= 0, got {threshold!r}")
-    return fraction
 
 
 def balance_replicas(work: Working, *, threshold: float | int | str = 10,
@@ -598,9 +590,9 @@ class _Balancer:
                     break
         if stuck:
             self.work.notes.append(
-                f"{stuck} partition(s) still lack rack diversity: every broker of the racks they "
-                "lack is full (capacity_bytes) or no replica may leave its doubled rack (max leader "
-                "changes)")
+                f"{stuck} partition(s) still lack rack diversity: the heuristic found no broker of "
+                "the racks they lack with room (capacity_bytes) for a replica allowed to leave its "
+                "doubled rack (max leader changes); a search, not a proof that none exists")
 
     def fix_diversity(self, i: int, level: int) -> bool:
         tree = self.tree
@@ -1022,8 +1014,8 @@ class _Balancer:
                 raise ValueError(f"capacity not met: broker {b} would still hold {self.sizes[b]} "
                                  f"bytes, above its capacity_bytes {limit}: {stop}")
         why = ("the move budget is spent" if left else
-               "no replica on them can move to a broker that would take it without reducing rack "
-               "diversity, exceeding a topic's cap or a broker's capacity")
+               "the heuristic found no move or swap for them that keeps rack diversity, the topic "
+               "caps and the capacities (a search, not a proof that none exists)")
         for label, values, low, high in (
             ("replicas", self.counts, lo, hi),
             ("bytes", self.sizes, self.blo, self.bhi),
