@@ -20,6 +20,7 @@ import time
 
 from planner.exact import EXACT_CELLS
 from planner.log_dirs import merge_sizes, read_log_dirs
+from planner.plan import Scope
 from planner.settings import EXACT_SECONDS, MODES, PlanSettings, make_plan
 from planner.sources import SourceError
 
@@ -82,6 +83,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help=f"on small clusters (partitions x brokers <= {EXACT_CELLS}) also solve the "
                              "balance exactly (a mixed-integer program, HiGHS) for at most S seconds and "
                              "keep the better plan; 0 = never (default %(default)s)")
+    parser.add_argument("--topics", metavar="REGEX",
+                        help="only partitions of topics whose whole name matches REGEX may move "
+                             "(the others keep their replicas and still count in every figure)")
+    parser.add_argument("--exclude-topics", metavar="REGEX",
+                        help="partitions of topics whose whole name matches REGEX do not move")
+    parser.add_argument("--exclude-brokers", type=_ids, default=(), metavar="IDS",
+                        help="brokers that neither give nor take replicas (comma-separated)")
     parser.add_argument("--out", required=True, metavar="DIR", help="where to write the plan")
     parser.add_argument("--spark", action="store_true",
                         help="plan through the Spark pipeline even for one snapshot")
@@ -105,6 +113,7 @@ def settings_of(args: argparse.Namespace) -> PlanSettings:
         forgotten=tuple(args.forget), source=input_name(args),
         max_moves_per_broker=args.max_moves_per_broker, max_bytes_per_batch=args.max_bytes_per_batch,
         throttle=args.throttle, exact_seconds=args.exact_seconds,
+        scope=Scope(args.topics, args.exclude_topics, tuple(args.exclude_brokers)),
     )
 
 

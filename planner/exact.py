@@ -113,7 +113,8 @@ class ExactProblem:
     partitions by (topic, partition)."""
 
     def __init__(self, snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
-                 targets: Targets, capacity: dict[int, int]) -> None:
+                 targets: Targets, capacity: dict[int, int], *, frozen: frozenset[int] = frozenset(),
+                 excluded: frozenset[int] = frozenset()) -> None:
         self.slack: dict[str, list[int]] = {}
         self.snapshot = snapshot
         self.eligible = list(eligible)
@@ -132,6 +133,9 @@ class ExactProblem:
             self.x.append([m.col(0, 1, True) for _ in range(nb)])
         for i, p in enumerate(parts):
             m.row(len(p.replicas), len(p.replicas), self.x[i], [1.0] * nb, "hard")
+            for k, b in enumerate(self.eligible):     # out of scope: as it is
+                if i in frozen or b in excluded:
+                    m.lower[self.x[i][k]] = m.upper[self.x[i][k]] = float(b in p.replicas)
         eset = set(self.eligible)
         # counts
         for k in range(nb):
@@ -559,6 +563,9 @@ def improve(work: Working, threshold: Fraction, refusal: ValueError | None, *, b
            if len(parts) * len(eligible) > cells else None)
     if not eligible or not parts:
         why = why or "nothing to place"
+    if why is None and (work.excluded - work.eligible_set
+                        or any(not work.eligible_set.issuperset(parts[i].replicas) for i in work.frozen)):
+        why = "a partition or broker out of scope names a broker that is not alive"
     if why is not None:
         if refusal is not None:
             raise refusal
@@ -567,7 +574,8 @@ def improve(work: Working, threshold: Fraction, refusal: ValueError | None, *, b
     capacity = {b.id: b.capacity_bytes for b in snapshot.brokers
                 if b.id in work.eligible_set and b.capacity_bytes is not None}
     targets = targets_of(snapshot, eligible, threshold)
-    problem = ExactProblem(snapshot, eligible, work.tree, targets, capacity)
+    problem = ExactProblem(snapshot, eligible, work.tree, targets, capacity, frozen=work.frozen,
+                           excluded=work.excluded)
     solution = problem.solve(None if refusal is not None else work.replicas, time_limit=time_limit)
     if solution is None:
         if refusal is not None:
@@ -594,6 +602,7 @@ def improve(work: Working, threshold: Fraction, refusal: ValueError | None, *, b
             work.notes.extend(proofs)
             return work
     out = Working(snapshot, work.forgotten)
+    out.frozen, out.excluded = work.frozen, work.excluded
     for i, new in solution.replicas.items():
         for j, (old, b) in enumerate(zip(parts[i].replicas, new, strict=True)):
             if old != b:

@@ -85,6 +85,14 @@ Algorithm
     7. Steps 4-6 repeat while they move something (at most a few rounds); what is still off
        target is explained in the notes (the blocking constraint) next to the lower bounds.
 
+    8. *Exact path* (:func:`best_replicas` with ``exact_seconds`` > 0, the command's default):
+       on a cluster of at most :data:`planner.exact.EXACT_CELLS` partitions x brokers, without
+       budgets, the same targets as a mixed-integer program (:mod:`planner.exact`, HiGHS),
+       started from this plan; the better of the two plans is kept (targets met first, then
+       their distance, bytes, replica and leader moves) and the notes say which path ran. A
+       target it proves out of reach is named so in the notes, with the method; the notes of
+       the steps above only say what their search did not find.
+
     Time: ``O(P * RF * depth)`` to build the counters, ``O(P * RF * depth)`` per round to find
     the topics above their cap, then per move ``O(racks * log B + depth + R_b)`` (a merged heap
     scan, the caps, two sorted-list edits of ``R_b`` replicas per broker, a memory move), and
@@ -121,7 +129,7 @@ from assignors.snapshot import ClusterSnapshot, gc_paused
 
 from .bands import band, byte_band, parse_threshold
 from .exact import improve
-from .plan import MoveKind, Plan, Working
+from .plan import MoveKind, Plan, Scope, Working
 from .repair import repair_working
 
 ROUNDS = 4          # rounds of steps 4-6 (each one stops early when it moves nothing)
@@ -134,21 +142,22 @@ PARTNERS = 8        # lightest (heaviest) brokers of its rack, then of all, pair
 
 def replica_balance(snapshot: ClusterSnapshot, *, threshold: float | int | str = 10,
                     max_moves: int | None = None, forgotten: Iterable[int] = frozenset(),
-                    exact_seconds: float = 0.0) -> Plan:
+                    exact_seconds: float = 0.0, scope: Scope | None = None) -> Plan:
     """Repair, then balance replicas, bytes and topics within the threshold band (module doc);
     ``exact_seconds`` > 0: on small clusters, then the exact program of :mod:`planner.exact`."""
     with gc_paused():
         return best_replicas(snapshot, forgotten, threshold=threshold, max_moves=max_moves,
-                             exact_seconds=exact_seconds).plan()
+                             exact_seconds=exact_seconds, scope=scope).plan()
 
 
 def best_replicas(snapshot: ClusterSnapshot, forgotten: Iterable[int] = frozenset(), *,
                   threshold: float | int | str = 10, max_moves: int | None = None,
-                  max_leader_changes: int | None = None, exact_seconds: float = 0.0) -> Working:
+                  max_leader_changes: int | None = None, exact_seconds: float = 0.0,
+                  scope: Scope | None = None) -> Working:
     """The heuristic of this module, then, when ``exact_seconds`` > 0 and the cluster is small,
     the exact program of :mod:`planner.exact` seeded with its plan; the better of the two (the
-    notes say which ran)."""
-    work = Working(snapshot, forgotten)
+    notes say which ran). ``scope``: the partitions and brokers the plan may touch."""
+    work = Working(snapshot, forgotten, scope)
     if exact_seconds <= 0:
         balance_replicas(work, threshold=threshold, max_moves=max_moves, max_leader_changes=max_leader_changes)
         return work
@@ -212,7 +221,7 @@ class _Balancer:
         "heaps", "held", "hi", "leader_budget", "leaf", "leaf_bytes", "leaf_chain", "leaf_members", "level",
         "lo", "mean", "members", "moved", "ncount", "nodes", "order", "parent", "parts", "pre",
         "pre_bytes", "reps", "sized", "size", "sizes", "slot", "stride", "targets", "threshold", "topic",
-        "topic_parts", "topic_total", "tree", "work",
+        "topic_name", "topic_parts", "topic_total", "tree", "work",
     )
 
     def __init__(self, work: Working, threshold: Fraction, budget: int | None,
@@ -277,13 +286,17 @@ class _Balancer:
         usable = work.eligible_set
         ncount, chain, topic, slot = self.ncount, self.chain, self.topic, self.slot
         get = ncount.get
+        frozen, excluded = work.frozen, work.excluded
+        self.topic_name = list(names)
         for i in work.order:
             r = self.reps[i]
             t = topic[i]
             self.topic_total[t] += len(r)
             if not usable.issuperset(r):   # an unrepaired partition cannot be reassigned
                 continue
-            self.topic_parts[t].append(i)
+            movable = i not in frozen
+            if movable:
+                self.topic_parts[t].append(i)
             for level, g in enumerate(groups, 1):
                 if len(r) >= g:
                     key = t * (depth + 2) + level
@@ -291,7 +304,8 @@ class _Balancer:
             base = t * self.stride
             s = slot[i]
             for b in r:
-                held[b].append(s)
+                if movable and b not in excluded:
+                    held[b].append(s)
                 for node in chain[b]:
                     key = base + node
                     ncount[key] = get(key, 0) + 1
@@ -367,7 +381,7 @@ class _Balancer:
         """May partition ``i``'s replica on ``source`` move to ``destination`` (hard rules, and
         the topic caps unless ``caps`` is false)? ``leaf_known``: the destination's rack is one
         of :meth:`allowed_leaves` already."""
-        if destination in self.reps[i] or not self.leader_ok(i, source):
+        if destination in self.reps[i] or destination in self.work.excluded or not self.leader_ok(i, source):
             return False
         if not leaf_known and self.leaf[destination] not in self.allowed_leaves(i, source):
             return False
@@ -577,7 +591,7 @@ class _Balancer:
         stuck = 0
         for i in self.work.order:
             reps = self.reps[i]
-            if len(reps) < 2 or not self.work.eligible_set.issuperset(reps):
+            if len(reps) < 2 or not self.work.eligible_set.issuperset(reps) or i in self.work.frozen:
                 continue
             while self.budget_left():
                 keys = [tree.keys[b] for b in reps]
@@ -601,7 +615,7 @@ class _Balancer:
         for b in reps:
             key = tree.keys[b][level]
             seen[key] = seen.get(key, 0) + 1
-        sources = sorted((b for b in reps if seen[tree.keys[b][level]] > 1),
+        sources = sorted((b for b in reps if seen[tree.keys[b][level]] > 1 and b not in self.work.excluded),
                          key=lambda b: (b == reps[0], -self.load_key(b)[0], -self.sizes[b], b))
         free = [leaf for leaf, members in self.leaf_members.items() if tree.keys[members[0]][level] not in seen]
         for with_caps in (True, False):   # diversity comes before the topic caps
@@ -639,7 +653,8 @@ class _Balancer:
                 parts_on = {}
                 for i in self.topic_parts[t]:
                     for b in self.reps[i]:
-                        parts_on.setdefault(b, []).append(i)
+                        if b not in self.work.excluded:
+                            parts_on.setdefault(b, []).append(i)
             parent = self.parent[node]
             if node >= first_broker:
                 x = self.work.eligible[node - first_broker]
@@ -895,7 +910,7 @@ class _Balancer:
                 continue
             for y in dict.fromkeys(self.roomiest(x)):
                 limit = self.capacity.get(y)
-                if (limit is None or y in self.reps[i] or self.sizes[y] + w <= limit
+                if (limit is None or y in self.reps[i] or y in self.work.excluded or self.sizes[y] + w <= limit
                         or self.leaf[y] not in self.allowed_leaves(i, x)):
                     continue
                 need = self.sizes[y] + w - limit
@@ -983,7 +998,8 @@ class _Balancer:
         """May partition ``i``'s replica on ``source`` go to ``destination`` (one side of a
         swap: not there already, the leader budget, rack diversity; a rack is always allowed
         to itself)?"""
-        return (destination not in self.reps[i] and self.leader_ok(i, source)
+        return (destination not in self.reps[i] and destination not in self.work.excluded
+                and self.leader_ok(i, source)
                 and (self.leaf[source] == self.leaf[destination]
                      or self.leaf[destination] in self.allowed_leaves(i, source)))
 
@@ -1035,7 +1051,7 @@ class _Balancer:
         over = [(excess, t, node) for t, _, node, excess in self.above_cap()]
         if over:
             excess, t, node = max(over, key=lambda o: (o[0], -o[1], -o[2]))
-            topic = work.snapshot.partitions[self.topic_parts[t][0]].topic
+            topic = self.topic_name[t]
             first_broker = self.nodes - len(work.eligible)
             where = (f"broker {work.eligible[node - first_broker]}" if node >= first_broker
                      else f"rack {self.tree.names[node - 1]}")

@@ -142,6 +142,9 @@ def _blame(plan: Plan, settings: PlanSettings, data: bool, related: str | None) 
         return f"the leader-change budget is spent (--max-leader-changes {settings.max_leader_changes})"
     if related is not None and any(related in n for n in plan.notes):
         return "see the notes (the constraint that stops it)"
+    if data and settings.scope.narrowed:
+        return ("the scope of the plan (--topics, --exclude-topics, --exclude-brokers) leaves the replicas "
+                "that would reach it in place")
     return ("no move keeps the hard constraints (rack diversity never reduced, no broker above its "
             "capacity, topic caps)")
 
@@ -317,6 +320,13 @@ def render_report(plan: Plan, settings: PlanSettings, *, figures: tuple[Figures,
         opts.append(f"max bytes per batch {settings.max_bytes_per_batch}")
     if settings.throttle:
         opts.append(f"throttle {settings.throttle} bytes/s")
+    scope = settings.scope
+    if scope.topics is not None:
+        opts.append(f"only topics matching `{scope.topics}` move")
+    if scope.exclude_topics is not None:
+        opts.append(f"topics matching `{scope.exclude_topics}` stay")
+    if scope.exclude_brokers:
+        opts.append(f"brokers {', '.join(map(str, scope.exclude_brokers))} neither give nor take")
     if settings.source:
         opts.append(f"input {settings.source}")
     alive = sum(b.alive for b in before.brokers)

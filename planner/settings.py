@@ -14,7 +14,7 @@ from assignors.snapshot import ClusterSnapshot
 
 from .cluster_balance import cluster_balance
 from .leader_balance import leader_balance
-from .plan import Plan
+from .plan import Plan, Scope
 from .repair import repair
 from .replica_balance import replica_balance
 
@@ -37,6 +37,7 @@ class PlanSettings:
     max_bytes_per_batch: int | None = None     # batches: bytes copied
     throttle: int | None = None                # bytes/s, as kafka-reassign-partitions.sh --throttle
     exact_seconds: float = EXACT_SECONDS       # the exact program's time on small clusters (0: never)
+    scope: Scope = Scope()                     # the topics and brokers replica moves may touch
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -60,9 +61,10 @@ def make_plan(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
                               forgotten=settings.forgotten)
     if settings.mode == "replica":
         return replica_balance(snapshot, threshold=settings.threshold, max_moves=settings.max_moves,
-                               forgotten=settings.forgotten, exact_seconds=settings.exact_seconds)
+                               forgotten=settings.forgotten, exact_seconds=settings.exact_seconds,
+                               scope=settings.scope)
     if settings.mode == "repair":
         return repair(snapshot, settings.forgotten, max_moves=settings.max_moves)
     return cluster_balance(snapshot, threshold=settings.threshold, max_moves=settings.max_moves,
                            max_leader_changes=settings.max_leader_changes, forgotten=settings.forgotten,
-                           exact_seconds=settings.exact_seconds)
+                           exact_seconds=settings.exact_seconds, scope=settings.scope)

@@ -15,7 +15,7 @@ from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.bands import byte_band
 from planner.exact import distances, targets_of
 from planner.figures import plan_figures
-from planner.plan import Working
+from planner.plan import Scope, Working
 from planner.racks import RackTree
 from planner.replica_balance import balance_replicas, replica_balance
 from planner.report import render_report
@@ -34,13 +34,18 @@ def moved(snap: ClusterSnapshot, lists: list[list[int]] | tuple[tuple[int, ...],
     return data, moves
 
 
-def brute_force(snap: ClusterSnapshot, threshold: int) -> tuple[int, int]:
-    """The fewest (bytes, replica moves) of any plan meeting every target, by enumeration."""
+def brute_force(snap: ClusterSnapshot, threshold: int, scope: Scope | None = None) -> tuple[int, int]:
+    """The fewest (bytes, replica moves) of any plan meeting every target, by enumeration; out
+    of ``scope`` partitions and brokers keep their replicas."""
     eligible = sorted(b.id for b in snap.brokers if b.alive)
     tree = RackTree.of({b.id: b.rack for b in snap.brokers})
     targets = targets_of(snap, eligible, Fraction(threshold, 100))
     capacity = {b.id: b.capacity_bytes for b in snap.brokers if b.alive and b.capacity_bytes is not None}
-    choices = [list(combinations(eligible, len(p.replicas))) for p in snap.partitions]
+    scope = scope or Scope()
+    frozen, excluded = scope.frozen(snap), set(scope.exclude_brokers)
+    choices = [[p.replicas] if i in frozen else
+               [c for c in combinations(eligible, len(p.replicas)) if set(c) & excluded == set(p.replicas) & excluded]
+               for i, p in enumerate(snap.partitions)]
     best: tuple[int, int] | None = None
     for lists in product(*choices):
         if distances(snap, lists, eligible, tree, targets, capacity) == (0, 0, 0, 0):
@@ -137,6 +142,31 @@ def test_heuristic_notes_do_not_claim_a_proof():
     plan = replica_balance(snap, threshold=10)      # the heuristic alone
     assert plan.notes and all("proven" not in n for n in plan.notes)
     assert any("not a proof" in n for n in plan.notes)
+
+
+# --- the scope: --topics, --exclude-topics, --exclude-brokers ------------------------------
+
+@pytest.mark.parametrize("scope", [Scope(exclude_topics="y"), Scope(topics="x"), Scope(exclude_brokers=(4,))],
+                         ids=["exclude-topics", "topics", "exclude-brokers"])
+@pytest.mark.parametrize("seconds", [0, 20], ids=["heuristic", "exact"])
+def test_scope_is_kept_and_the_exact_path_reaches_its_optimum(scope, seconds):
+    snap = DEAD_AND_NEW
+    plan = replica_balance(snap, threshold=10, exact_seconds=seconds, scope=scope)
+    frozen = scope.frozen(snap)
+    for i, (a, b) in enumerate(zip(snap.partitions, plan.after.partitions, strict=True)):
+        if i in frozen:
+            assert a.replicas == b.replicas
+        for x in scope.exclude_brokers:
+            assert (x in a.replicas) == (x in b.replicas)
+    again = replica_balance(plan.after, threshold=10, exact_seconds=seconds, scope=scope)
+    assert again.replica_moves == 0
+    if seconds:
+        assert moved(snap, after_lists(plan)) == brute_force(snap, 10, scope)
+
+
+def test_scope_bad_regex_is_a_value_error():
+    with pytest.raises(ValueError, match="topics: not a regular expression"):
+        Scope(topics="x[")
 
 
 # --- the report: one definition per figure ------------------------------------------------
