@@ -90,6 +90,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="partitions of topics whose whole name matches REGEX do not move")
     parser.add_argument("--exclude-brokers", type=_ids, default=(), metavar="IDS",
                         help="brokers that neither give nor take replicas (comma-separated)")
+    parser.add_argument("--add-brokers", type=_ids, default=(), metavar="IDS",
+                        help="new brokers: the only ones that take replicas, nothing reshuffled among "
+                             "the others (repairs aside)")
+    parser.add_argument("--remove-brokers", type=_ids, default=(), metavar="IDS",
+                        help="brokers to drain: every replica leaves them and they take none (as --forget)")
     parser.add_argument("--out", required=True, metavar="DIR", help="where to write the plan")
     parser.add_argument("--spark", action="store_true",
                         help="plan through the Spark pipeline even for one snapshot")
@@ -110,10 +115,10 @@ def settings_of(args: argparse.Namespace) -> PlanSettings:
     return PlanSettings(
         mode=args.mode, threshold=threshold, max_moves=args.max_moves,
         max_leader_changes=args.max_leader_changes, batch_size=args.batch_size,
-        forgotten=tuple(args.forget), source=input_name(args),
+        forgotten=tuple(sorted({*args.forget, *args.remove_brokers})), source=input_name(args),
         max_moves_per_broker=args.max_moves_per_broker, max_bytes_per_batch=args.max_bytes_per_batch,
         throttle=args.throttle, exact_seconds=args.exact_seconds,
-        scope=Scope(args.topics, args.exclude_topics, tuple(args.exclude_brokers)),
+        scope=Scope(args.topics, args.exclude_topics, tuple(args.exclude_brokers), tuple(args.add_brokers)),
     )
 
 

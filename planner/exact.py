@@ -114,7 +114,7 @@ class ExactProblem:
 
     def __init__(self, snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
                  targets: Targets, capacity: dict[int, int], *, frozen: frozenset[int] = frozenset(),
-                 excluded: frozenset[int] = frozenset()) -> None:
+                 excluded: frozenset[int] = frozenset(), takers: frozenset[int] = frozenset()) -> None:
         self.slack: dict[str, list[int]] = {}
         self.snapshot = snapshot
         self.eligible = list(eligible)
@@ -136,6 +136,8 @@ class ExactProblem:
             for k, b in enumerate(self.eligible):     # out of scope: as it is
                 if i in frozen or b in excluded:
                     m.lower[self.x[i][k]] = m.upper[self.x[i][k]] = float(b in p.replicas)
+                elif takers and b not in takers:    # only gives
+                    m.upper[self.x[i][k]] = float(b in p.replicas)
         eset = set(self.eligible)
         # counts
         for k in range(nb):
@@ -575,7 +577,7 @@ def improve(work: Working, threshold: Fraction, refusal: ValueError | None, *, b
                 if b.id in work.eligible_set and b.capacity_bytes is not None}
     targets = targets_of(snapshot, eligible, threshold)
     problem = ExactProblem(snapshot, eligible, work.tree, targets, capacity, frozen=work.frozen,
-                           excluded=work.excluded)
+                           excluded=work.excluded, takers=work.takers)
     solution = problem.solve(None if refusal is not None else work.replicas, time_limit=time_limit)
     if solution is None:
         if refusal is not None:
@@ -602,7 +604,7 @@ def improve(work: Working, threshold: Fraction, refusal: ValueError | None, *, b
             work.notes.extend(proofs)
             return work
     out = Working(snapshot, work.forgotten)
-    out.frozen, out.excluded = work.frozen, work.excluded
+    out.frozen, out.excluded, out.takers = work.frozen, work.excluded, work.takers
     for i, new in solution.replicas.items():
         for j, (old, b) in enumerate(zip(parts[i].replicas, new, strict=True)):
             if old != b:

@@ -97,13 +97,15 @@ class Plan:
 @dataclass(frozen=True, slots=True)
 class Scope:
     """What a plan may touch: ``topics`` (a regular expression matching whole topic names; None:
-    every topic) less ``exclude_topics``; ``exclude_brokers`` neither give nor take replicas.
+    every topic) less ``exclude_topics``; ``exclude_brokers`` neither give nor take replicas;
+    ``add_brokers``, when given, are the only brokers that take replicas (the others only give).
     Partitions out of scope keep their replica sets (and still count in every figure); the leader
     rule of cluster mode may still reorder them (no data moves)."""
 
     topics: str | None = None
     exclude_topics: str | None = None
     exclude_brokers: tuple[int, ...] = ()
+    add_brokers: tuple[int, ...] = ()    # when set, the only brokers that take replicas (repairs aside)
 
     def __post_init__(self) -> None:
         for name in ("topics", "exclude_topics"):
@@ -116,7 +118,8 @@ class Scope:
 
     @property
     def narrowed(self) -> bool:
-        return self.topics is not None or self.exclude_topics is not None or bool(self.exclude_brokers)
+        return (self.topics is not None or self.exclude_topics is not None or bool(self.exclude_brokers)
+                or bool(self.add_brokers))
 
     def frozen(self, snapshot: ClusterSnapshot) -> frozenset[int]:
         """Positions of the partitions whose replica lists must not change."""
@@ -139,7 +142,7 @@ class Working:
 
     __slots__ = (
         "bounds", "eligible", "eligible_set", "excluded", "forgotten", "frozen", "moves", "notes", "order",
-        "original", "rack_of", "replicas", "snapshot", "touched", "tree",
+        "original", "rack_of", "replicas", "snapshot", "takers", "touched", "tree",
     )
 
     def __init__(self, snapshot: ClusterSnapshot, forgotten: Iterable[int] = frozenset(),
@@ -149,6 +152,7 @@ class Working:
         scope = scope or Scope()
         self.frozen = scope.frozen(snapshot)
         self.excluded = frozenset(scope.exclude_brokers)
+        self.takers = frozenset(scope.add_brokers)     # empty: every broker may take
         parts = snapshot.partitions
         keys = [(p.topic, p.partition) for p in parts]
         self.order = sorted(range(len(parts)), key=keys.__getitem__)  # linear when sorted

@@ -373,6 +373,11 @@ class _Balancer:
         hit = self.allowed_cache[key] = frozenset(allowed)
         return hit
 
+    def may_take(self, b: int) -> bool:
+        """Whether the scope lets broker ``b`` take replicas (not excluded; one of the added)."""
+        work = self.work
+        return b not in work.excluded and (not work.takers or b in work.takers)
+
     def leader_ok(self, i: int, source: int) -> bool:
         return self.reps[i][0] != source or self.leader_budget is None or self.leader_budget > 0
 
@@ -381,7 +386,7 @@ class _Balancer:
         """May partition ``i``'s replica on ``source`` move to ``destination`` (hard rules, and
         the topic caps unless ``caps`` is false)? ``leaf_known``: the destination's rack is one
         of :meth:`allowed_leaves` already."""
-        if destination in self.reps[i] or destination in self.work.excluded or not self.leader_ok(i, source):
+        if destination in self.reps[i] or not self.may_take(destination) or not self.leader_ok(i, source):
             return False
         if not leaf_known and self.leaf[destination] not in self.allowed_leaves(i, source):
             return False
@@ -910,7 +915,7 @@ class _Balancer:
                 continue
             for y in dict.fromkeys(self.roomiest(x)):
                 limit = self.capacity.get(y)
-                if (limit is None or y in self.reps[i] or y in self.work.excluded or self.sizes[y] + w <= limit
+                if (limit is None or y in self.reps[i] or not self.may_take(y) or self.sizes[y] + w <= limit
                         or self.leaf[y] not in self.allowed_leaves(i, x)):
                     continue
                 need = self.sizes[y] + w - limit
@@ -998,7 +1003,7 @@ class _Balancer:
         """May partition ``i``'s replica on ``source`` go to ``destination`` (one side of a
         swap: not there already, the leader budget, rack diversity; a rack is always allowed
         to itself)?"""
-        return (destination not in self.reps[i] and destination not in self.work.excluded
+        return (destination not in self.reps[i] and self.may_take(destination)
                 and self.leader_ok(i, source)
                 and (self.leaf[source] == self.leaf[destination]
                      or self.leaf[destination] in self.allowed_leaves(i, source)))

@@ -143,8 +143,8 @@ def _blame(plan: Plan, settings: PlanSettings, data: bool, related: str | None) 
     if related is not None and any(related in n for n in plan.notes):
         return "see the notes (the constraint that stops it)"
     if data and settings.scope.narrowed:
-        return ("the scope of the plan (--topics, --exclude-topics, --exclude-brokers) leaves the replicas "
-                "that would reach it in place")
+        return ("the scope of the plan (--topics, --exclude-topics, --exclude-brokers, --add-brokers) leaves "
+                "the replicas that would reach it in place")
     return ("no move keeps the hard constraints (rack diversity never reduced, no broker above its "
             "capacity, topic caps)")
 
@@ -327,6 +327,8 @@ def render_report(plan: Plan, settings: PlanSettings, *, figures: tuple[Figures,
         opts.append(f"topics matching `{scope.exclude_topics}` stay")
     if scope.exclude_brokers:
         opts.append(f"brokers {', '.join(map(str, scope.exclude_brokers))} neither give nor take")
+    if scope.add_brokers:
+        opts.append(f"only brokers {', '.join(map(str, scope.add_brokers))} take replicas")
     if settings.source:
         opts.append(f"input {settings.source}")
     alive = sum(b.alive for b in before.brokers)

@@ -42,9 +42,10 @@ def brute_force(snap: ClusterSnapshot, threshold: int, scope: Scope | None = Non
     targets = targets_of(snap, eligible, Fraction(threshold, 100))
     capacity = {b.id: b.capacity_bytes for b in snap.brokers if b.alive and b.capacity_bytes is not None}
     scope = scope or Scope()
-    frozen, excluded = scope.frozen(snap), set(scope.exclude_brokers)
+    frozen, excluded, takers = scope.frozen(snap), set(scope.exclude_brokers), set(scope.add_brokers)
     choices = [[p.replicas] if i in frozen else
-               [c for c in combinations(eligible, len(p.replicas)) if set(c) & excluded == set(p.replicas) & excluded]
+               [c for c in combinations(eligible, len(p.replicas)) if set(c) & excluded == set(p.replicas) & excluded
+                and (not takers or set(c) - set(p.replicas) <= takers)]
                for i, p in enumerate(snap.partitions)]
     best: tuple[int, int] | None = None
     for lists in product(*choices):
@@ -146,8 +147,9 @@ def test_heuristic_notes_do_not_claim_a_proof():
 
 # --- the scope: --topics, --exclude-topics, --exclude-brokers ------------------------------
 
-@pytest.mark.parametrize("scope", [Scope(exclude_topics="y"), Scope(topics="x"), Scope(exclude_brokers=(4,))],
-                         ids=["exclude-topics", "topics", "exclude-brokers"])
+@pytest.mark.parametrize("scope", [Scope(exclude_topics="y"), Scope(topics="x"), Scope(exclude_brokers=(4,)),
+                                   Scope(add_brokers=(5,))],
+                         ids=["exclude-topics", "topics", "exclude-brokers", "add-brokers"])
 @pytest.mark.parametrize("seconds", [0, 20], ids=["heuristic", "exact"])
 def test_scope_is_kept_and_the_exact_path_reaches_its_optimum(scope, seconds):
     snap = DEAD_AND_NEW
@@ -158,6 +160,8 @@ def test_scope_is_kept_and_the_exact_path_reaches_its_optimum(scope, seconds):
             assert a.replicas == b.replicas
         for x in scope.exclude_brokers:
             assert (x in a.replicas) == (x in b.replicas)
+        if scope.add_brokers and a.replicas[0] != 3 and 3 not in a.replicas:   # broker 3 is dead: repairs
+            assert set(b.replicas) - set(a.replicas) <= set(scope.add_brokers)
     again = replica_balance(plan.after, threshold=10, exact_seconds=seconds, scope=scope)
     assert again.replica_moves == 0
     if seconds:
