@@ -93,6 +93,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--add-brokers", type=_ids, default=(), metavar="IDS",
                         help="new brokers: the only ones that take replicas, nothing reshuffled among "
                              "the others (repairs aside)")
+    parser.add_argument("--demote-brokers", type=_ids, default=(), metavar="IDS",
+                        help="preferred leaders off these brokers (modes leader and cluster); their "
+                             "replicas stay")
     parser.add_argument("--remove-brokers", type=_ids, default=(), metavar="IDS",
                         help="brokers to drain: every replica leaves them and they take none (as --forget)")
     parser.add_argument("--out", required=True, metavar="DIR", help="where to write the plan")
@@ -118,7 +121,8 @@ def settings_of(args: argparse.Namespace) -> PlanSettings:
         forgotten=tuple(sorted({*args.forget, *args.remove_brokers})), source=input_name(args),
         max_moves_per_broker=args.max_moves_per_broker, max_bytes_per_batch=args.max_bytes_per_batch,
         throttle=args.throttle, exact_seconds=args.exact_seconds,
-        scope=Scope(args.topics, args.exclude_topics, tuple(args.exclude_brokers), tuple(args.add_brokers)),
+        scope=Scope(args.topics, args.exclude_topics, tuple(args.exclude_brokers), tuple(args.add_brokers),
+                    tuple(args.demote_brokers)),
     )
 
 

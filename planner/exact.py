@@ -613,7 +613,7 @@ def improve(work: Working, threshold: Fraction, refusal: ValueError | None, *, b
             work.notes.extend(proofs)
             return work
     out = Working(snapshot, work.forgotten)
-    out.frozen, out.excluded, out.takers = work.frozen, work.excluded, work.takers
+    out.frozen, out.excluded, out.takers, out.demoted = work.frozen, work.excluded, work.takers, work.demoted
     for i, new in solution.replicas.items():
         for j, (old, b) in enumerate(zip(parts[i].replicas, new, strict=True)):
             if old != b:

@@ -98,7 +98,8 @@ class Plan:
 class Scope:
     """What a plan may touch: ``topics`` (a regular expression matching whole topic names; None:
     every topic) less ``exclude_topics``; ``exclude_brokers`` neither give nor take replicas;
-    ``add_brokers``, when given, are the only brokers that take replicas (the others only give).
+    ``add_brokers``, when given, are the only brokers that take replicas (the others only give);
+    ``demote_brokers`` lead only the partitions no other alive replica can lead (leader rule).
     Partitions out of scope keep their replica sets (and still count in every figure); the leader
     rule of cluster mode may still reorder them (no data moves)."""
 
@@ -106,6 +107,7 @@ class Scope:
     exclude_topics: str | None = None
     exclude_brokers: tuple[int, ...] = ()
     add_brokers: tuple[int, ...] = ()    # when set, the only brokers that take replicas (repairs aside)
+    demote_brokers: tuple[int, ...] = ()  # lead only what no other alive replica can lead
 
     def __post_init__(self) -> None:
         for name in ("topics", "exclude_topics"):
@@ -119,7 +121,7 @@ class Scope:
     @property
     def narrowed(self) -> bool:
         return (self.topics is not None or self.exclude_topics is not None or bool(self.exclude_brokers)
-                or bool(self.add_brokers))
+                or bool(self.add_brokers) or bool(self.demote_brokers))
 
     def frozen(self, snapshot: ClusterSnapshot) -> frozenset[int]:
         """Positions of the partitions whose replica lists must not change."""
@@ -141,7 +143,7 @@ class Working:
     """
 
     __slots__ = (
-        "bounds", "eligible", "eligible_set", "excluded", "forgotten", "frozen", "moves", "notes", "order",
+        "bounds", "demoted", "eligible", "eligible_set", "excluded", "forgotten", "frozen", "moves", "notes", "order",
         "original", "rack_of", "replicas", "snapshot", "takers", "touched", "tree",
     )
 
@@ -153,6 +155,7 @@ class Working:
         self.frozen = scope.frozen(snapshot)
         self.excluded = frozenset(scope.exclude_brokers)
         self.takers = frozenset(scope.add_brokers)     # empty: every broker may take
+        self.demoted = frozenset(scope.demote_brokers)
         parts = snapshot.partitions
         keys = [(p.topic, p.partition) for p in parts]
         self.order = sorted(range(len(parts)), key=keys.__getitem__)  # linear when sorted

@@ -329,6 +329,8 @@ def render_report(plan: Plan, settings: PlanSettings, *, figures: tuple[Figures,
         opts.append(f"brokers {', '.join(map(str, scope.exclude_brokers))} neither give nor take")
     if scope.add_brokers:
         opts.append(f"only brokers {', '.join(map(str, scope.add_brokers))} take replicas")
+    if scope.demote_brokers:
+        opts.append(f"brokers {', '.join(map(str, scope.demote_brokers))} demoted (no preferred leaders)")
     if settings.source:
         opts.append(f"input {settings.source}")
     alive = sum(b.alive for b in before.brokers)

@@ -58,7 +58,7 @@ def make_plan(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
     """The plan a mode asks for: the one entry point of the command line and the pipeline."""
     if settings.mode == "leader":
         return leader_balance(snapshot, max_leader_changes=settings.max_leader_changes,
-                              forgotten=settings.forgotten)
+                              forgotten=settings.forgotten, scope=settings.scope)
     if settings.mode == "replica":
         return replica_balance(snapshot, threshold=settings.threshold, max_moves=settings.max_moves,
                                forgotten=settings.forgotten, exact_seconds=settings.exact_seconds,

@@ -168,6 +168,21 @@ def test_scope_is_kept_and_the_exact_path_reaches_its_optimum(scope, seconds):
         assert moved(snap, after_lists(plan)) == brute_force(snap, 10, scope)
 
 
+@pytest.mark.parametrize("mode", ["leader", "cluster"])
+def test_demoted_brokers_lead_nothing_with_the_fewest_changes(mode):
+    # broker 1 leads 3 partitions, each with another replica: 3 changes (the fewest), none on 1
+    snap = ClusterSnapshot(tuple(BrokerEntry(b) for b in (1, 2, 3, 4)),
+                           tuple(PartitionEntry("t", i, reps) for i, reps in enumerate(
+                               [(1, 2), (1, 3), (1, 4), (2, 3), (3, 4), (4, 2), (2, 1), (3, 1)])))
+    settings = PlanSettings(mode, exact_seconds=0, scope=Scope(demote_brokers=(1,)))
+    plan = make_plan(snap, settings)
+    assert all(p.replicas[0] != 1 for p in plan.after.partitions)
+    assert "brokers 1 demoted" in render_report(plan, settings)
+    if mode == "leader":    # cluster mode also evens the replicas (broker 1 holds 5 of 16)
+        assert plan.leader_changes == 3
+        assert [set(p.replicas) for p in plan.after.partitions] == [set(p.replicas) for p in snap.partitions]
+
+
 def test_scope_bad_regex_is_a_value_error():
     with pytest.raises(ValueError, match="topics: not a regular expression"):
         Scope(topics="x[")
