@@ -119,7 +119,7 @@ class LeaderProblem:
 
     __slots__ = (
         "base", "broker_ids", "budget", "cand", "ceil", "count", "floor", "hi", "holder", "lo",
-        "must", "n", "parts", "penalty", "reach", "topic",
+        "demoted", "must", "n", "parts", "penalty", "reach", "topic",
     )
 
     def __init__(self, broker_ids: list[int], cand: list[tuple[int, ...]], base: list[int],
@@ -145,9 +145,9 @@ class LeaderProblem:
             self.reach[u] = k
         for u, k in Counter(c[0] for c in cand if len(c) == 1).items():
             self.must[u] = k
-        for u, b in enumerate(broker_ids):
-            if b in demoted:      # a demoted broker's band: what only it can lead
-                self.reach[u] = self.must[u]
+        self.demoted = {u for u, b in enumerate(broker_ids) if b in demoted}
+        for u in self.demoted:    # a demoted broker's band: what only it can lead
+            self.reach[u] = self.must[u]
         self.lo = [0] * self.n
         self.hi = [0] * self.n
         self._bands(list(range(self.n)), self.parts)
@@ -155,7 +155,7 @@ class LeaderProblem:
     def _bands(self, brokers: list[int], total: int) -> None:
         """Water filling of ``total`` leaderships over ``brokers`` within their limits: sets
         ``lo``/``hi`` of those brokers."""
-        fixed: dict[int, int] = {}
+        fixed: dict[int, int] = {u: self.must[u] for u in brokers if u in self.demoted}
         f = c = 0
         while True:
             free = [u for u in brokers if u not in fixed]

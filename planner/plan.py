@@ -153,7 +153,7 @@ class Working:
         self.forgotten = frozenset(forgotten)
         scope = scope or Scope()
         self.frozen = scope.frozen(snapshot)
-        self.excluded = frozenset(scope.exclude_brokers)
+        self.excluded = frozenset(scope.exclude_brokers)     # restricted to eligible brokers below
         self.takers = frozenset(scope.add_brokers)     # empty: every broker may take
         self.demoted = frozenset(scope.demote_brokers)
         parts = snapshot.partitions
@@ -164,6 +164,7 @@ class Working:
         self.rack_of = {b.id: b.rack for b in snapshot.brokers}
         self.eligible = sorted(b.id for b in snapshot.brokers if b.alive and b.id not in self.forgotten)
         self.eligible_set = frozenset(self.eligible)
+        self.excluded &= self.eligible_set      # a dead or forgotten broker's replicas are repaired anyway
         self.tree = RackTree.of(self.rack_of)
         self.moves: list[tuple[int, int, int, MoveKind]] = []
         self.touched: set[int] = set()
