@@ -117,9 +117,10 @@ def _objectives(plan: Plan, settings: PlanSettings, before: Figures, after: Figu
          max(0, after.topic_excess), 0],
         ["3. preferred leaders per alive broker", _range(before, "leaders"), _range(after, "leaders"),
          "{}-{} (ideal)".format(*_leader_band(plan, after))],
-        ["4. replica moves", "", plan.replica_moves, f">= {moves_bound} (threshold {t}, no budget)"],
+        ["4. replica moves", "", plan.replica_moves, f">= {moves_bound} (threshold {t}, no budget)"
+         + _optimum(plan, "replica_moves_optimum")],
         ["4. bytes moved", "", run.bytes_moved,
-         f">= {bytes_bound} (threshold {t}, no budget)"],
+         f">= {bytes_bound} (threshold {t}, no budget)" + _optimum(plan, "bytes_moved_optimum")],
         ["4. leader changes", "", plan.leader_changes,
          f">= {plan.bound('leader_changes_lower_bound') or 0} (ideal band, no budget"
          + (")" if settings.mode == "leader" else "; for the plan's own replica lists)")],
@@ -127,6 +128,11 @@ def _objectives(plan: Plan, settings: PlanSettings, before: Figures, after: Figu
     return ["## Objectives", "", "| objective | before | after | target or lower bound |",
             "|---|---|---|---|", *(_row(r) for r in rows), "",
             "A target not reached is named under \"Targets not reached\" with what stops it.", ""]
+
+
+def _optimum(plan: Plan, name: str) -> str:
+    value = plan.bound(name)
+    return "" if value is None else f"; the exact program's optimum {value} (within 0.1 %)"
 
 
 def _blame(plan: Plan, settings: PlanSettings, data: bool, related: str | None) -> str:
