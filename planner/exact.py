@@ -280,7 +280,10 @@ class ExactProblem:
                     return None
             status, values, bound = self._optimise(highspy, on, seed, left, node_limit, gap, soft=unreachable)
             if status == "infeasible":
-                return Solution({}, (), TARGETS, True, feasible=False)
+                hard, _ = self._run(self._highs(highspy, set(), left(1.0), node_limit, gap), highspy, {}, None)
+                if hard == "infeasible":    # the hard rules alone: no plan at all
+                    return Solution({}, (), TARGETS, True, feasible=False)
+                return None
         if values is None:
             return None
         return Solution(self._lists(values), tuple(t for t in TARGETS if t in on), tuple(unreachable),
@@ -408,6 +411,7 @@ class ExactProblem:
         self.slack = {name: [] for name in soft}
         for lower, upper, idx, val, group in m.rows:
             if group in self.slack:     # lower <= row - above + below <= upper
+                lower = min(lower, upper)   # a band above a capacity: as close as the capacity allows
                 extra = [(-1.0, upper < math.inf), (1.0, lower > -math.inf)]
                 for coef, needed in extra:
                     if needed:

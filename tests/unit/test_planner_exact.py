@@ -104,6 +104,25 @@ def test_exact_path_reaches_the_enumerated_optimum(snap, threshold):
     assert moved(snap, heuristic(snap, threshold)) >= best
 
 
+def test_capacity_the_heuristic_refuses_is_planned_by_the_exact_path():
+    # t0-0 (168 bytes, RF 3) fits only on brokers 3, 4, 5; the heuristic's moves, swaps and
+    # chains do not find the plan that exists (and a capacity under the byte band's low end
+    # must not make the program call the cluster infeasible)
+    snap = ClusterSnapshot(
+        tuple(BrokerEntry(b, capacity_bytes=c) for b, c in ((1, 67), (2, 136), (3, 296), (4, 202), (5, 350))),
+        (PartitionEntry("t0", 0, (2, 5, 1), size_bytes=168), PartitionEntry("t0", 1, (4, 1, 3), size_bytes=68),
+         PartitionEntry("t0", 2, (2, 3, 4), size_bytes=45), PartitionEntry("t0", 3, (2, 3, 4), size_bytes=10)))
+    with pytest.raises(ValueError, match="capacity not met"):
+        replica_balance(snap, threshold=10)
+    plan = replica_balance(snap, threshold=10, exact_seconds=20)
+    held = {b.id: 0 for b in snap.brokers}
+    for p in plan.after.partitions:
+        for b in p.replicas:
+            held[b] += p.size_bytes or 0
+    assert all(held[b.id] <= (b.capacity_bytes or 0) for b in snap.brokers)
+    assert any(n.startswith("exact path") for n in plan.notes)
+
+
 def test_exact_path_is_idempotent_and_deterministic():
     first = replica_balance(RACKED, threshold=10, exact_seconds=20)
     again = replica_balance(RACKED, threshold=10, exact_seconds=20)
