@@ -18,8 +18,10 @@ import json
 import sys
 import time
 
+from planner.exact import EXACT_CELLS
 from planner.log_dirs import merge_sizes, read_log_dirs
-from planner.settings import MODES, PlanSettings, make_plan
+from planner.plan import Scope
+from planner.settings import EXACT_SECONDS, MODES, PlanSettings, make_plan
 from planner.sources import SourceError
 
 from .common import EXIT_CODES, CommandError, broker_ids, fail, positive, whole_number
@@ -90,6 +92,25 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                              "report estimates each batch's time with it and writes the commands")
     parser.add_argument("--forget", type=_ids, default=(), metavar="IDS",
                         help="brokers being decommissioned (comma-separated): move everything off")
+    parser.add_argument("--exact-seconds", type=float, default=EXACT_SECONDS, metavar="S",
+                        help=f"on small clusters (partitions x brokers <= {EXACT_CELLS}) also solve the "
+                             "balance exactly (a mixed-integer program, HiGHS) for at most S seconds and "
+                             "keep the better plan; 0 = never (default %(default)s)")
+    parser.add_argument("--topics", metavar="REGEX",
+                        help="only partitions of topics whose whole name matches REGEX may move "
+                             "(the others keep their replicas and still count in every figure)")
+    parser.add_argument("--exclude-topics", metavar="REGEX",
+                        help="partitions of topics whose whole name matches REGEX do not move")
+    parser.add_argument("--exclude-brokers", type=_ids, default=(), metavar="IDS",
+                        help="brokers that neither give nor take replicas (comma-separated)")
+    parser.add_argument("--add-brokers", type=_ids, default=(), metavar="IDS",
+                        help="new brokers: the only ones that take replicas, nothing reshuffled among "
+                             "the others (repairs aside)")
+    parser.add_argument("--demote-brokers", type=_ids, default=(), metavar="IDS",
+                        help="preferred leaders off these brokers (modes leader and cluster); their "
+                             "replicas stay")
+    parser.add_argument("--remove-brokers", type=_ids, default=(), metavar="IDS",
+                        help="brokers to drain: every replica leaves them and they take none (as --forget)")
     parser.add_argument("--out", required=True, metavar="DIR", help="where to write the plan")
     parser.add_argument("--spark", action="store_true",
                         help="plan through the Spark pipeline even for one snapshot")
@@ -120,9 +141,11 @@ def settings_of(args: argparse.Namespace) -> PlanSettings:
     return PlanSettings(
         mode=args.mode, threshold=threshold, max_moves=args.max_moves,
         max_leader_changes=args.max_leader_changes, batch_size=args.batch_size,
-        forgotten=tuple(args.forget), source=input_name(args),
+        forgotten=tuple(sorted({*args.forget, *args.remove_brokers})), source=input_name(args),
         max_moves_per_broker=args.max_moves_per_broker, max_bytes_per_batch=args.max_bytes_per_batch,
-        throttle=args.throttle,
+        throttle=args.throttle, exact_seconds=args.exact_seconds,
+        scope=Scope(args.topics, args.exclude_topics, tuple(args.exclude_brokers), tuple(args.add_brokers),
+                    tuple(args.demote_brokers)),
     )
 
 

@@ -28,17 +28,17 @@ from collections.abc import Iterable
 from assignors.snapshot import ClusterSnapshot, gc_paused
 
 from .leader_balance import balance_leaders
-from .plan import Plan, Working
-from .replica_balance import balance_replicas
+from .plan import Plan, Scope
+from .replica_balance import best_replicas
 
 
 def cluster_balance(snapshot: ClusterSnapshot, *, threshold: float | int | str = 10,
                     max_moves: int | None = None, max_leader_changes: int | None = None,
-                    forgotten: Iterable[int] = frozenset()) -> Plan:
+                    forgotten: Iterable[int] = frozenset(), exact_seconds: float = 0.0,
+                    scope: Scope | None = None) -> Plan:
     """Repair, replica-balance, then leader-balance (see module doc)."""
     with gc_paused():
-        work = Working(snapshot, forgotten)
-        balance_replicas(work, threshold=threshold, max_moves=max_moves,
-                         max_leader_changes=max_leader_changes)
+        work = best_replicas(snapshot, forgotten, threshold=threshold, max_moves=max_moves,
+                             max_leader_changes=max_leader_changes, exact_seconds=exact_seconds, scope=scope)
         balance_leaders(work, max_leader_changes=max_leader_changes, baseline=snapshot)
         return work.plan()

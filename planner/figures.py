@@ -11,7 +11,7 @@ unsized partitions weigh 0); per unknown broker id (not in the snapshot, not a p
 replicas and leaders; per node of the rack tree of the alive brokers: alive brokers, replicas,
 leaders; the spreads of :func:`planner.state.spread`; partitions lacking rack diversity at some
 level; replicas on dead brokers, on unknown brokers, placeholders; the worst topic's excess over
-``ceil(R / B) + 1`` replicas on one alive broker; the partitions with more replicas than there
+its cap on one alive broker (``max(ceil(R / B), ceil(R_rack / B_rack)) + 1``, the planner's); the partitions with more replicas than there
 are alive brokers (they make the ideal band unreachable).
 """
 
@@ -49,7 +49,7 @@ class Figures:
     on_dead: int
     on_unknown: int
     placeholders: int
-    topic_excess: int   # max over topics of (most replicas on one alive broker) - (ceil(R/B) + 1)
+    topic_excess: int   # max over topics and alive brokers of the replicas on it minus its cap (module doc)
     sized: bool         # some partition has a size
     wider_than_alive: int = 0   # partitions with more replicas than there are alive brokers
 
@@ -158,7 +158,7 @@ def _figures(snapshot: ClusterSnapshot, columns: tuple[Ints, Ints, Ints, Ints]) 
         on_dead=on_dead,
         on_unknown=on_unknown,
         placeholders=placeholders,
-        topic_excess=_topic_excess(topic, rf, pos, alive_replica, m, n_alive),
+        topic_excess=_topic_excess(topic, rf, pos, alive_replica, _leaves(tree, ids), alive_pos),
         sized=bool(np.any(sizes)),
         wider_than_alive=int(np.count_nonzero(rf > n_alive)),
     )
@@ -190,18 +190,44 @@ def _lacking_diversity(tree: RackTree, alive_ids: Ints, ids: Ints, pos: Ints, rf
     return int(np.count_nonzero(lacking))
 
 
-def _topic_excess(topic: Ints, rf: Ints, pos: Ints, alive_replica: npt.NDArray[np.bool_], m: int,
-                  n_alive: int) -> int:
-    """Max over topics of the most replicas of it on one alive broker minus ``ceil(R/B) + 1``."""
-    if len(topic) == 0:
+def _leaves(tree: RackTree, ids: Ints) -> Ints:
+    """The rack (leaf key) of each id in ``ids``, -1 outside the tree (or without racks)."""
+    out = np.full(len(ids), -1, dtype=np.int64)
+    if tree.depth:
+        for k, b in enumerate(ids.tolist()):
+            leaf = tree.leaf(b)
+            if leaf is not None:
+                out[k] = leaf
+    return out
+
+
+def _topic_excess(topic: Ints, rf: Ints, pos: Ints, alive_replica: npt.NDArray[np.bool_], leaf_of: Ints,
+                  alive_pos: Ints) -> int:
+    """Max over topics and alive brokers of the replicas of the topic on the broker minus its
+    cap in :mod:`planner.replica_balance`: ``max(ceil(R / B), ceil(R_rack / B_rack)) + 1``, where
+    ``R_rack`` is the topic's replicas in the broker's rack and ``B_rack`` its alive brokers (a
+    topic on no alive broker counts 0 replicas)."""
+    n_alive = len(alive_pos)
+    if len(topic) == 0 or not n_alive:
         return 0
+    m = len(leaf_of)
     n_topics = int(topic.max()) + 1
     per_topic = np.bincount(topic, weights=rf, minlength=n_topics).astype(np.int64)
-    most = np.zeros(n_topics, dtype=np.int64)
-    if n_alive:
-        topic_flat = np.repeat(topic, rf)[alive_replica]
-        codes, counts = np.unique(topic_flat * m + pos[alive_replica], return_counts=True)
-        np.maximum.at(most, codes // m, counts)
-    brokers = max(1, n_alive)
-    share = -(-per_topic // brokers) + 1
-    return int((most - share).max())
+    share = -(-per_topic // n_alive)
+    worst = -(share + 1)
+    topic_flat = np.repeat(topic, rf)[alive_replica]
+    where = pos[alive_replica]
+    if len(where):
+        codes, counts = np.unique(topic_flat * m + where, return_counts=True)
+        t, b = codes // m, codes % m
+        cap = share[t]
+        leaf = leaf_of[b]
+        if np.any(leaf >= 0):
+            width = int(leaf_of.max()) + 2
+            rack_members = np.bincount(leaf_of[alive_pos] + 1, minlength=width)
+            rack_codes, rack_counts = np.unique(topic_flat * width + leaf_of[where] + 1, return_counts=True)
+            held = rack_counts[np.searchsorted(rack_codes, t * width + leaf + 1)]
+            members = np.maximum(1, rack_members[leaf + 1])
+            cap = np.where(leaf >= 0, np.maximum(cap, -(-held // members)), cap)
+        np.maximum.at(worst, t, counts - (cap + 1))
+    return int(worst.max())

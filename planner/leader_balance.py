@@ -88,18 +88,20 @@ from operator import add, mul, ne
 
 from assignors.snapshot import ClusterSnapshot, gc_paused
 
-from .plan import MoveKind, Plan, Working
+from .plan import MoveKind, Plan, Scope, Working
 
 
 def leader_balance(snapshot: ClusterSnapshot, *, max_leader_changes: int | None = None,
                    baseline: ClusterSnapshot | None = None,
-                   forgotten: Iterable[int] = frozenset(), exact: bool = False) -> Plan:
+                   forgotten: Iterable[int] = frozenset(), exact: bool = False,
+                   scope: Scope | None = None) -> Plan:
     """Reorder replica lists for even preferred leaders with the fewest changes (see module doc).
 
     ``exact=True`` skips the band prices and cancels cycles with the ``count^2`` price from the
-    baseline (the same answer, slower: a cross-check)."""
+    baseline (the same answer, slower: a cross-check). ``scope``: its ``demote_brokers`` lead
+    only the partitions no other alive replica can lead."""
     with gc_paused():
-        work = Working(snapshot, forgotten)
+        work = Working(snapshot, forgotten, scope)
         balance_leaders(work, max_leader_changes=max_leader_changes, baseline=baseline, exact=exact)
         return work.plan()
 
@@ -117,11 +119,12 @@ class LeaderProblem:
 
     __slots__ = (
         "base", "broker_ids", "budget", "cand", "ceil", "count", "floor", "hi", "holder", "lo",
-        "must", "n", "parts", "penalty", "reach", "topic",
+        "demoted", "must", "n", "parts", "penalty", "reach", "topic",
     )
 
     def __init__(self, broker_ids: list[int], cand: list[tuple[int, ...]], base: list[int],
-                 start: list[int], topic: list[int], budget: int | None) -> None:
+                 start: list[int], topic: list[int], budget: int | None,
+                 demoted: frozenset[int] = frozenset()) -> None:
         self.broker_ids = broker_ids
         self.n = len(broker_ids)
         self.cand = cand          # per leadable partition: candidate broker indices
@@ -142,6 +145,9 @@ class LeaderProblem:
             self.reach[u] = k
         for u, k in Counter(c[0] for c in cand if len(c) == 1).items():
             self.must[u] = k
+        self.demoted = {u for u, b in enumerate(broker_ids) if b in demoted}
+        for u in self.demoted:    # a demoted broker's band: what only it can lead
+            self.reach[u] = self.must[u]
         self.lo = [0] * self.n
         self.hi = [0] * self.n
         self._bands(list(range(self.n)), self.parts)
@@ -149,7 +155,7 @@ class LeaderProblem:
     def _bands(self, brokers: list[int], total: int) -> None:
         """Water filling of ``total`` leaderships over ``brokers`` within their limits: sets
         ``lo``/``hi`` of those brokers."""
-        fixed: dict[int, int] = {}
+        fixed: dict[int, int] = {u: self.must[u] for u in brokers if u in self.demoted}
         f = c = 0
         while True:
             free = [u for u in brokers if u not in fixed]
@@ -564,7 +570,7 @@ def balance_leaders(work: Working, *, max_leader_changes: int | None = None,
         return None
     budget = None if max_leader_changes is None else max_leader_changes + leadable.forced
     problem = LeaderProblem(work.eligible, leadable.cand, leadable.base, leadable.start, leadable.topic,
-                            budget)
+                            budget, demoted=work.demoted)
     lo, hi = list(problem.lo), list(problem.hi)
     over = sum(max(0, c - h) for c, h in zip(problem.count, hi, strict=True))
     under = sum(max(0, low - c) for c, low in zip(problem.count, lo, strict=True))

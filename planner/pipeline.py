@@ -39,7 +39,8 @@ if __name__ == "__main__" and not __package__:
 
 from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.outputs import render_outputs, write_outputs
-from planner.settings import MODES, PlanSettings, make_plan
+from planner.plan import Scope
+from planner.settings import EXACT_SECONDS, MODES, PlanSettings, make_plan
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -546,16 +547,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-bytes-per-batch", type=int)
     ap.add_argument("--throttle", type=int, help="bytes/s, as kafka-reassign-partitions.sh --throttle")
     ap.add_argument("--forget", default="", help="brokers being decommissioned, comma-separated")
+    ap.add_argument("--remove-brokers", default="", help="brokers to drain, comma-separated (as --forget)")
+    ap.add_argument("--topics", help="only partitions of topics whose whole name matches this may move")
+    ap.add_argument("--exclude-topics", help="partitions of topics whose whole name matches this stay")
+    ap.add_argument("--exclude-brokers", default="", help="brokers that neither give nor take, comma-separated")
+    ap.add_argument("--add-brokers", default="", help="the only brokers that take replicas, comma-separated")
+    ap.add_argument("--demote-brokers", default="", help="brokers that lose their preferred leaders")
+    ap.add_argument("--exact-seconds", type=float, default=EXACT_SECONDS,
+                    help="the exact program's time on small clusters (0: never)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--no-charts", action="store_true")
     a = ap.parse_args(argv)
     threshold = int(a.threshold) if a.threshold.is_integer() else a.threshold
     try:
-        forgotten = tuple(sorted({int(x) for x in a.forget.split(",") if x.strip()}))
+        def ids(text: str) -> tuple[int, ...]:
+            return tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
+
+        scope = Scope(a.topics, a.exclude_topics, ids(a.exclude_brokers), ids(a.add_brokers), ids(a.demote_brokers))
         settings = PlanSettings(a.mode, threshold, a.max_moves, a.max_leader_changes, a.batch_size,
-                                forgotten=forgotten, source=a.fleet,
+                                forgotten=tuple(sorted({*ids(a.forget), *ids(a.remove_brokers)})), source=a.fleet,
                                 max_moves_per_broker=a.max_moves_per_broker,
-                                max_bytes_per_batch=a.max_bytes_per_batch, throttle=a.throttle)
+                                max_bytes_per_batch=a.max_bytes_per_batch, throttle=a.throttle,
+                                exact_seconds=a.exact_seconds, scope=scope)
         summary = run_pipeline(a.fleet, a.out, settings, charts=not a.no_charts, progress=True)
     except (ValueError, OSError) as exc:
         print(f"planner.pipeline: error: {exc}", file=sys.stderr)

@@ -11,6 +11,7 @@ created by the rule, never handed to another rule, and dropped once the plan is 
 from __future__ import annotations
 
 import enum
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -93,6 +94,46 @@ class Plan:
         return tuple(p for p in self.changed() if first[(p.topic, p.partition)] != p.replicas[0])
 
 
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What a plan may touch: ``topics`` (a regular expression matching whole topic names; None:
+    every topic) less ``exclude_topics``; ``exclude_brokers`` neither give nor take replicas;
+    ``add_brokers``, when given, are the only brokers that take replicas (the others only give);
+    ``demote_brokers`` lead only the partitions no other alive replica can lead (leader rule).
+    Partitions out of scope keep their replica sets (and still count in every figure); the leader
+    rule of cluster mode may still reorder them (no data moves)."""
+
+    topics: str | None = None
+    exclude_topics: str | None = None
+    exclude_brokers: tuple[int, ...] = ()
+    add_brokers: tuple[int, ...] = ()    # when set, the only brokers that take replicas (repairs aside)
+    demote_brokers: tuple[int, ...] = ()  # lead only what no other alive replica can lead
+
+    def __post_init__(self) -> None:
+        for name in ("topics", "exclude_topics"):
+            pattern = getattr(self, name)
+            if pattern is not None:
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise ValueError(f"{name.replace('_', '-')}: not a regular expression: {pattern!r} ({exc})") from None
+
+    @property
+    def narrowed(self) -> bool:
+        return (self.topics is not None or self.exclude_topics is not None or bool(self.exclude_brokers)
+                or bool(self.add_brokers) or bool(self.demote_brokers))
+
+    def frozen(self, snapshot: ClusterSnapshot) -> frozenset[int]:
+        """Positions of the partitions whose replica lists must not change."""
+        if self.topics is None and self.exclude_topics is None:
+            return frozenset()
+        keep = re.compile(self.topics) if self.topics is not None else None
+        drop = re.compile(self.exclude_topics) if self.exclude_topics is not None else None
+        names = {p.topic for p in snapshot.partitions}
+        out = {t for t in names if (keep is not None and not keep.fullmatch(t)) or (drop is not None and drop.fullmatch(t))}
+        return frozenset(i for i, p in enumerate(snapshot.partitions) if p.topic in out)
+
+
 class Working:
     """A rule's private scratch copy of a snapshot's replica lists, indexed by position.
 
@@ -102,13 +143,19 @@ class Working:
     """
 
     __slots__ = (
-        "bounds", "eligible", "eligible_set", "forgotten", "moves", "notes", "order",
-        "original", "rack_of", "replicas", "snapshot", "touched", "tree",
+        "bounds", "demoted", "eligible", "eligible_set", "excluded", "forgotten", "frozen", "moves", "notes", "order",
+        "original", "rack_of", "replicas", "snapshot", "takers", "touched", "tree",
     )
 
-    def __init__(self, snapshot: ClusterSnapshot, forgotten: Iterable[int] = frozenset()) -> None:
+    def __init__(self, snapshot: ClusterSnapshot, forgotten: Iterable[int] = frozenset(),
+                 scope: Scope | None = None) -> None:
         self.snapshot = snapshot
         self.forgotten = frozenset(forgotten)
+        scope = scope or Scope()
+        self.frozen = scope.frozen(snapshot)
+        self.excluded = frozenset(scope.exclude_brokers)     # restricted to eligible brokers below
+        self.takers = frozenset(scope.add_brokers)     # empty: every broker may take
+        self.demoted = frozenset(scope.demote_brokers)
         parts = snapshot.partitions
         keys = [(p.topic, p.partition) for p in parts]
         self.order = sorted(range(len(parts)), key=keys.__getitem__)  # linear when sorted
@@ -117,6 +164,7 @@ class Working:
         self.rack_of = {b.id: b.rack for b in snapshot.brokers}
         self.eligible = sorted(b.id for b in snapshot.brokers if b.alive and b.id not in self.forgotten)
         self.eligible_set = frozenset(self.eligible)
+        self.excluded &= self.eligible_set      # a dead or forgotten broker's replicas are repaired anyway
         self.tree = RackTree.of(self.rack_of)
         self.moves: list[tuple[int, int, int, MoveKind]] = []
         self.touched: set[int] = set()

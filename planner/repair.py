@@ -59,7 +59,12 @@ def repair_working(work: Working, *, max_moves: int | None = None,
     ``load`` (replicas per eligible broker, from :meth:`Working.counts`) is kept up to date."""
     if load is None:
         load = work.counts()
-    outcome = repair_lists(work.replicas, work.order, work.eligible, work.tree.keys, load,
+    order, eligible = work.order, work.eligible
+    if work.frozen or work.excluded:     # out of scope: frozen partitions stay, excluded brokers take none
+        order = [i for i in order if i not in work.frozen]
+        eligible = [b for b in eligible if b not in work.excluded]
+        load = {b: c for b, c in load.items() if b not in work.excluded}
+    outcome = repair_lists(work.replicas, order, eligible, work.tree.keys, load, keep=work.excluded,
                            max_moves=max_moves)
     for i, _, old, new in outcome.changes:
         work.record(i, old, new, MoveKind.REPAIR)

@@ -85,6 +85,14 @@ Algorithm
     7. Steps 4-6 repeat while they move something (at most a few rounds); what is still off
        target is explained in the notes (the blocking constraint) next to the lower bounds.
 
+    8. *Exact path* (:func:`best_replicas` with ``exact_seconds`` > 0, the command's default):
+       on a cluster of at most :data:`planner.exact.EXACT_CELLS` partitions x brokers, without
+       budgets, the same targets as a mixed-integer program (:mod:`planner.exact`, HiGHS),
+       started from this plan; the better of the two plans is kept (targets met first, then
+       their distance, bytes, replica and leader moves) and the notes say which path ran. A
+       target it proves out of reach is named so in the notes, with the method; the notes of
+       the steps above only say what their search did not find.
+
     Time: ``O(P * RF * depth)`` to build the counters, ``O(P * RF * depth)`` per round to find
     the topics above their cap, then per move ``O(racks * log B + depth + R_b)`` (a merged heap
     scan, the caps, two sorted-list edits of ``R_b`` replicas per broker, a memory move), and
@@ -112,7 +120,6 @@ Example
 from __future__ import annotations
 
 import heapq
-import math
 from bisect import bisect_left, insort
 from collections.abc import Iterable
 from fractions import Fraction
@@ -120,7 +127,9 @@ from itertools import islice
 
 from assignors.snapshot import ClusterSnapshot, gc_paused
 
-from .plan import MoveKind, Plan, Working
+from .bands import band, byte_band, parse_threshold
+from .exact import improve
+from .plan import MoveKind, Plan, Scope, Working
 from .repair import repair_working
 
 ROUNDS = 4          # rounds of steps 4-6 (each one stops early when it moves nothing)
@@ -132,32 +141,35 @@ PARTNERS = 8        # lightest (heaviest) brokers of its rack, then of all, pair
 
 
 def replica_balance(snapshot: ClusterSnapshot, *, threshold: float | int | str = 10,
-                    max_moves: int | None = None, forgotten: Iterable[int] = frozenset()) -> Plan:
-    """Repair, then balance replicas, bytes and topics within the threshold band (module doc)."""
+                    max_moves: int | None = None, forgotten: Iterable[int] = frozenset(),
+                    exact_seconds: float = 0.0, scope: Scope | None = None) -> Plan:
+    """Repair, then balance replicas, bytes and topics within the threshold band (module doc);
+    ``exact_seconds`` > 0: on small clusters, then the exact program of :mod:`planner.exact`."""
     with gc_paused():
-        work = Working(snapshot, forgotten)
-        balance_replicas(work, threshold=threshold, max_moves=max_moves)
-        return work.plan()
+        return best_replicas(snapshot, forgotten, threshold=threshold, max_moves=max_moves,
+                             exact_seconds=exact_seconds, scope=scope).plan()
 
 
-def band(total: int, brokers: int, threshold: Fraction) -> tuple[int, int]:
-    """``(lo, hi)``: the counts a broker may hold without taking or giving."""
-    avg = Fraction(total, brokers)
-    hi = max(math.ceil(avg), math.floor(avg * (1 + threshold)))
-    lo = min(math.floor(avg), math.ceil(avg * (1 - threshold)))
-    return max(lo, 0), hi
-
-
-def byte_band(total: int, brokers: int, threshold: Fraction, largest: int) -> tuple[int, int]:
-    """``(blo, bhi)``: the bytes a broker may hold, ``mean * (1 -+ threshold)``, widened only
-    where that band is provably out of reach: ``bhi`` is at least ``largest`` (the broker
-    holding the largest partition holds that much), and a band holding no whole number of
-    bytes (threshold 0, a fractional mean) is ``[floor(mean), ceil(mean)]``."""
-    mean = Fraction(total, brokers)
-    lo, hi = math.ceil(mean * (1 - threshold)), math.floor(mean * (1 + threshold))
-    if lo > hi:
-        lo, hi = math.floor(mean), math.ceil(mean)
-    return max(0, lo), max(hi, largest)
+def best_replicas(snapshot: ClusterSnapshot, forgotten: Iterable[int] = frozenset(), *,
+                  threshold: float | int | str = 10, max_moves: int | None = None,
+                  max_leader_changes: int | None = None, exact_seconds: float = 0.0,
+                  scope: Scope | None = None) -> Working:
+    """The heuristic of this module, then, when ``exact_seconds`` > 0 and the cluster is small,
+    the exact program of :mod:`planner.exact` seeded with its plan; the better of the two (the
+    notes say which ran). ``scope``: the partitions and brokers the plan may touch."""
+    work = Working(snapshot, forgotten, scope)
+    if exact_seconds <= 0:
+        balance_replicas(work, threshold=threshold, max_moves=max_moves, max_leader_changes=max_leader_changes)
+        return work
+    refusal: ValueError | None = None
+    try:
+        balance_replicas(work, threshold=threshold, max_moves=max_moves, max_leader_changes=max_leader_changes)
+    except ValueError as exc:
+        if not str(exc).startswith("capacity not met"):
+            raise
+        refusal = exc
+    return improve(work, parse_threshold(threshold), refusal,
+                   budgets=max_moves is not None or max_leader_changes is not None, time_limit=exact_seconds)
 
 
 def water_fill(counts: dict[int, int], members: Iterable[int], targets: dict[int, int],
@@ -179,17 +191,6 @@ def water_fill(counts: dict[int, int], members: Iterable[int], targets: dict[int
             targets[b] = -t - 1
             if targets[b] > 0:
                 heapq.heappush(down, (t + 1, c, b))
-
-
-def parse_threshold(threshold: float | int | str) -> Fraction:
-    """The threshold in percent as a fraction (``10`` -> ``1/10``); ``ValueError`` when invalid."""
-    try:
-        fraction = Fraction(str(threshold)) / 100
-    except ValueError:
-        raise ValueError(f"threshold must be a number of percent, got {threshold!r}") from None
-    if fraction < 0:
-        raise ValueError(f"threshold must be >= 0, got {threshold!r}")
-    return fraction
 
 
 def balance_replicas(work: Working, *, threshold: float | int | str = 10,
@@ -220,7 +221,7 @@ class _Balancer:
         "heaps", "held", "hi", "leader_budget", "leaf", "leaf_bytes", "leaf_chain", "leaf_members", "level",
         "lo", "mean", "members", "moved", "ncount", "nodes", "order", "parent", "parts", "pre",
         "pre_bytes", "reps", "sized", "size", "sizes", "slot", "stride", "targets", "threshold", "topic",
-        "topic_parts", "topic_total", "tree", "work",
+        "topic_name", "topic_parts", "topic_total", "tree", "work",
     )
 
     def __init__(self, work: Working, threshold: Fraction, budget: int | None,
@@ -285,13 +286,17 @@ class _Balancer:
         usable = work.eligible_set
         ncount, chain, topic, slot = self.ncount, self.chain, self.topic, self.slot
         get = ncount.get
+        frozen, excluded = work.frozen, work.excluded
+        self.topic_name = list(names)
         for i in work.order:
             r = self.reps[i]
             t = topic[i]
             self.topic_total[t] += len(r)
             if not usable.issuperset(r):   # an unrepaired partition cannot be reassigned
                 continue
-            self.topic_parts[t].append(i)
+            movable = i not in frozen
+            if movable:
+                self.topic_parts[t].append(i)
             for level, g in enumerate(groups, 1):
                 if len(r) >= g:
                     key = t * (depth + 2) + level
@@ -299,7 +304,8 @@ class _Balancer:
             base = t * self.stride
             s = slot[i]
             for b in r:
-                held[b].append(s)
+                if movable and b not in excluded:
+                    held[b].append(s)
                 for node in chain[b]:
                     key = base + node
                     ncount[key] = get(key, 0) + 1
@@ -367,6 +373,11 @@ class _Balancer:
         hit = self.allowed_cache[key] = frozenset(allowed)
         return hit
 
+    def may_take(self, b: int) -> bool:
+        """Whether the scope lets broker ``b`` take replicas (not excluded; one of the added)."""
+        work = self.work
+        return b not in work.excluded and (not work.takers or b in work.takers)
+
     def leader_ok(self, i: int, source: int) -> bool:
         return self.reps[i][0] != source or self.leader_budget is None or self.leader_budget > 0
 
@@ -375,7 +386,7 @@ class _Balancer:
         """May partition ``i``'s replica on ``source`` move to ``destination`` (hard rules, and
         the topic caps unless ``caps`` is false)? ``leaf_known``: the destination's rack is one
         of :meth:`allowed_leaves` already."""
-        if destination in self.reps[i] or not self.leader_ok(i, source):
+        if destination in self.reps[i] or not self.may_take(destination) or not self.leader_ok(i, source):
             return False
         if not leaf_known and self.leaf[destination] not in self.allowed_leaves(i, source):
             return False
@@ -585,7 +596,7 @@ class _Balancer:
         stuck = 0
         for i in self.work.order:
             reps = self.reps[i]
-            if len(reps) < 2 or not self.work.eligible_set.issuperset(reps):
+            if len(reps) < 2 or not self.work.eligible_set.issuperset(reps) or i in self.work.frozen:
                 continue
             while self.budget_left():
                 keys = [tree.keys[b] for b in reps]
@@ -598,9 +609,9 @@ class _Balancer:
                     break
         if stuck:
             self.work.notes.append(
-                f"{stuck} partition(s) still lack rack diversity: every broker of the racks they "
-                "lack is full (capacity_bytes) or no replica may leave its doubled rack (max leader "
-                "changes)")
+                f"{stuck} partition(s) still lack rack diversity: the heuristic found no broker of "
+                "the racks they lack with room (capacity_bytes) for a replica allowed to leave its "
+                "doubled rack (max leader changes); a search, not a proof that none exists")
 
     def fix_diversity(self, i: int, level: int) -> bool:
         tree = self.tree
@@ -609,7 +620,7 @@ class _Balancer:
         for b in reps:
             key = tree.keys[b][level]
             seen[key] = seen.get(key, 0) + 1
-        sources = sorted((b for b in reps if seen[tree.keys[b][level]] > 1),
+        sources = sorted((b for b in reps if seen[tree.keys[b][level]] > 1 and b not in self.work.excluded),
                          key=lambda b: (b == reps[0], -self.load_key(b)[0], -self.sizes[b], b))
         free = [leaf for leaf, members in self.leaf_members.items() if tree.keys[members[0]][level] not in seen]
         for with_caps in (True, False):   # diversity comes before the topic caps
@@ -647,7 +658,8 @@ class _Balancer:
                 parts_on = {}
                 for i in self.topic_parts[t]:
                     for b in self.reps[i]:
-                        parts_on.setdefault(b, []).append(i)
+                        if b not in self.work.excluded:
+                            parts_on.setdefault(b, []).append(i)
             parent = self.parent[node]
             if node >= first_broker:
                 x = self.work.eligible[node - first_broker]
@@ -903,7 +915,7 @@ class _Balancer:
                 continue
             for y in dict.fromkeys(self.roomiest(x)):
                 limit = self.capacity.get(y)
-                if (limit is None or y in self.reps[i] or self.sizes[y] + w <= limit
+                if (limit is None or y in self.reps[i] or not self.may_take(y) or self.sizes[y] + w <= limit
                         or self.leaf[y] not in self.allowed_leaves(i, x)):
                     continue
                 need = self.sizes[y] + w - limit
@@ -991,7 +1003,8 @@ class _Balancer:
         """May partition ``i``'s replica on ``source`` go to ``destination`` (one side of a
         swap: not there already, the leader budget, rack diversity; a rack is always allowed
         to itself)?"""
-        return (destination not in self.reps[i] and self.leader_ok(i, source)
+        return (destination not in self.reps[i] and self.may_take(destination)
+                and self.leader_ok(i, source)
                 and (self.leaf[source] == self.leaf[destination]
                      or self.leaf[destination] in self.allowed_leaves(i, source)))
 
@@ -1022,8 +1035,8 @@ class _Balancer:
                 raise ValueError(f"capacity not met: broker {b} would still hold {self.sizes[b]} "
                                  f"bytes, above its capacity_bytes {limit}: {stop}")
         why = ("the move budget is spent" if left else
-               "no replica on them can move to a broker that would take it without reducing rack "
-               "diversity, exceeding a topic's cap or a broker's capacity")
+               "the heuristic found no move or swap for them that keeps rack diversity, the topic "
+               "caps and the capacities (a search, not a proof that none exists)")
         for label, values, low, high in (
             ("replicas", self.counts, lo, hi),
             ("bytes", self.sizes, self.blo, self.bhi),
@@ -1043,7 +1056,7 @@ class _Balancer:
         over = [(excess, t, node) for t, _, node, excess in self.above_cap()]
         if over:
             excess, t, node = max(over, key=lambda o: (o[0], -o[1], -o[2]))
-            topic = work.snapshot.partitions[self.topic_parts[t][0]].topic
+            topic = self.topic_name[t]
             first_broker = self.nodes - len(work.eligible)
             where = (f"broker {work.eligible[node - first_broker]}" if node >= first_broker
                      else f"rack {self.tree.names[node - 1]}")

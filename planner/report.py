@@ -21,24 +21,33 @@ MOVES_SHOWN = 100
 BATCHES_SHOWN = 100
 COMMANDED_BATCHES = 20     # batches whose commands are written out one by one
 NAMES_SHOWN = 20
+TOPIC_CAP = "max(ceil(R/B), ceil(R_rack/B_rack)) + 1"
 
 BOUND_TEXT = {
     "repairs_needed": "replicas to repair (placeholders, dead, unknown or forgotten brokers)",
     "replica_moves_lower_bound": "replica moves lower bound at threshold {t}: repairs + sum(max(0, count - hi))",
     "replica_moves_tight_bound": "replica moves lower bound at threshold {t}: max(that, sum(max(0, lo - count)))",
     "diversity_repairs_needed": "replica moves lower bound (any threshold): one per missing rack of a partition",
-    "bytes_band_lo": "byte band low end at threshold {t}: mean - max(mean * threshold, largest partition)",
-    "bytes_band_hi": "byte band high end at threshold {t}: mean + max(mean * threshold, largest partition)",
+    "bytes_band_lo": "byte band low end at threshold {t}: ceil(mean * (1 - threshold)) (floor(mean) when the band "
+                     "holds no whole number)",
+    "bytes_band_hi": "byte band high end at threshold {t}: max(floor(mean * (1 + threshold)), largest partition) "
+                     "(ceil(mean) when the band holds no whole number)",
     "bytes_moved_lower_bound": "bytes moved lower bound at threshold {t}: max(bytes repaired + bytes above "
                                "the band or capacity, bytes missing below the band)",
     "diversity_bytes_needed": "bytes moved lower bound (any threshold): bytes repaired + each partition's "
                               "size times the racks it lacks",
     "replicas_band_lo": "replica band low end (lo) at threshold {t}",
     "replicas_band_hi": "replica band high end (hi) at threshold {t}",
-    "leader_changes_lower_bound": "leader changes lower bound (ideal band): sum(max(0, leaders - ceil))",
-    "leader_changes_optimum": "leader changes, proven minimum for these replica lists",
-    "leaders_floor": "leader band floor(P/B) (ideal; the threshold applies to replicas and bytes)",
-    "leaders_ceil": "leader band ceil(P/B) (ideal; the threshold applies to replicas and bytes)",
+    "leader_changes_lower_bound": "leader changes lower bound for the plan's own replica lists (ideal band): "
+                                  "max(sum(max(0, leaders - ceil)), sum(max(0, floor - leaders))); other "
+                                  "replica lists may need fewer",
+    "leader_changes_optimum": "leader changes, proven minimum for the plan's own replica lists",
+    "bytes_moved_optimum": "bytes moved, the exact program's optimum (HiGHS, within 0.1 %) for the targets it keeps",
+    "replica_moves_optimum": "replica moves, the exact program's optimum (HiGHS, within 0.1 %) for the targets it keeps",
+    "leaders_floor": "leader band floor(P/B) (ideal; P the partitions the leader rule may reorder, B the alive "
+                     "brokers not forgotten; the threshold applies to replicas and bytes)",
+    "leaders_ceil": "leader band ceil(P/B) (ideal; P the partitions the leader rule may reorder, B the alive "
+                    "brokers not forgotten; the threshold applies to replicas and bytes)",
 }
 
 
@@ -68,9 +77,20 @@ def _threshold(settings: PlanSettings) -> str:
     return f"{settings.threshold}%"
 
 
-def _ideal(fig: Figures, which: str) -> str:
+def _leader_band(plan: Plan, fig: Figures) -> tuple[int, int]:
+    """The ideal leader band: the leader rule's (its partitions and brokers) when it ran, else
+    ``floor``-``ceil`` of the partitions with an alive replica over the alive brokers."""
+    floor, ceil = plan.bound("leaders_floor"), plan.bound("leaders_ceil")
+    s = fig.leaders_spread
+    return (s.floor if floor is None else floor), (s.ceil if ceil is None else ceil)
+
+
+def _ideal(fig: Figures, which: str, plan: Plan | None = None) -> str:
     s = fig.replicas_spread if which == "replicas" else fig.leaders_spread
     text = f"{s.floor}-{s.ceil}"
+    if which == "leaders" and plan is not None:
+        low, high = _leader_band(plan, fig)
+        text = f"{low}-{high}"
     if which == "replicas" and fig.wider_than_alive:
         text += " (unreachable: see \"Targets not reached\")"
     return text
@@ -93,19 +113,26 @@ def _objectives(plan: Plan, settings: PlanSettings, before: Figures, after: Figu
          f"{lo}-{hi} (band at threshold {t})" if lo is not None else "-"],
         ["2. bytes per alive broker", _bytes(before), _bytes(after),
          f"{blo}-{bhi} bytes (band at threshold {t})" if blo is not None else "-"],
-        ["2. worst topic: replicas on one broker above ceil(R/B) + 1", max(0, before.topic_excess),
-         max(0, after.topic_excess), "0 (or forced by racks)"],
+        [f"2. worst topic: replicas on one broker above its cap {TOPIC_CAP}", max(0, before.topic_excess),
+         max(0, after.topic_excess), 0],
         ["3. preferred leaders per alive broker", _range(before, "leaders"), _range(after, "leaders"),
-         f"{after.leaders_spread.floor}-{after.leaders_spread.ceil} (ideal)"],
-        ["4. replica moves", "", plan.replica_moves, f">= {moves_bound} (threshold {t}, no budget)"],
+         "{}-{} (ideal)".format(*_leader_band(plan, after))],
+        ["4. replica moves", "", plan.replica_moves, f">= {moves_bound} (threshold {t}, no budget)"
+         + _optimum(plan, "replica_moves_optimum")],
         ["4. bytes moved", "", run.bytes_moved,
-         f">= {bytes_bound} (threshold {t}, no budget)"],
+         f">= {bytes_bound} (threshold {t}, no budget)" + _optimum(plan, "bytes_moved_optimum")],
         ["4. leader changes", "", plan.leader_changes,
-         f">= {plan.bound('leader_changes_lower_bound') or 0} (ideal band, no budget)"],
+         f">= {plan.bound('leader_changes_lower_bound') or 0} (ideal band, no budget"
+         + (")" if settings.mode == "leader" else "; for the plan's own replica lists)")],
     ]
     return ["## Objectives", "", "| objective | before | after | target or lower bound |",
             "|---|---|---|---|", *(_row(r) for r in rows), "",
             "A target not reached is named under \"Targets not reached\" with what stops it.", ""]
+
+
+def _optimum(plan: Plan, name: str) -> str:
+    value = plan.bound(name)
+    return "" if value is None else f"; the exact program's optimum {value} (within 0.1 %)"
 
 
 def _blame(plan: Plan, settings: PlanSettings, data: bool, related: str | None) -> str:
@@ -121,6 +148,9 @@ def _blame(plan: Plan, settings: PlanSettings, data: bool, related: str | None) 
         return f"the leader-change budget is spent (--max-leader-changes {settings.max_leader_changes})"
     if related is not None and any(related in n for n in plan.notes):
         return "see the notes (the constraint that stops it)"
+    if data and settings.scope.narrowed:
+        return ("the scope of the plan (--topics, --exclude-topics, --exclude-brokers, --add-brokers) leaves "
+                "the replicas that would reach it in place")
     return ("no move keeps the hard constraints (rack diversity never reduced, no broker above its "
             "capacity, topic caps)")
 
@@ -153,16 +183,17 @@ def _unreached(plan: Plan, settings: PlanSettings, after: Figures) -> list[str]:
          plan.bound("bytes_band_hi"), f"band at threshold {t}", True, "bytes, outside"),
     ]
     if settings.mode in ("leader", "cluster"):
-        ls = after.leaders_spread
-        floor, ceil = plan.bound("leaders_floor"), plan.bound("leaders_ceil")
+        floor, ceil = _leader_band(plan, after)
         checks.append(("preferred leaders per alive broker", [b.leaders for b in eligible],
-                       ls.floor if floor is None else floor, ls.ceil if ceil is None else ceil,
-                       "ideal band", False, "leader"))
+                       floor, ceil, "ideal band", False, "leader"))
     for label, values, low, high, band, data, related in checks:
         if low is None or high is None or not values or low <= min(values) and max(values) <= high:
             continue
         out.append(f"{label}: {min(values)}-{max(values)} after the plan, {band} {low}-{high}: "
                    + _blame(plan, settings, data, related))
+    if after.topic_excess > 0:
+        out.append(f"worst topic: {after.topic_excess} replica(s) on one broker above its cap {TOPIC_CAP} after "
+                   "the plan, target 0: " + _blame(plan, settings, True, "topic"))
     rs = after.replicas_spread
     if after.wider_than_alive:
         out.append(f"the ideal replicas per alive broker ({rs.floor}-{rs.ceil}) is unreachable: "
@@ -295,6 +326,17 @@ def render_report(plan: Plan, settings: PlanSettings, *, figures: tuple[Figures,
         opts.append(f"max bytes per batch {settings.max_bytes_per_batch}")
     if settings.throttle:
         opts.append(f"throttle {settings.throttle} bytes/s")
+    scope = settings.scope
+    if scope.topics is not None:
+        opts.append(f"only topics matching `{scope.topics}` move")
+    if scope.exclude_topics is not None:
+        opts.append(f"topics matching `{scope.exclude_topics}` stay")
+    if scope.exclude_brokers:
+        opts.append(f"brokers {', '.join(map(str, scope.exclude_brokers))} neither give nor take")
+    if scope.add_brokers:
+        opts.append(f"only brokers {', '.join(map(str, scope.add_brokers))} take replicas")
+    if scope.demote_brokers:
+        opts.append(f"brokers {', '.join(map(str, scope.demote_brokers))} demoted (no preferred leaders)")
     if settings.source:
         opts.append(f"input {settings.source}")
     alive = sum(b.alive for b in before.brokers)
@@ -309,7 +351,7 @@ def render_report(plan: Plan, settings: PlanSettings, *, figures: tuple[Figures,
         _row(["replicas per alive broker", _range(before, "replicas"), _range(after, "replicas"),
               _ideal(after, "replicas")]),
         _row(["preferred leaders per alive broker", _range(before, "leaders"), _range(after, "leaders"),
-              _ideal(after, "leaders")]),
+              _ideal(after, "leaders", plan)]),
         _row(["partitions lacking rack diversity", before.not_diverse, after.not_diverse, 0]),
         _row(["replicas on dead or unknown brokers", before.on_dead + before.on_unknown,
               after.on_dead + after.on_unknown, 0]),

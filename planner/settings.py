@@ -14,11 +14,12 @@ from assignors.snapshot import ClusterSnapshot
 
 from .cluster_balance import cluster_balance
 from .leader_balance import leader_balance
-from .plan import Plan
+from .plan import Plan, Scope
 from .repair import repair
 from .replica_balance import replica_balance
 
 MODES = ("leader", "replica", "cluster", "repair")
+EXACT_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,8 @@ class PlanSettings:
     max_moves_per_broker: int | None = None    # batches: moves a broker takes part in
     max_bytes_per_batch: int | None = None     # batches: bytes copied
     throttle: int | None = None                # bytes/s, as kafka-reassign-partitions.sh --throttle
+    exact_seconds: float = EXACT_SECONDS       # the exact program's time on small clusters (0: never)
+    scope: Scope = Scope()                     # the topics and brokers replica moves may touch
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -43,6 +46,8 @@ class PlanSettings:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name.replace('_', '-')} must be >= 0, got {value}")
+        if self.exact_seconds < 0:
+            raise ValueError(f"exact-seconds must be >= 0, got {self.exact_seconds}")
         for name in ("batch_size", "max_moves_per_broker", "max_bytes_per_batch", "throttle"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -53,11 +58,13 @@ def make_plan(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
     """The plan a mode asks for: the one entry point of the command line and the pipeline."""
     if settings.mode == "leader":
         return leader_balance(snapshot, max_leader_changes=settings.max_leader_changes,
-                              forgotten=settings.forgotten)
+                              forgotten=settings.forgotten, scope=settings.scope)
     if settings.mode == "replica":
         return replica_balance(snapshot, threshold=settings.threshold, max_moves=settings.max_moves,
-                               forgotten=settings.forgotten)
+                               forgotten=settings.forgotten, exact_seconds=settings.exact_seconds,
+                               scope=settings.scope)
     if settings.mode == "repair":
         return repair(snapshot, settings.forgotten, max_moves=settings.max_moves)
     return cluster_balance(snapshot, threshold=settings.threshold, max_moves=settings.max_moves,
-                           max_leader_changes=settings.max_leader_changes, forgotten=settings.forgotten)
+                           max_leader_changes=settings.max_leader_changes, forgotten=settings.forgotten,
+                           exact_seconds=settings.exact_seconds, scope=settings.scope)

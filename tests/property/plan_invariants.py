@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from assignors.snapshot import ClusterSnapshot
-from planner.plan import MoveKind, Plan
+from planner.plan import MoveKind, Plan, Scope
 from planner.racks import RackTree
 
 
@@ -122,8 +122,18 @@ def plan_violations(plan: Plan, *, forgotten: Iterable[int] = (), max_moves: int
                     replica_band: tuple[int, int] | None = None,
                     leader_band: tuple[int, int] | None = None,
                     byte_band: tuple[int, int] | None = None, diversity: bool = False,
-                    topic_caps: bool = False) -> list[str]:
+                    topic_caps: bool = False, scope: Scope | None = None) -> list[str]:
     before, after = plan.before, plan.after
+    if scope is not None:       # out-of-scope partitions are left as they are, repairs included
+        general = plan_violations(
+            plan, forgotten=forgotten, max_moves=max_moves, max_leader_changes=max_leader_changes,
+            data_moves=data_moves, replica_band=replica_band, leader_band=leader_band, byte_band=byte_band,
+            diversity=diversity, topic_caps=topic_caps)
+        kept = tuple(f"{before.partitions[i].topic}-{before.partitions[i].partition}:"
+                     for i in scope.frozen(before))
+        if scope.exclude_brokers:   # fewer brokers may take a repair than the general check counts
+            general = [e for e in general if "though it could be repaired" not in e]
+        return _scope_violations(plan, scope, forgotten) + [e for e in general if not e.startswith(kept)]
     forgotten = set(forgotten)
     usable = {b.id for b in before.brokers if b.alive and b.id not in forgotten}
     tree = RackTree.of({b.id: b.rack for b in before.brokers if b.id in usable})
@@ -200,6 +210,28 @@ def plan_violations(plan: Plan, *, forgotten: Iterable[int] = (), max_moves: int
             outside = {x: counts[x] for x in sorted(usable) if not lo <= counts[x] <= hi}
             if outside:
                 errors.append(f"{label} per broker outside [{lo}, {hi}]: {outside}")
+    return errors
+
+
+def _scope_violations(plan: Plan, scope: Scope, forgotten: Iterable[int]) -> list[str]:
+    """Out-of-scope partitions keep their replica sets, excluded brokers neither give nor take,
+    only added brokers take (repairs aside), demoted brokers lead nothing another replica can."""
+    errors = []
+    frozen = scope.frozen(plan.before)
+    usable = {b.id for b in plan.before.brokers if b.alive and b.id not in set(forgotten)}
+    for i, (a, b) in enumerate(zip(plan.before.partitions, plan.after.partitions, strict=True)):
+        name = f"{a.topic}-{a.partition}"
+        if i in frozen and set(a.replicas) != set(b.replicas):
+            errors.append(f"{name} is out of scope but moved: {list(a.replicas)} -> {list(b.replicas)}")
+        for x in set(scope.exclude_brokers) & usable:
+            if (x in a.replicas) != (x in b.replicas):
+                errors.append(f"{name}: excluded broker {x} gave or took a replica")
+        came = set(b.replicas) - set(a.replicas)
+        if scope.add_brokers and usable.issuperset(a.replicas) and not came <= set(scope.add_brokers):
+            errors.append(f"{name}: replicas moved onto {sorted(came - set(scope.add_brokers))}, not added brokers")
+        if b.replicas and b.replicas[0] in scope.demote_brokers and usable.issuperset(b.replicas) \
+                and any(x not in scope.demote_brokers for x in b.replicas):
+            errors.append(f"{name} is led by demoted broker {b.replicas[0]}")
     return errors
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from dataclasses import replace
 from fractions import Fraction
 
 from hypothesis import given, settings
@@ -17,8 +18,10 @@ from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.cluster_balance import cluster_balance
 from planner.leader_balance import leader_balance
 from planner.outputs import reassignment_json
+from planner.plan import Scope
 from planner.repair import repair
 from planner.replica_balance import band, replica_balance
+from planner.settings import PlanSettings, make_plan
 from tests.property.plan_invariants import check_plan
 
 FAST = settings(max_examples=120)
@@ -220,3 +223,30 @@ def test_sized_cluster_balance_is_deterministic_and_idempotent(snap):
 def test_sized_balance_with_dead_brokers_keeps_invariants(snap, threshold):
     plan = cluster_balance(snap, threshold=threshold)
     check_plan(plan)
+
+
+@st.composite
+def scopes(draw, snap: ClusterSnapshot) -> Scope:
+    ids = sorted(b.id for b in snap.brokers)
+    topics = sorted({p.topic for p in snap.partitions})
+    some = st.lists(st.sampled_from(ids), max_size=2, unique=True).map(lambda xs: tuple(sorted(xs)))
+    return Scope(
+        topics=draw(st.one_of(st.none(), st.sampled_from(topics))) if topics else None,
+        exclude_topics=draw(st.one_of(st.none(), st.sampled_from(topics))) if topics else None,
+        exclude_brokers=draw(some), add_brokers=draw(some), demote_brokers=draw(some))
+
+
+@FAST
+@given(st.data(), st.sampled_from(["replica", "cluster", "leader"]))
+def test_every_mode_keeps_its_scope_and_is_deterministic(data, mode):
+    snap = data.draw(clusters())
+    scope = data.draw(scopes(snap))
+    settings = PlanSettings(mode, exact_seconds=0, scope=scope)
+    try:
+        plan = make_plan(snap, settings)
+    except ValueError as exc:           # a scope can leave a capacity out of reach
+        assert "capacity" in str(exc)
+        return
+    led = scope if mode != "replica" else replace(scope, demote_brokers=())   # demotion is the leader rule's
+    check_plan(plan, scope=led, data_moves=mode != "leader")
+    assert make_plan(snap, settings) == plan

@@ -51,7 +51,7 @@ RULES: dict[str, Rule] = {
     "conformance": rule("assignors schemas protocol", "kafka"),
     "server": rule("assignors schemas protocol", "kafka structlog uvloop prometheus_client orjson"),
     # protocol: the live cluster is read through protocol.cluster_reader
-    "planner": rule("assignors protocol", "pyspark pandas numpy pyarrow matplotlib"),
+    "planner": rule("assignors protocol", "pyspark pandas numpy pyarrow matplotlib highspy"),
     "examples": rule("assignors"),
     "cli": rule(ALL_SOURCES, ANY),
     "bench": rule(ALL_SOURCES + " tests", ANY),

@@ -111,3 +111,24 @@ def test_capacity_smaller_than_what_must_stay_is_a_clear_error(tmp_path, capsys)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "capacity infeasible" in err
     assert not out.exists()
+
+
+def test_scope_options_keep_what_is_out_of_scope(snapshot_file, tmp_path, capsys):
+    out = tmp_path / "plan"
+    assert run("balance", "--snapshot", snapshot_file, "--mode", "replica", "--exclude-brokers", "2,3",
+               "--no-charts", "--out", str(out)) == 0
+    plan = json.loads((out / "reassignment.json").read_text())
+    before = {(p["topic"], p["partition"]): p["replicas"] for p in SNAPSHOT["partitions"]}
+    for p in plan["partitions"]:
+        old = before[(p["topic"], p["partition"])]
+        assert [b for b in old if b in (2, 3)] == [b for b in p["replicas"] if b in (2, 3)]
+    assert "brokers 2, 3 neither give nor take" in (out / "report.md").read_text()
+    assert run("balance", "--snapshot", snapshot_file, "--mode", "replica", "--topics", "other",
+               "--no-charts", "--out", str(tmp_path / "none")) == 0
+    moved = json.loads((tmp_path / "none" / "reassignment.json").read_text())["partitions"]
+    assert moved == []       # orders is out of scope: not even its dead replicas are repaired
+    capsys.readouterr()
+    assert run("balance", "--snapshot", snapshot_file, "--mode", "replica", "--topics", "ord[",
+               "--out", str(tmp_path / "bad")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a regular expression" in err

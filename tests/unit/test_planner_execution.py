@@ -19,6 +19,7 @@ from planner.charts import chart_figures
 from planner.execution import Limits, execution, fingerprint
 from planner.figures import figures, plan_figures
 from planner.outputs import render_outputs
+from planner.racks import RackTree
 from planner.report import render_report
 from planner.settings import PlanSettings, make_plan
 from planner.state import describe
@@ -240,6 +241,31 @@ def test_explain_chart_names_its_levels_and_has_a_title():
 
 # --- the fast figures agree with describe ----------------------------------------------------------
 
+def broker_cap_excess(snap: ClusterSnapshot) -> int:
+    """The planner's broker cap, ``max(ceil(R/B), ceil(R_rack/B_rack)) + 1``, counted plainly:
+    the most replicas of a topic on one alive broker above it (a topic on none counts 0)."""
+    alive = [b.id for b in snap.brokers if b.alive]
+    tree = RackTree.of({b.id: b.rack for b in snap.brokers if b.alive})
+    total: Counter[str] = Counter()
+    on: Counter[tuple[str, int]] = Counter()
+    in_rack: Counter[tuple[str, int | None]] = Counter()
+    for p in snap.partitions:
+        total[p.topic] += len(p.replicas)
+        for b in p.replicas:
+            if b in alive:
+                on[(p.topic, b)] += 1
+                in_rack[(p.topic, tree.leaf(b))] += 1
+    members = Counter(tree.leaf(b) for b in alive)
+    worst = {t: -(-(-n // len(alive)) + 1) for t, n in total.items()} if alive else {}
+    for (t, b), n in on.items():
+        leaf = tree.leaf(b)
+        cap = -(-total[t] // len(alive))
+        if leaf is not None:
+            cap = max(cap, -(-in_rack[(t, leaf)] // members[leaf]))
+        worst[t] = max(worst[t], n - cap - 1)
+    return max(worst.values(), default=0)
+
+
 @pytest.mark.parametrize("snap", [cluster(), skewed(), ClusterSnapshot.from_dict(ONE_ALIVE), ClusterSnapshot(
     (BrokerEntry(1, "/dc1/a"), BrokerEntry(2, "/dc1/b"), BrokerEntry(3, "/dc2/a"), BrokerEntry(4, None)),
     (PartitionEntry("x", 0, (1, 2, -1)), PartitionEntry("x", 1, (9, 1)), PartitionEntry("y", 0, (3, 4, 2))))])
@@ -250,8 +276,7 @@ def test_figures_agree_with_describe(snap):
     assert fast.replicas_spread == plain.replicas_spread and fast.leaders_spread == plain.leaders_spread
     assert (fast.not_diverse, fast.on_dead, fast.on_unknown, fast.placeholders) == (
         len(plain.not_diverse), len(plain.on_dead), len(plain.on_unknown), len(plain.placeholders))
-    alive = max(1, sum(b.alive for b in plain.brokers))
-    assert fast.topic_excess == max((t.broker_max - (-(-t.replicas // alive) + 1) for t in plain.topics), default=0)
+    assert fast.topic_excess == broker_cap_excess(snap)
     plan = make_plan(snap, PlanSettings("cluster", threshold=0))
     assert plan_figures(plan) == (figures(plan.before), figures(plan.after))
 
