@@ -191,7 +191,7 @@ def security_options(path: str | None) -> SecurityOptions:
     """The :class:`SecurityOptions` of a ``--command-config`` file (exit 2 when it is bad)."""
     from protocol.client_config import ClientConfigError, SecurityOptions
 
-    if path is not None:
+    if path is not None and os.path.exists(path):  # a missing file: from_file says so
         check_regular_file(path, "--command-config")
     try:
         options = SecurityOptions.from_file(path)
