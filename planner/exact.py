@@ -61,7 +61,8 @@ from .racks import RackTree
 EXACT_CELLS = 2400          # partitions x eligible brokers at most for the exact path (16 x 150)
 TIME_LIMIT = 10.0           # seconds for all the solves of one plan
 GAP = 1e-3                  # relative gap on what moves at which a solve stops (proven within 0.1 %)
-NODE_LIMIT = 20000          # branch-and-bound nodes per solve (keeps plans deterministic)
+NODE_LIMIT = 150            # branch-and-bound nodes per solve: a work limit, so plans are deterministic
+                            # unless the time limit (a safety net) ends a solve first
 TARGETS = ("diversity", "counts", "topics", "bytes")   # in the order they are kept
 
 
@@ -125,6 +126,7 @@ class ExactProblem:
                  targets: Targets, capacity: dict[int, int], *, frozen: frozenset[int] = frozenset(),
                  excluded: frozenset[int] = frozenset(), takers: frozenset[int] = frozenset()) -> None:
         self.slack: dict[str, list[int]] = {}
+        self.timed_out = False      # a solve ended by the time limit: the plan may differ between runs
         self.snapshot = snapshot
         self.eligible = list(eligible)
         self.tree = tree
@@ -441,6 +443,8 @@ class ExactProblem:
         h.run()
         status = h.getModelStatus()
         s = highspy.HighsModelStatus
+        if status == s.kTimeLimit:
+            self.timed_out = True
         info = h.getInfo()
         has = info.primal_solution_status == 2   # kSolutionStatusFeasible
         values = list(h.getSolution().col_value) if has else None
@@ -591,7 +595,8 @@ def improve(work: Working, threshold: Fraction, refusal: ValueError | None, *, b
     targets = targets_of(snapshot, eligible, threshold)
     problem = ExactProblem(snapshot, eligible, work.tree, targets, capacity, frozen=work.frozen,
                            excluded=work.excluded, takers=work.takers)
-    solution = problem.solve(None if refusal is not None else work.replicas, time_limit=time_limit)
+    solution = problem.solve(None if refusal is not None else work.replicas, time_limit=time_limit,
+                             node_limit=NODE_LIMIT)
     if solution is None:
         if refusal is not None:
             raise refusal
@@ -626,7 +631,9 @@ def improve(work: Working, threshold: Fraction, refusal: ValueError | None, *, b
     out.bounds.update(work.bounds)
     done = ("optimal within 0.1 % (proven by its lower bound)" if solution.optimal
             else "the best found within the limits (not proven optimal)")
-    out.notes.append(f"exact path: a mixed-integer program of the targets solved with HiGHS, {done}")
+    out.notes.append(f"exact path: a mixed-integer program of the targets solved with HiGHS, {done}"
+                     + ("; its time limit ended a solve, so another run may find another plan"
+                        if problem.timed_out else ""))
     if solution.optimal and not solution.unreachable:
         moved_bytes, moves, _ = _cost(snapshot, exact_lists)
         out.bounds["replica_moves_optimum" if not targets.sized else "bytes_moved_optimum"] = \

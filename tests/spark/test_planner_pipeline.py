@@ -46,7 +46,7 @@ def test_pipeline_plan_is_byte_identical_to_the_core(spark, tmp_path):
     data = snapshot_dict(12, 120, 2, seed=3)
     path = tmp_path / "cluster.json"
     path.write_text(json.dumps(data))
-    settings = PlanSettings("cluster", threshold=0, batch_size=20, source=str(path))
+    settings = PlanSettings("cluster", threshold=0, batch_size=20, source=str(path), exact_seconds=0)
     out = tmp_path / "spark-plan"
     summary = run_pipeline(str(path), str(out), settings, spark=spark)
     assert "Spark" in summary
@@ -123,7 +123,7 @@ def test_fleet_honours_capacity_and_sizes_like_the_single_cluster_path(spark, tm
                                                  capacity=0.8, seed=2))
     for name, data in clusters.items():
         (fleet / f"{name}.json").write_text(json.dumps(data))
-    settings = PlanSettings("cluster", threshold=10)
+    settings = PlanSettings("cluster", threshold=10, exact_seconds=0)   # no time limit in the comparison
     out = tmp_path / "plans"
     summary = run_pipeline(str(fleet), str(out), settings, charts=False, spark=spark)
     assert "2 of 3 cluster(s) planned" in summary and "1 failed" in summary
