@@ -338,6 +338,11 @@ class ServerConfig:
         "most are closed (docs/security.md)", default_doc="268435456 (256 MiB)")
     max_connections: int = _setting(
         "max.connections", _Int(1), 2_000, "a new connection over it is closed at once")
+    max_connection_creation_rate: int = _setting(
+        "max.connection.creation.rate", _Int(1, unbounded=-1), 100,
+        "new connections per second, after a burst of as many (KIP-612): a connection over the rate waits, "
+        "unread, for its turn; it bounds "
+        "password guesses, since a failed authentication closes its connection (docs/security.md)")
     max_connections_per_ip: int = _setting(
         "max.connections.per.ip", _Int(1), 1_000, "the same, per client address")
     connections_max_idle_ms: int = _setting(

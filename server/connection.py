@@ -151,11 +151,36 @@ class KafkaConnection(asyncio.Protocol):
             return
         state.connection_opened(self, self._ip)
         self._counted = True
+        delay = state.connection_delay(self._loop.time())
+        if delay > 0:  # max.connection.creation.rate: served (read, or its TLS handshake run) in its turn
+            self._blocked = True  # what arrives meanwhile waits in the buffer, unread
+            self.flow.update(True)
+            self._loop.call_soon(self._still_paused)  # (uvloop starts reading after connection_made)
+            self._idle_handle = self._loop.call_later(delay, self._admit)
+            return
+        self._admit()
+
+    def _still_paused(self) -> None:
+        if self._blocked and not self._closing and self.flow.reading_paused:
+            self.transport.pause_reading()
+
+    def _admit(self) -> None:
+        self._idle_handle = None
+        if self._closing:
+            return
+        self._blocked = False
+        early, self._buf = self._buf, bytearray()
+        self.flow.update(False)
         if self._ssl_context is not None:
             self._tls = TlsUpgrade(self, self._ssl_context)
             self._tls.start(self.transport)
+            if early:
+                assert self._tls.early is not None
+                self._tls.early += early
             return
         self._ready()
+        if early:
+            self.data_received(bytes(early))
 
     def _use(self, transport: asyncio.Transport) -> None:
         self.transport = transport

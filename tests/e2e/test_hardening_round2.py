@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 import time
+from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
@@ -180,3 +182,93 @@ def test_answers_not_read_are_capped_across_connections() -> None:
                 for sock in socks:
                     sock.close()
         _wait(lambda: memory.used == 0)
+
+
+def _guesses_per_second(port: int, connections: int, seconds: float) -> float:
+    """PLAIN guesses of a wrong password from ``connections`` threads, each a new connection."""
+    from tests.e2e.test_sasl import Wire
+
+    stop = threading.Event()
+    counts = [0] * connections
+
+    def guess(i: int) -> None:
+        while not stop.is_set():
+            wire = Wire(port)
+            try:
+                wire.sock.settimeout(30)
+                wire.handshake("PLAIN")
+                wire.authenticate(b"\0alice\0wrong")
+                counts[i] += 1
+            except OSError:
+                pass
+            finally:
+                wire.close()
+
+    threads = [threading.Thread(target=guess, args=(i,), daemon=True) for i in range(connections)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    time.sleep(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join(60)
+    return sum(counts) / (time.perf_counter() - started)
+
+
+def test_password_guesses_are_bounded_by_the_connection_creation_rate(tmp_path) -> None:
+    """Item 6: each failed authentication closes its connection, so max.connection.creation.rate
+    bounds the guesses of a brute force from many connections; without it (-1, same run) they run
+    free. No failure delay here, so that the rate alone is measured."""
+    from server.security.users import scram_credential, write_users_file
+
+    users = tmp_path / "users.json"
+    write_users_file(users, {"alice": {"SCRAM-SHA-256": scram_credential("SCRAM-SHA-256", "x", iterations=4096)}})
+    common = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.users.file": str(users),
+              "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256", "connection.failed.authentication.delay.ms": "0"}
+    with ServerThread({**common, "max.connection.creation.rate": "-1"}) as free:
+        unlimited = _guesses_per_second(free.port, 10, 2.0)
+    with ServerThread({**common, "max.connection.creation.rate": "20"}) as limited_server:
+        limited = _guesses_per_second(limited_server.port, 10, 2.0)
+    assert limited <= (20 * 2.0 + 20) / 2.0 * 1.2, (limited, unlimited)  # the rate, and a burst of one second
+    assert unlimited > 2 * limited, (limited, unlimited)
+
+
+@pytest.mark.parametrize("key", ["cluster.metadata.file", "sasl.users.file", "ssl.keystore.location"])
+def test_a_fifo_in_place_of_a_file_is_one_line_at_start_up(tmp_path, key) -> None:
+    """Item 4: a FIFO once hung the start-up before serving. Now: one line naming it, exit 2."""
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    listener = {"sasl.users.file": "SASL_PLAINTEXT", "ssl.keystore.location": "SSL"}.get(key, "PLAINTEXT")
+    done = subprocess.run([sys.executable, "-m", "server.main", "--override", f"listeners={listener}://127.0.0.1:0",
+                           "--override", f"{key}={fifo}"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"replica-assignor-server: {key}: ") and "is a FIFO, not a regular file" in line
+
+
+def test_a_snapshot_replaced_by_a_fifo_keeps_the_view_and_sigterm_stops_the_server(tmp_path) -> None:
+    """Item 4: the snapshot refresh once blocked forever on a FIFO, and SIGTERM no longer stopped the
+    process. Now the refresh is refused (metadata_refresh_failed), the server answers, and stops."""
+    import os
+    import signal
+
+    from server.config import default_value
+    from tests.servers import ServerProcess
+
+    snapshot = tmp_path / "cluster.json"
+    snapshot.write_bytes(Path(default_value("cluster.metadata.file")).read_bytes())
+    server = ServerProcess("--override", f"cluster.metadata.file={snapshot}",
+                           "--override", "metadata.refresh.interval.ms=100").start()
+    try:
+        snapshot.unlink()
+        os.mkfifo(snapshot)
+        failed = server.wait_for_line(lambda r: r.get("event") == "metadata_refresh_failed", timeout=20)
+        assert "is a FIFO, not a regular file" in str(failed)
+        _answer_time(server.port, _frame(ApiVersionsRequest(version=3, client_software_name="x",
+                                                            client_software_version="1")))
+    finally:
+        assert server.stop(signal.SIGTERM) == 0
