@@ -82,13 +82,15 @@ _UNSUPPORTED_VERSION = kafka_errors.UnsupportedVersionError.errno
 # loop iteration, behind the other connections)
 _TURN_FRAMES = 64
 _TURN_BYTES = 32 * 1024
+# a frame at least this large has the reads of its rest gathered and joined once
+_GATHER_BYTES = 1 << 20
 
 
 class KafkaConnection(asyncio.Protocol):
     __slots__ = ("state", "transport", "conn_id", "peer", "principal", "sasl", "flow", "responses", "_buf",
                  "_closing", "_idle_handle", "_ip", "_loop", "_last_active", "_max_frame", "_blocked", "_failing",
                  "_metrics", "_counted", "_log_requests", "_turn", "_max_inflight", "_answered", "_ssl_context",
-                 "_tls", "_lost")
+                 "_tls", "_lost", "_chunks", "_chunked", "_chunks_need")
 
     def __init__(self, state: Any, ssl_context: ssl.SSLContext | None = None) -> None:
         self.state = state
@@ -103,6 +105,11 @@ class KafkaConnection(asyncio.Protocol):
         self.sasl: SaslSession | None = None
         self._ip = ""
         self._buf = bytearray()
+        # the rest of a large frame, gathered as the reads brought it and joined once it is whole:
+        # growing one buffer read by read copied it again and again (10-20 ms per read at 25 MB)
+        self._chunks: list[bytes] = []
+        self._chunked = 0
+        self._chunks_need = 0  # bytes the frame still needs when the gathering started
         self.responses = ResponseQueue()
         self._closing = False
         self._idle_handle: asyncio.TimerHandle | None = None
@@ -227,6 +234,7 @@ class KafkaConnection(asyncio.Protocol):
             self._turn.cancel()
             self._turn = None
         self._buf = bytearray()
+        self._chunks, self._chunked, self._chunks_need = [], 0, 0
         self.flow.release()
         self.state.answer_memory.hold(self, 0)
         log.debug("connection_closed", conn_id=self.conn_id, peer=self.peer)
@@ -309,11 +317,28 @@ class KafkaConnection(asyncio.Protocol):
             tls.early += data
             self.transport.pause_reading()
             return
+        self._last_active = self._loop.time()
+        if self._chunks_need:
+            self._gather(data)
+            return
         buf = self._buf
         buf += data
         self.flow.received(len(buf))
-        self._last_active = self._loop.time()
         if not self._blocked and self._failing is None and self._turn is None and tls is None:
+            self._process()
+
+    def _gather(self, data: bytes) -> None:
+        """A read of a large frame's rest: kept aside until the frame is whole, then joined once."""
+        self._chunks.append(data)
+        self._chunked += len(data)
+        self.flow.received(len(self._buf) + self._chunked)
+        if self._chunked < self._chunks_need:
+            if self.flow.account(self._buf, self._max_frame, self._chunked):
+                self._update_reading()  # the budget is short: the rest waits for its reservation
+            return
+        self._buf += b"".join(self._chunks)
+        self._chunks, self._chunked, self._chunks_need = [], 0, 0
+        if not self._blocked and self._failing is None and self._turn is None:
             self._process()
 
     def _schedule_turn(self) -> None:
@@ -344,8 +369,15 @@ class KafkaConnection(asyncio.Protocol):
         finally:
             responses.end_batch(not self._closing)
             release_lines(held)
-        if not self._closing and self.flow.account(self._buf, self._max_frame):
+        if self._closing:
+            return
+        if self.flow.account(self._buf, self._max_frame):
             self._update_reading()  # the frame being read waits for its bytes
+        buf = self._buf
+        if len(buf) >= 4:
+            (size,) = _LEN.unpack_from(buf, 0)
+            if size >= _GATHER_BYTES and 4 + size > len(buf):  # its rest is gathered, not appended read by read
+                self._chunks_need = 4 + size - len(buf)
 
     def _process_frames(self) -> None:
         buf = self._buf
