@@ -272,3 +272,49 @@ def test_a_snapshot_replaced_by_a_fifo_keeps_the_view_and_sigterm_stops_the_serv
                                                             client_software_version="1")))
     finally:
         assert server.stop(signal.SIGTERM) == 0
+
+
+PLUGINS = '''
+from assignors.base import ReplicaAssignor
+
+
+class Raising(ReplicaAssignor):
+    def __init__(self):
+        raise ValueError("no configuration here")
+
+    def assign_replicas_to_brokers(self, *args, **kwargs):
+        raise AssertionError
+
+
+class NeedsArguments(ReplicaAssignor):
+    def __init__(self, extra):
+        pass
+
+    def assign_replicas_to_brokers(self, *args, **kwargs):
+        raise AssertionError
+
+
+class Abstract(ReplicaAssignor):
+    pass
+'''
+
+
+@pytest.mark.parametrize(("name", "says"), [("Raising", "no configuration here"),
+                                            ("NeedsArguments", "missing 1 required positional argument"),
+                                            ("Abstract", "abstract")])
+def test_a_plugin_that_cannot_be_constructed_is_one_line_and_exit_2(tmp_path, name, says) -> None:
+    """Item 9: a constructor that raises, needs arguments, or an abstract class: once a 29-line
+    traceback and exit 1. Now one line naming the key, exit 2, as the README promises."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "ctor_plugins.py").write_text(PLUGINS)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "server.main", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+                           "--override", f"replica.assignor.class.name=ctor_plugins.{name}"],
+                          capture_output=True, text=True, timeout=60, env=env, cwd=Path(__file__).parents[2])
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("replica-assignor-server: replica.assignor.class.name: cannot create assignor")
+    assert says in line
