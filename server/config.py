@@ -295,7 +295,8 @@ class ServerConfig:
     """
 
     listeners: tuple[Listener, ...] = _setting(
-        "listeners", _Listeners(required=True), (Listener("PLAINTEXT", "127.0.0.1", 9095),), "where to listen")
+        "listeners", _Listeners(required=True), (Listener("PLAINTEXT", "127.0.0.1", 9095),),
+        "where to listen: one listener (more are refused at start-up)")
     advertised_listeners: tuple[Listener, ...] = _setting(
         "advertised.listeners", _Listeners(required=False), (), "what Metadata tells clients",
         default_doc="the bound address")
@@ -500,6 +501,10 @@ def metrics_address(config: ServerConfig) -> tuple[str, int] | None:
 
 def _check(config: ServerConfig) -> ServerConfig:
     """Combinations that cannot work fail at start-up, naming the keys involved."""
+    if len(config.listeners) > 1:
+        # a second listener was once dropped silently; until each is bound, say so
+        raise ConfigError(f"listeners: this server binds one listener, got {len(config.listeners)} "
+                          f"({', '.join(map(str, config.listeners))}); run one server per listener")
     if any(listener.uses_tls for listener in config.listeners) and not config.ssl_keystore_location:
         raise ConfigError("ssl.keystore.location: an SSL or SASL_SSL listener needs a PEM file with the "
                           "server's private key and certificate chain")

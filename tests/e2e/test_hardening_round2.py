@@ -318,3 +318,17 @@ def test_a_plugin_that_cannot_be_constructed_is_one_line_and_exit_2(tmp_path, na
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("replica-assignor-server: replica.assignor.class.name: cannot create assignor")
     assert says in line
+
+
+def test_a_second_listener_is_refused_not_dropped() -> None:
+    """Item 10: ``listeners=SASL_SSL://...,PLAINTEXT://...`` once bound the first and dropped the
+    second silently. Until every listener is bound: one line, exit 2."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "server.main", "--override",
+                           "listeners=SASL_SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("replica-assignor-server: listeners: this server binds one listener, got 2")
