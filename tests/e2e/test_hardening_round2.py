@@ -332,3 +332,20 @@ def test_a_second_listener_is_refused_not_dropped() -> None:
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("replica-assignor-server: listeners: this server binds one listener, got 2")
+
+
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_a_silent_tls_client_is_logged_as_a_timeout(tmp_path, loop) -> None:
+    """Item 11: a client that connects to an SSL listener and says nothing was logged as
+    "connection closed during the handshake"; it is a handshake that timed out."""
+    from tests.e2e.pki import Pki
+
+    pki = Pki.create(tmp_path)
+    with ServerThread({"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(pki.server_keystore),
+                       "ssl.handshake.timeout.ms": "300"}, loop=loop) as tls:
+        with capture_logs() as logs:
+            with socket.create_connection(("127.0.0.1", tls.port), timeout=10) as silent:
+                _wait(lambda: any(line["event"] == "tls_handshake_failed" for line in logs))
+                assert silent.recv(1) == b""
+    (failed,) = [line for line in logs if line["event"] == "tls_handshake_failed"]
+    assert failed["reason"] == "handshake timed out"
