@@ -349,3 +349,80 @@ def test_a_silent_tls_client_is_logged_as_a_timeout(tmp_path, loop) -> None:
                 assert silent.recv(1) == b""
     (failed,) = [line for line in logs if line["event"] == "tls_handshake_failed"]
     assert failed["reason"] == "handshake timed out"
+
+
+ESCAPING_PLUGINS = '''
+import os
+import subprocess
+import sys
+import time
+
+from assignors.default import DefaultReplicaAssignor
+
+
+def _record(pid):
+    with open(os.environ["ESCAPED_PID_FILE"], "a") as out:
+        out.write(f"{pid}\\n")
+
+
+class NewSession(DefaultReplicaAssignor):
+    """For 15 partitions: a child in a session of its own (Popen(start_new_session=True)), then hangs."""
+
+    def assign_replicas_to_brokers(self, topic_name, partitions, *args, **kwargs):
+        if len(partitions) == 15:
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"],
+                                     start_new_session=True)
+            _record(child.pid)
+            time.sleep(3600)
+        return super().assign_replicas_to_brokers(topic_name, partitions, *args, **kwargs)
+
+
+class DoubleFork(DefaultReplicaAssignor):
+    """For 15 partitions: fork, setsid, fork again, the middle one exits; then hangs."""
+
+    def assign_replicas_to_brokers(self, topic_name, partitions, *args, **kwargs):
+        if len(partitions) == 15:
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    _record(os.getpid())
+                    time.sleep(3600)
+                os._exit(0)
+            time.sleep(3600)
+        return super().assign_replicas_to_brokers(topic_name, partitions, *args, **kwargs)
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("plugin", ["NewSession", "DoubleFork"])
+def test_a_plugin_child_in_its_own_session_dies_with_the_worker(tmp_path, plugin) -> None:
+    """Item 8: a plug-in's child that calls setsid (or double-forks, or Popen(start_new_session=True))
+    once survived the timeout kill and the server's exit. Now the worker is its reaper, and the kill
+    finds it."""
+    import os
+
+    from kafka import errors as kafka_errors
+
+    from protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
+    from tests.servers import ServerProcess
+
+    (tmp_path / "escaping_plugins.py").write_text(ESCAPING_PLUGINS)
+    pid_file = tmp_path / "escaped"
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+           "ESCAPED_PID_FILE": str(pid_file)}
+    with ServerProcess("--override", f"replica.assignor.class.name=escaping_plugins.{plugin}",
+                       "--override", "replica.assignor.max.workers=1", env=env) as running:
+        with ReplicaAssignorAdminClient(running.bootstrap) as admin:
+            with pytest.raises(kafka_errors.RequestTimedOutError):
+                admin.create_replica_assignment(15, 3, None, CreateReplicaAssignmentOptions(timeout_ms=1_000))
+            _wait(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+            (escaped,) = [int(line) for line in pid_file.read_text().split()]
+            _wait(lambda: not _alive(escaped))
+            assert len(admin.create_replica_assignment(6, 3).assignments()) == 6
