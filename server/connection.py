@@ -82,6 +82,8 @@ _UNSUPPORTED_VERSION = kafka_errors.UnsupportedVersionError.errno
 # loop iteration, behind the other connections)
 _TURN_FRAMES = 64
 _TURN_BYTES = 32 * 1024
+# at max.connections (per ip), a connection idle at least this long makes room for a new one
+_EVICT_AFTER_S = 10.0
 # a frame at least this large has the reads of its rest gathered and joined once
 _GATHER_BYTES = 1 << 20
 
@@ -135,6 +137,7 @@ class KafkaConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._use(transport)  # type: ignore[arg-type]  # a stream transport
         self._loop = asyncio.get_running_loop()
+        self._last_active = self._loop.time()
         state = self.state
         self.conn_id = state.new_conn_id()
         peername = transport.get_extra_info("peername") or ("?", 0)
@@ -146,7 +149,10 @@ class KafkaConnection(asyncio.Protocol):
             transport.abort()  # type: ignore[attr-defined]
             return
         per_ip = state.connections_by_ip.get(self._ip, 0)
-        if len(state.connections) >= cfg.max_connections or per_ip >= cfg.max_connections_per_ip:
+        full = len(state.connections) >= cfg.max_connections
+        if (full or per_ip >= cfg.max_connections_per_ip) and self._evict_idle(same_ip=not full):
+            full, per_ip = False, per_ip - (not full)
+        if full or per_ip >= cfg.max_connections_per_ip:
             reason = ("max.connections reached" if len(state.connections) >= cfg.max_connections
                       else "max.connections.per.ip reached")
             log.warning("connection_refused", conn_id=self.conn_id, peer=self.peer, reason=reason,
@@ -188,6 +194,26 @@ class KafkaConnection(asyncio.Protocol):
         self._ready()
         if early:
             self.data_received(bytes(early))
+
+    def _evict_idle(self, same_ip: bool) -> bool:
+        """At ``max.connections`` (``max.connections.per.ip``: from the same address), the connection
+        idle the longest, if for at least ``_EVICT_AFTER_S`` (a tenth of ``connections.max.idle.ms`` if
+        less), is closed to make room: idle connections
+        once locked an address out for the whole idle timeout (600 s)."""
+        now = self._loop.time()
+        floor = min(_EVICT_AFTER_S, self.state.config.connections_max_idle_ms / 10_000.0)
+        oldest: KafkaConnection | None = None
+        for other in self.state.connections:
+            if (other._closing or other.responses or (same_ip and other._ip != self._ip)
+                    or now - other._last_active < floor):
+                continue
+            if oldest is None or other._last_active < oldest._last_active:
+                oldest = other
+        if oldest is None:
+            return False
+        oldest.close("idle, evicted for a new connection", idle_ms=round((now - oldest._last_active) * 1000),
+                     new_peer=self.peer)
+        return True
 
     def _use(self, transport: asyncio.Transport) -> None:
         self.transport = transport

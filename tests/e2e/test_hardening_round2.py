@@ -426,3 +426,30 @@ def test_a_plugin_child_in_its_own_session_dies_with_the_worker(tmp_path, plugin
             (escaped,) = [int(line) for line in pid_file.read_text().split()]
             _wait(lambda: not _alive(escaped))
             assert len(admin.create_replica_assignment(6, 3).assignments()) == 6
+
+
+def test_idle_connections_do_not_lock_their_address_out() -> None:
+    """Item 7: connections over max.connections.per.ip that sit idle once locked their address out
+    for the whole idle timeout. Now, at the limit, the one idle the longest (for at least a tenth
+    of connections.max.idle.ms) makes room; fresh connections are still refused."""
+    with ServerThread({"max.connections.per.ip": "3", "connections.max.idle.ms": "5000"}) as srv:
+        idle = [socket.create_connection(("127.0.0.1", srv.port), timeout=10) for _ in range(3)]
+        try:
+            _wait(lambda: len(srv.server.state.connections) == 3)
+            with capture_logs() as logs:
+                with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as refused:
+                    assert refused.recv(1) == b""  # the others are not idle long enough yet
+            assert [line["reason"] for line in logs if line["event"] == "connection_refused"] == [
+                "max.connections.per.ip reached"]
+            time.sleep(0.6)
+            with capture_logs() as logs:
+                with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as admitted:
+                    admitted.sendall(_frame(ApiVersionsRequest(version=3, client_software_name="x",
+                                                               client_software_version="1"), 9))
+                    assert struct.unpack_from(">i", read_frame(admitted)) == (9,)
+            assert [line["reason"] for line in logs if line["event"] == "connection_closed"] == [
+                "idle, evicted for a new connection"]
+            assert idle[0].recv(1) == b""  # the oldest one
+        finally:
+            for sock in idle:
+                sock.close()
