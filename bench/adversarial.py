@@ -33,7 +33,11 @@ The second round (docs/security.md, "Second round"):
 - ``unread-answers``: 64 connections each sending a 1,000,000 x 3 request and never reading;
   the bystander is a 2,000 x 3 CreateReplicaAssignment;
 - ``node-id-echo``: 4,000,000 unknown NodeIds in one request (16 MB), again and again; the attacker
-  prints the answer's size.
+  prints the answer's size;
+- ``near-max-frames``: ApiVersions frames of 99 MiB (a long client software name), again and again;
+- ``plain-brute-force``: 50 connections guessing PLAIN passwords, each guess on a new connection (a
+  failed authentication closes it), on a SASL_PLAINTEXT listener with the default limits; the attacker
+  prints the guesses per second and the server's CPU share.
 
     python bench/adversarial.py [--seconds 8] [--queued-max-mib 200] [--only ATTACK ...]
 """
@@ -123,6 +127,15 @@ class Server:
         while self._watching:
             self.peak_rss = max(self.peak_rss, self._status("VmRSS:"))
             time.sleep(0.02)
+
+    def cpu_seconds(self) -> float:
+        """The server process's user + system CPU time."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat", encoding="ascii") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            return 0.0
 
     def stop(self) -> int:
         self.peak_rss = max(self.peak_rss, self._status("VmHWM:"))
@@ -386,6 +399,41 @@ def attack_node_id_echo(port: int, stop: threading.Event, connections: int) -> N
     print(f"# node-id-echo: request {len(data):,} bytes, answers of {sorted(set(sizes))} bytes", flush=True)
 
 
+def attack_near_max_frames(port: int, stop: threading.Event, connections: int) -> None:
+    data = _encoded(ApiVersionsRequest(version=3, client_software_name="n" * (99 << 20), client_software_version="1"))
+    _until(stop, lambda: _send_until_answered_or_closed(port, data))
+
+
+def _plain_guess(port: int) -> None:
+    with socket.create_connection((HOST, port), timeout=30) as sock:
+        sock.sendall(_framed(_header(17, 1, 1, False) + struct.pack(">h", 5) + b"PLAIN"))
+        _read_frame(sock)
+        token = b"\0alice\0wrong"
+        sock.sendall(_framed(_header(36, 1, 2, False) + struct.pack(">i", len(token)) + token))
+        _read_frame(sock)
+
+
+def attack_plain_brute_force(port: int, stop: threading.Event, connections: int) -> None:
+    counts = [0] * min(50, connections)
+
+    def guesser(i: int) -> None:
+        while not stop.is_set():
+            try:
+                _plain_guess(port)
+                counts[i] += 1
+            except OSError:
+                time.sleep(0.01)
+
+    threads = [threading.Thread(target=guesser, args=(i,), daemon=True) for i in range(len(counts))]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    print(f"# plain-brute-force: {sum(counts) / (time.perf_counter() - started):.0f} guesses/s "
+          f"from {len(counts)} connections", flush=True)
+
+
 def attack_none(port: int, stop: threading.Event, connections: int) -> None:
     stop.wait()
 
@@ -407,6 +455,8 @@ ATTACKS: dict[str, Callable[[int, threading.Event, int], None]] = {
     "frame-headers": attack_frame_headers,
     "unread-answers": attack_unread_answers,
     "node-id-echo": attack_node_id_echo,
+    "plain-brute-force": attack_plain_brute_force,
+    "near-max-frames": attack_near_max_frames,
 }
 # attacks whose bystander sends something else than a small ApiVersions
 BYSTANDER_FRAMES: dict[str, Callable[[], bytes]] = {
@@ -424,13 +474,16 @@ def _percentile(values: list[float], q: float) -> float:
 def run(name: str, seconds: float, queued_max: int, connections: int, users_file: str) -> dict:
     # placements off the loop run as a server runs them by default: in worker processes
     overrides = {"queued.max.request.bytes": str(queued_max), "max.connections": str(connections + 10)}
+    if name == "plain-brute-force":
+        overrides.update({"listeners": f"SASL_PLAINTEXT://{HOST}:0", "sasl.users.file": users_file,
+                          "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256"})
     if name == "varint-before-sasl":
         overrides.update({"listeners": f"SASL_PLAINTEXT://{HOST}:0", "sasl.users.file": users_file,
                           "sasl.enabled.mechanisms": "SCRAM-SHA-256"})
     server = Server(overrides)
     try:
         frame = BYSTANDER_FRAMES[name]() if name in BYSTANDER_FRAMES else None
-        bystander = Bystander(server.port, reconnect=name == "varint-before-sasl", frame=frame,
+        bystander = Bystander(server.port, reconnect=name in ("varint-before-sasl", "plain-brute-force"), frame=frame,
                               timeout=max(seconds, 5.0))
         bystander.start()
         time.sleep(0.5)
@@ -439,7 +492,9 @@ def run(name: str, seconds: float, queued_max: int, connections: int, users_file
         stop = spawn.Event()
         attacker = spawn.Process(target=ATTACKS[name], args=(server.port, stop, connections), daemon=True)
         attacker.start()
+        cpu_before, started = server.cpu_seconds(), time.perf_counter()
         time.sleep(seconds)
+        cpu_share = (server.cpu_seconds() - cpu_before) / (time.perf_counter() - started)
         stop.set()
         bystander.stop_event.set()
         attacker.join(30)
@@ -451,7 +506,8 @@ def run(name: str, seconds: float, queued_max: int, connections: int, users_file
     lat = bystander.latencies
     return {"attack": name, "requests": len(lat), "p99_ms": _percentile(lat, 0.99) * 1e3,
             "max_ms": max(lat, default=float("nan")) * 1e3, "rss_mib": server.peak_rss / 2**20,
-            "rejected": server.rejected, "bystander_errors": bystander.errors, "exit": code}
+            "rejected": server.rejected, "bystander_errors": bystander.errors, "exit": code,
+            "cpu_pct": cpu_share * 100}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -471,13 +527,13 @@ def main(argv: list[str] | None = None) -> None:
         write_users_file(users, {"alice": {"SCRAM-SHA-256": scram_credential("SCRAM-SHA-256", "x", iterations=4096)}})
         print(f"# adversarial: {seconds:g} s per attack, bystander ApiVersions every 50 ms, "
               f"queued.max.request.bytes={queued_max // 2**20} MiB, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
-        print("| attack | bystander requests | p99 ms | max ms | server peak RSS MiB | frames rejected |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        print("| attack | bystander requests | p99 ms | max ms | server peak RSS MiB | frames rejected | server CPU % |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         for name in args.only or list(ATTACKS):
             r = run(name, seconds, queued_max, connections, users)
             note = f" ({r['bystander_errors']} bystander errors)" if r["bystander_errors"] else ""
             print(f"| {r['attack']}{note} | {r['requests']} | {r['p99_ms']:.1f} | {r['max_ms']:.1f} | "
-                  f"{r['rss_mib']:.0f} | {r['rejected']} |", flush=True)
+                  f"{r['rss_mib']:.0f} | {r['rejected']} | {r['cpu_pct']:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

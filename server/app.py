@@ -12,7 +12,7 @@ from typing import Any
 
 import structlog
 
-from assignors import create_assignor
+from assignors import UnknownAssignorError, create_assignor
 
 from .cluster import create_source
 from .config import ConfigError, Listener, ServerConfig, metrics_address
@@ -84,7 +84,10 @@ class ReplicaAssignorServer:
     async def _build_state(self) -> ServerState:
         """The assignor, the SASL users, the metrics, the cluster source and the executor."""
         cfg = self.config
-        assignor = create_assignor(cfg.replica_assignor_class_name)
+        try:
+            assignor = create_assignor(cfg.replica_assignor_class_name)
+        except UnknownAssignorError as exc:  # its constructor raised, needs arguments, or is abstract
+            raise ConfigError(f"replica.assignor.class.name: {exc}") from None
         listener = cfg.listeners[0]
         users = None
         if listener.uses_sasl:

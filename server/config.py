@@ -295,7 +295,8 @@ class ServerConfig:
     """
 
     listeners: tuple[Listener, ...] = _setting(
-        "listeners", _Listeners(required=True), (Listener("PLAINTEXT", "127.0.0.1", 9095),), "where to listen")
+        "listeners", _Listeners(required=True), (Listener("PLAINTEXT", "127.0.0.1", 9095),),
+        "where to listen: one listener (more are refused at start-up)")
     advertised_listeners: tuple[Listener, ...] = _setting(
         "advertised.listeners", _Listeners(required=False), (), "what Metadata tells clients",
         default_doc="the bound address")
@@ -338,6 +339,11 @@ class ServerConfig:
         "most are closed (docs/security.md)", default_doc="268435456 (256 MiB)")
     max_connections: int = _setting(
         "max.connections", _Int(1), 2_000, "a new connection over it is closed at once")
+    max_connection_creation_rate: int = _setting(
+        "max.connection.creation.rate", _Int(1, unbounded=-1), 100,
+        "new connections per second, after a burst of as many (KIP-612): a connection over the rate waits, "
+        "unread, for its turn; it bounds "
+        "password guesses, since a failed authentication closes its connection (docs/security.md)")
     max_connections_per_ip: int = _setting(
         "max.connections.per.ip", _Int(1), 1_000, "the same, per client address")
     connections_max_idle_ms: int = _setting(
@@ -495,6 +501,10 @@ def metrics_address(config: ServerConfig) -> tuple[str, int] | None:
 
 def _check(config: ServerConfig) -> ServerConfig:
     """Combinations that cannot work fail at start-up, naming the keys involved."""
+    if len(config.listeners) > 1:
+        # a second listener was once dropped silently; until each is bound, say so
+        raise ConfigError(f"listeners: this server binds one listener, got {len(config.listeners)} "
+                          f"({', '.join(map(str, config.listeners))}); run one server per listener")
     if any(listener.uses_tls for listener in config.listeners) and not config.ssl_keystore_location:
         raise ConfigError("ssl.keystore.location: an SSL or SASL_SSL listener needs a PEM file with the "
                           "server's private key and certificate chain")

@@ -83,13 +83,17 @@ _UNSUPPORTED_VERSION = kafka_errors.UnsupportedVersionError.errno
 # loop iteration, behind the other connections)
 _TURN_FRAMES = 64
 _TURN_BYTES = 32 * 1024
+# at max.connections (per ip), a connection idle at least this long makes room for a new one
+_EVICT_AFTER_S = 10.0
+# a frame at least this large has the reads of its rest gathered and joined once
+_GATHER_BYTES = 1 << 20
 
 
 class KafkaConnection(asyncio.Protocol):
     __slots__ = ("state", "transport", "conn_id", "peer", "principal", "sasl", "flow", "responses", "_buf",
                  "_closing", "_idle_handle", "_ip", "_loop", "_last_active", "_max_frame", "_blocked", "_failing",
                  "_metrics", "_counted", "_log_requests", "_turn", "_max_inflight", "_answered", "_ssl_context",
-                 "_tls", "_lost")
+                 "_tls", "_lost", "_chunks", "_chunked", "_chunks_need")
 
     def __init__(self, state: ServerState, ssl_context: ssl.SSLContext | None = None) -> None:
         self.state = state
@@ -104,6 +108,11 @@ class KafkaConnection(asyncio.Protocol):
         self.sasl: SaslSession | None = None
         self._ip = ""
         self._buf = bytearray()
+        # the rest of a large frame, gathered as the reads brought it and joined once it is whole:
+        # growing one buffer read by read copied it again and again (10-20 ms per read at 25 MB)
+        self._chunks: list[bytes] = []
+        self._chunked = 0
+        self._chunks_need = 0  # bytes the frame still needs when the gathering started
         self.responses = ResponseQueue()
         self._closing = False
         self._idle_handle: asyncio.TimerHandle | None = None
@@ -129,6 +138,7 @@ class KafkaConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._use(transport)  # type: ignore[arg-type]  # a stream transport
         self._loop = asyncio.get_running_loop()
+        self._last_active = self._loop.time()
         state = self.state
         self.conn_id = state.new_conn_id()
         peername = transport.get_extra_info("peername") or ("?", 0)
@@ -140,7 +150,10 @@ class KafkaConnection(asyncio.Protocol):
             transport.abort()  # type: ignore[attr-defined]
             return
         per_ip = state.connections_by_ip.get(self._ip, 0)
-        if len(state.connections) >= cfg.max_connections or per_ip >= cfg.max_connections_per_ip:
+        full = len(state.connections) >= cfg.max_connections
+        if (full or per_ip >= cfg.max_connections_per_ip) and self._evict_idle(same_ip=not full):
+            full, per_ip = False, per_ip - (not full)
+        if full or per_ip >= cfg.max_connections_per_ip:
             reason = ("max.connections reached" if len(state.connections) >= cfg.max_connections
                       else "max.connections.per.ip reached")
             log.warning("connection_refused", conn_id=self.conn_id, peer=self.peer, reason=reason,
@@ -152,11 +165,56 @@ class KafkaConnection(asyncio.Protocol):
             return
         state.connection_opened(self, self._ip)
         self._counted = True
+        delay = state.connection_delay(self._loop.time())
+        if delay > 0:  # max.connection.creation.rate: served (read, or its TLS handshake run) in its turn
+            self._blocked = True  # what arrives meanwhile waits in the buffer, unread
+            self.flow.update(True)
+            self._loop.call_soon(self._still_paused)  # (uvloop starts reading after connection_made)
+            self._idle_handle = self._loop.call_later(delay, self._admit)
+            return
+        self._admit()
+
+    def _still_paused(self) -> None:
+        if self._blocked and not self._closing and self.flow.reading_paused:
+            self.transport.pause_reading()
+
+    def _admit(self) -> None:
+        self._idle_handle = None
+        if self._closing:
+            return
+        self._blocked = False
+        early, self._buf = self._buf, bytearray()
+        self.flow.update(False)
         if self._ssl_context is not None:
             self._tls = TlsUpgrade(self, self._ssl_context)
             self._tls.start(self.transport)
+            if early:
+                assert self._tls.early is not None
+                self._tls.early += early
             return
         self._ready()
+        if early:
+            self.data_received(bytes(early))
+
+    def _evict_idle(self, same_ip: bool) -> bool:
+        """At ``max.connections`` (``max.connections.per.ip``: from the same address), the connection
+        idle the longest, if for at least ``_EVICT_AFTER_S`` (a tenth of ``connections.max.idle.ms`` if
+        less), is closed to make room: idle connections
+        once locked an address out for the whole idle timeout (600 s)."""
+        now = self._loop.time()
+        floor = min(_EVICT_AFTER_S, self.state.config.connections_max_idle_ms / 10_000.0)
+        oldest: KafkaConnection | None = None
+        for other in self.state.connections:
+            if (other._closing or other.responses or (same_ip and other._ip != self._ip)
+                    or now - other._last_active < floor):
+                continue
+            if oldest is None or other._last_active < oldest._last_active:
+                oldest = other
+        if oldest is None:
+            return False
+        oldest.close("idle, evicted for a new connection", idle_ms=round((now - oldest._last_active) * 1000),
+                     new_peer=self.peer)
+        return True
 
     def _use(self, transport: asyncio.Transport) -> None:
         self.transport = transport
@@ -204,6 +262,7 @@ class KafkaConnection(asyncio.Protocol):
             self._turn.cancel()
             self._turn = None
         self._buf = bytearray()
+        self._chunks, self._chunked, self._chunks_need = [], 0, 0
         self.flow.release()
         self.state.answer_memory.hold(self, 0)
         log.debug("connection_closed", conn_id=self.conn_id, peer=self.peer)
@@ -286,11 +345,28 @@ class KafkaConnection(asyncio.Protocol):
             tls.early += data
             self.transport.pause_reading()
             return
+        self._last_active = self._loop.time()
+        if self._chunks_need:
+            self._gather(data)
+            return
         buf = self._buf
         buf += data
         self.flow.received(len(buf))
-        self._last_active = self._loop.time()
         if not self._blocked and self._failing is None and self._turn is None and tls is None:
+            self._process()
+
+    def _gather(self, data: bytes) -> None:
+        """A read of a large frame's rest: kept aside until the frame is whole, then joined once."""
+        self._chunks.append(data)
+        self._chunked += len(data)
+        self.flow.received(len(self._buf) + self._chunked)
+        if self._chunked < self._chunks_need:
+            if self.flow.account(self._buf, self._max_frame, self._chunked):
+                self._update_reading()  # the budget is short: the rest waits for its reservation
+            return
+        self._buf += b"".join(self._chunks)
+        self._chunks, self._chunked, self._chunks_need = [], 0, 0
+        if not self._blocked and self._failing is None and self._turn is None:
             self._process()
 
     def _schedule_turn(self) -> None:
@@ -321,8 +397,15 @@ class KafkaConnection(asyncio.Protocol):
         finally:
             responses.end_batch(not self._closing)
             release_lines(held)
-        if not self._closing and self.flow.account(self._buf, self._max_frame):
+        if self._closing:
+            return
+        if self.flow.account(self._buf, self._max_frame):
             self._update_reading()  # the frame being read waits for its bytes
+        buf = self._buf
+        if len(buf) >= 4:
+            (size,) = _LEN.unpack_from(buf, 0)
+            if size >= _GATHER_BYTES and 4 + size > len(buf):  # its rest is gathered, not appended read by read
+                self._chunks_need = 4 + size - len(buf)
 
     def _process_frames(self) -> None:
         buf = self._buf

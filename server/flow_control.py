@@ -69,15 +69,16 @@ class FlowControl:
             self.charged += over
             self._memory.charge(over)
 
-    def account(self, buf: bytearray, max_frame: int) -> bool:
+    def account(self, buf: bytearray, max_frame: int, gathered: int = 0) -> bool:
         """Count ``buf``; when the budget is short, reserve the rest of the frame it starts (its size
         known and allowed) before reading on. True when the reservation must wait: pause reading.
 
         Only bytes that arrived are counted while the budget has room: a size prefix alone holds
         four bytes, not the frame it announces (six 4-byte prefixes of 100 MiB once held the whole
-        budget and stalled every request that needed a second read)."""
-        need = len(buf)
-        if need >= 4 and self._memory.short:
+        budget and stalled every request that needed a second read). ``gathered``: bytes of the
+        frame read but kept aside (the connection joins a large frame's reads once it is whole)."""
+        need = len(buf) + gathered
+        if len(buf) >= 4 and self._memory.short:
             (size,) = _LEN.unpack_from(buf, 0)
             if 0 <= size <= max_frame:
                 need = max(need, 4 + size)

@@ -13,7 +13,10 @@ calls run in worker processes:
   passes, asyncio cancels the call, the worker is killed (SIGKILL) and the client gets
   REQUEST_TIMED_OUT. A new worker takes its place. Each worker is the leader of its own
   process group and the kill (at the deadline, on retirement, at shutdown) goes to the
-  group, so a process a plug-in forked dies with it; a worker holds no file descriptor but
+  group, so a process a plug-in forked dies with it. A worker is also the reaper of its
+  orphans (Linux's ``PR_SET_CHILD_SUBREAPER``): a child that leaves the group (``setsid``, a
+  double fork, ``Popen(start_new_session=True)``) stays its descendant, and the kill walks
+  ``/proc`` for every descendant first; a worker holds no file descriptor but
   its standard streams and its socket (the zygote's control socket is closed in it and
   close-on-exec in the zygote), and the server shuts its end of a killed worker's socket,
   so that no descendant can keep a slot busy.
@@ -180,6 +183,9 @@ def zygote_main() -> None:
             try:
                 # its own process group, so that a kill reaches whatever a plug-in forks too
                 os.setpgid(0, 0)
+                # and the reaper of its orphans: a plug-in's child that leaves the group (setsid,
+                # a double fork) stays its descendant, so the kill finds it (_kill_descendants)
+                _become_subreaper()
                 ctrl.close()
                 ours.close()
                 _close_fds_except(theirs.fileno())
@@ -192,6 +198,54 @@ def zygote_main() -> None:
         theirs.close()
         socket.send_fds(ctrl, [_LEN.pack(pid)], [ours.fileno()])
         ours.close()
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _become_subreaper() -> None:
+    """Linux's PR_SET_CHILD_SUBREAPER for this process (nothing elsewhere)."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (/proc's parent links; on a subreaper, orphans included)."""
+    children: dict[int, list[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                state, ppid = f.read().rsplit(b")", 1)[1].split()[:2]
+        except (OSError, ValueError, IndexError):
+            continue
+        if state != b"Z":  # a zombie is dead already
+            children.setdefault(int(ppid), []).append(int(name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _kill_descendants(pid: int) -> None:
+    """SIGKILL what a worker started, wherever it went (its session or group), while the worker
+    still lives to keep the orphans its own; again until nothing is left (a fork in between)."""
+    for _ in range(10):
+        found = _descendants(pid)
+        if not found:
+            return
+        for child in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+                os.kill(child, signal.SIGKILL)
 
 
 def _close_fds_except(keep: int) -> None:
@@ -271,7 +325,8 @@ class _Worker:
         if self.killed is not None:
             return
         self.killed = reason
-        # the worker's process group: the worker and whatever a plug-in forked in it
+        # what a plug-in started, inside the group or not (setsid), then the worker's group
+        _kill_descendants(self.pid)
         with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
             os.killpg(self.pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, OSError):

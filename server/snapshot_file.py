@@ -45,9 +45,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 from assignors.snapshot import BrokerEntry, ClusterSnapshot, SnapshotError, gc_paused
+
+from .files import NotARegularFile, check_regular
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 IN_PROCESS_MAX_BYTES = 1024 * 1024
@@ -80,15 +83,26 @@ class SnapshotContent:
     topics: Mapping[str, Mapping[int, tuple[int, ...]]]
 
 
+def _regular(path: str | Path, st: os.stat_result) -> None:
+    try:
+        check_regular(path, st)
+    except NotARegularFile as exc:
+        raise SnapshotError(f"{exc}; the last good view is kept") from None
+
+
 def too_large(size: int, max_bytes: int) -> SnapshotError:
     return SnapshotError(f"the file is {size} bytes, over cluster.metadata.file.max.bytes={max_bytes}; "
                          f"the last good view is kept")
 
 
 def read_capped(path: str | Path, max_bytes: int) -> tuple[FileStamp, bytes]:
-    """The file's stamp and bytes; :class:`SnapshotError` when it is over ``max_bytes``."""
-    with open(path, "rb") as f:
-        stamp = FileStamp.of(os.fstat(f.fileno()))
+    """The file's stamp and bytes; :class:`SnapshotError` when it is over ``max_bytes`` or not a
+    regular file (opened without blocking: a FIFO would wait for a writer)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        _regular(path, st)
+        stamp = FileStamp.of(st)
         if stamp.size > max_bytes:
             raise too_large(stamp.size, max_bytes)
         data = f.read(max_bytes + 1)
@@ -220,10 +234,14 @@ class SnapshotFile:
             self._read_started_ns = started_ns  # nothing changed since the last read, nor until now
             self._raise_if_refused()
             return None
-        if st.st_size > self.max_bytes:
+        if st.st_size > self.max_bytes or not S_ISREG(st.st_mode):
             self._stamp, self._read_started_ns = stamp, started_ns
-            self._refused = (None, too_large(st.st_size, self.max_bytes))
-            raise too_large(st.st_size, self.max_bytes)
+            try:
+                _regular(self.path, st)
+                raise too_large(st.st_size, self.max_bytes)
+            except SnapshotError as exc:
+                self._refused = (None, exc)
+                raise
         known = tuple(d for d in (self._digest, self._refused and self._refused[0]) if d)
         self.reads += 1
         if st.st_size <= self._in_process_max_bytes:

@@ -71,6 +71,8 @@ class ServerState:
     answer_memory: AnswerMemory = field(init=False)
     # the placements off the event loop, running and waiting (server.placement_slots)
     placement_slots: PlacementSlots = field(init=False)
+    # max.connection.creation.rate: the loop time from which the next new connection is served
+    next_connection_at: float = 0.0
 
     # the assignor is one of ours (assignors.*): small requests may run it on the event loop,
     # and it needs no worker processes ready at start-up
@@ -107,6 +109,16 @@ class ServerState:
             self.connections_by_ip.pop(ip, None)
         if not self.connections:
             self.no_connections.set()
+
+    def connection_delay(self, now: float) -> float:
+        """``max.connection.creation.rate``: how long a connection accepted ``now`` waits for its turn."""
+        rate = self.config.max_connection_creation_rate
+        if rate < 0:
+            return 0.0
+        # a token bucket of one second's worth: a burst of ``rate`` connections is served at once
+        turn = max(now - 1.0, self.next_connection_at)
+        self.next_connection_at = turn + 1.0 / rate
+        return max(turn - now, 0.0)
 
     def new_conn_id(self) -> int:
         self.next_conn_id += 1

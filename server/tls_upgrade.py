@@ -58,6 +58,7 @@ class TlsUpgrade:
         upgrade = loop.create_task(loop.start_tls(raw, connection, self._context, server_side=True,
                                                   ssl_handshake_timeout=timeout))
         loop.call_soon(self._hand_over, raw, upgrade)  # runs right after start_tls's first step
+        started = loop.time()
         try:
             tls = await upgrade
         except asyncio.CancelledError:
@@ -65,7 +66,8 @@ class TlsUpgrade:
             self._failed(raw, None)
             raise
         except (OSError, TimeoutError, EOFError) as exc:
-            self._failed(raw, exc)
+            # uvloop says a handshake timeout with ConnectionAbortedError: told apart by the time it took
+            self._failed(raw, exc, timed_out=loop.time() - started >= timeout)
             return
         self.task = None
         connection.tls_ready(raw, tls)
@@ -77,13 +79,13 @@ class TlsUpgrade:
         if early and not upgrade.done() and tls_layer is not self._connection:
             _feed(tls_layer, early)
 
-    def _failed(self, raw: asyncio.Transport, exc: BaseException | None) -> None:
+    def _failed(self, raw: asyncio.Transport, exc: BaseException | None, timed_out: bool = False) -> None:
         self.task = None
         connection = self._connection
         if exc is not None:
             if isinstance(exc, ssl.SSLError):
                 reason = exc.reason or exc.strerror or type(exc).__name__
-            elif isinstance(exc, TimeoutError):
+            elif isinstance(exc, TimeoutError) or timed_out:
                 reason = "handshake timed out"
             else:
                 reason = "connection closed during the handshake"

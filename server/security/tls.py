@@ -14,9 +14,24 @@ from __future__ import annotations
 import ssl
 
 from ..config import ConfigError, ServerConfig
+from ..files import NotARegularFile, stat_regular
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
+
+
+# a PEM file larger than this is refused (a chain of a hundred certificates takes about 200 KB)
+PEM_MAX_BYTES = 16 * 1024 * 1024
+
+
+def _check_pem(key: str, path: str) -> None:
+    """A regular file of at most PEM_MAX_BYTES: OpenSSL would wait forever on a FIFO."""
+    try:
+        stat_regular(path, PEM_MAX_BYTES)
+    except NotARegularFile as exc:
+        raise ConfigError(f"{key}: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{key}: cannot read {path}: {exc.strerror or exc}") from None
 
 
 def build_ssl_context(config: ServerConfig) -> ssl.SSLContext:
@@ -28,6 +43,7 @@ def build_ssl_context(config: ServerConfig) -> ssl.SSLContext:
     path = config.ssl_keystore_location
     # load_config's checks refuse a TLS listener without ssl.keystore.location
     assert path is not None
+    _check_pem("ssl.keystore.location", path)
     try:
         ctx.load_cert_chain(path, password=config.ssl_key_password)
     except ssl.SSLError as exc:  # (an OSError too: first)
@@ -37,6 +53,7 @@ def build_ssl_context(config: ServerConfig) -> ssl.SSLContext:
         raise ConfigError(f"ssl.keystore.location: cannot read {path}: {exc.strerror or exc}") from None
     if config.ssl_truststore_location:
         trust = config.ssl_truststore_location
+        _check_pem("ssl.truststore.location", trust)
         try:
             ctx.load_verify_locations(cafile=trust)
         except ssl.SSLError as exc:

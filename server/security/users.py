@@ -30,6 +30,7 @@ import os
 import secrets
 import stat
 import tempfile
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,8 @@ from typing import Any
 import structlog
 
 from protocol.security import SCRAM_HASHES
+
+from ..files import NotARegularFile, read_regular
 
 log = structlog.get_logger("replica_assignor")
 
@@ -155,13 +158,25 @@ def parse_users(text: str, source: str) -> Users:
     return users
 
 
+# a users file larger than this is refused (a million users of two mechanisms take about 300 MB)
+USERS_FILE_MAX_BYTES = 256 * 1024 * 1024
+# a changed users file up to this size is re-read on the event loop (a few ms); a larger one in a
+# thread, while logins go on with the users read before
+USERS_FILE_INLINE_BYTES = 1024 * 1024
+
+
 def read_users_file(path: str | os.PathLike[str]) -> Users:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        _, data = read_regular(path, USERS_FILE_MAX_BYTES)
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise UsersFileError(f"users file {path} does not exist") from None
+    except NotARegularFile as exc:
+        raise UsersFileError(f"users file {exc}") from None
     except OSError as exc:
         raise UsersFileError(f"cannot read users file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UsersFileError(f"users file {path} is not UTF-8: {exc.reason} at byte {exc.start}") from None
     return parse_users(text, str(path))
 
 
@@ -193,6 +208,7 @@ class UserStore:
         self.path = path
         self._users: Users = {}
         self._stamp: tuple[int, int, int] | None = None
+        self._loading: threading.Thread | None = None  # a large file re-read off the event loop
         self._load(initial=True)
 
     def _file_stamp(self) -> tuple[int, int, int] | None:
@@ -202,8 +218,8 @@ class UserStore:
             return None
         return st.st_mtime_ns, st.st_size, st.st_ino
 
-    def _load(self, initial: bool = False) -> None:
-        stamp = self._file_stamp()
+    def _load(self, initial: bool = False, stamp: tuple[int, int, int] | None = None) -> None:
+        stamp = stamp or self._file_stamp()
         try:
             users = read_users_file(self.path)
         except UsersFileError as exc:
@@ -221,8 +237,16 @@ class UserStore:
             log.info("users_file_reloaded", path=self.path, users=len(users))
 
     def refresh(self) -> None:
-        if self._file_stamp() != self._stamp:
-            self._load()
+        stamp = self._file_stamp()
+        if stamp == self._stamp or (self._loading is not None and self._loading.is_alive()):
+            return
+        if stamp is not None and stamp[1] > USERS_FILE_INLINE_BYTES:
+            self._stamp = stamp  # read once, in a thread: logins meanwhile use the users read before
+            self._loading = threading.Thread(target=self._load, kwargs={"stamp": stamp}, daemon=True,
+                                             name="users-file")
+            self._loading.start()
+            return
+        self._load()
 
     def credential(self, user: str, mechanism: str) -> ScramCredential | None:
         self.refresh()

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 import time
+from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
@@ -180,3 +182,274 @@ def test_answers_not_read_are_capped_across_connections() -> None:
                 for sock in socks:
                     sock.close()
         _wait(lambda: memory.used == 0)
+
+
+def _guesses_per_second(port: int, connections: int, seconds: float) -> float:
+    """PLAIN guesses of a wrong password from ``connections`` threads, each a new connection."""
+    from tests.e2e.test_sasl import Wire
+
+    stop = threading.Event()
+    counts = [0] * connections
+
+    def guess(i: int) -> None:
+        while not stop.is_set():
+            wire = Wire(port)
+            try:
+                wire.sock.settimeout(30)
+                wire.handshake("PLAIN")
+                wire.authenticate(b"\0alice\0wrong")
+                counts[i] += 1
+            except OSError:
+                pass
+            finally:
+                wire.close()
+
+    threads = [threading.Thread(target=guess, args=(i,), daemon=True) for i in range(connections)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    time.sleep(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join(60)
+    return sum(counts) / (time.perf_counter() - started)
+
+
+def test_password_guesses_are_bounded_by_the_connection_creation_rate(tmp_path) -> None:
+    """Item 6: each failed authentication closes its connection, so max.connection.creation.rate
+    bounds the guesses of a brute force from many connections; without it (-1, same run) they run
+    free. No failure delay here, so that the rate alone is measured."""
+    from server.security.users import scram_credential, write_users_file
+
+    users = tmp_path / "users.json"
+    write_users_file(users, {"alice": {"SCRAM-SHA-256": scram_credential("SCRAM-SHA-256", "x", iterations=4096)}})
+    common = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.users.file": str(users),
+              "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256", "connection.failed.authentication.delay.ms": "0"}
+    with ServerThread({**common, "max.connection.creation.rate": "-1"}) as free:
+        unlimited = _guesses_per_second(free.port, 10, 2.0)
+    with ServerThread({**common, "max.connection.creation.rate": "20"}) as limited_server:
+        limited = _guesses_per_second(limited_server.port, 10, 2.0)
+    assert limited <= (20 * 2.0 + 20) / 2.0 * 1.2, (limited, unlimited)  # the rate, and a burst of one second
+    assert unlimited > 2 * limited, (limited, unlimited)
+
+
+@pytest.mark.parametrize("key", ["cluster.metadata.file", "sasl.users.file", "ssl.keystore.location"])
+def test_a_fifo_in_place_of_a_file_is_one_line_at_start_up(tmp_path, key) -> None:
+    """Item 4: a FIFO once hung the start-up before serving. Now: one line naming it, exit 2."""
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    listener = {"sasl.users.file": "SASL_PLAINTEXT", "ssl.keystore.location": "SSL"}.get(key, "PLAINTEXT")
+    done = subprocess.run([sys.executable, "-m", "server.main", "--override", f"listeners={listener}://127.0.0.1:0",
+                           "--override", f"{key}={fifo}"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"replica-assignor-server: {key}: ") and "is a FIFO, not a regular file" in line
+
+
+def test_a_snapshot_replaced_by_a_fifo_keeps_the_view_and_sigterm_stops_the_server(tmp_path) -> None:
+    """Item 4: the snapshot refresh once blocked forever on a FIFO, and SIGTERM no longer stopped the
+    process. Now the refresh is refused (metadata_refresh_failed), the server answers, and stops."""
+    import os
+    import signal
+
+    from server.config import default_value
+    from tests.servers import ServerProcess
+
+    snapshot = tmp_path / "cluster.json"
+    snapshot.write_bytes(Path(default_value("cluster.metadata.file")).read_bytes())
+    server = ServerProcess("--override", f"cluster.metadata.file={snapshot}",
+                           "--override", "metadata.refresh.interval.ms=100").start()
+    try:
+        snapshot.unlink()
+        os.mkfifo(snapshot)
+        failed = server.wait_for_line(lambda r: r.get("event") == "metadata_refresh_failed", timeout=20)
+        assert "is a FIFO, not a regular file" in str(failed)
+        _answer_time(server.port, _frame(ApiVersionsRequest(version=3, client_software_name="x",
+                                                            client_software_version="1")))
+    finally:
+        assert server.stop(signal.SIGTERM) == 0
+
+
+PLUGINS = '''
+from assignors.base import ReplicaAssignor
+
+
+class Raising(ReplicaAssignor):
+    def __init__(self):
+        raise ValueError("no configuration here")
+
+    def assign_replicas_to_brokers(self, *args, **kwargs):
+        raise AssertionError
+
+
+class NeedsArguments(ReplicaAssignor):
+    def __init__(self, extra):
+        pass
+
+    def assign_replicas_to_brokers(self, *args, **kwargs):
+        raise AssertionError
+
+
+class Abstract(ReplicaAssignor):
+    pass
+'''
+
+
+@pytest.mark.parametrize(("name", "says"), [("Raising", "no configuration here"),
+                                            ("NeedsArguments", "missing 1 required positional argument"),
+                                            ("Abstract", "abstract")])
+def test_a_plugin_that_cannot_be_constructed_is_one_line_and_exit_2(tmp_path, name, says) -> None:
+    """Item 9: a constructor that raises, needs arguments, or an abstract class: once a 29-line
+    traceback and exit 1. Now one line naming the key, exit 2, as the README promises."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "ctor_plugins.py").write_text(PLUGINS)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "server.main", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+                           "--override", f"replica.assignor.class.name=ctor_plugins.{name}"],
+                          capture_output=True, text=True, timeout=60, env=env, cwd=Path(__file__).parents[2])
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("replica-assignor-server: replica.assignor.class.name: cannot create assignor")
+    assert says in line
+
+
+def test_a_second_listener_is_refused_not_dropped() -> None:
+    """Item 10: ``listeners=SASL_SSL://...,PLAINTEXT://...`` once bound the first and dropped the
+    second silently. Until every listener is bound: one line, exit 2."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "server.main", "--override",
+                           "listeners=SASL_SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("replica-assignor-server: listeners: this server binds one listener, got 2")
+
+
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_a_silent_tls_client_is_logged_as_a_timeout(tmp_path, loop) -> None:
+    """Item 11: a client that connects to an SSL listener and says nothing was logged as
+    "connection closed during the handshake"; it is a handshake that timed out."""
+    from tests.e2e.pki import Pki
+
+    pki = Pki.create(tmp_path)
+    with ServerThread({"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(pki.server_keystore),
+                       "ssl.handshake.timeout.ms": "300"}, loop=loop) as tls:
+        with capture_logs() as logs:
+            with socket.create_connection(("127.0.0.1", tls.port), timeout=10) as silent:
+                _wait(lambda: any(line["event"] == "tls_handshake_failed" for line in logs))
+                assert silent.recv(1) == b""
+    (failed,) = [line for line in logs if line["event"] == "tls_handshake_failed"]
+    assert failed["reason"] == "handshake timed out"
+
+
+ESCAPING_PLUGINS = '''
+import os
+import subprocess
+import sys
+import time
+
+from assignors.default import DefaultReplicaAssignor
+
+
+def _record(pid):
+    with open(os.environ["ESCAPED_PID_FILE"], "a") as out:
+        out.write(f"{pid}\\n")
+
+
+class NewSession(DefaultReplicaAssignor):
+    """For 15 partitions: a child in a session of its own (Popen(start_new_session=True)), then hangs."""
+
+    def assign_replicas_to_brokers(self, topic_name, partitions, *args, **kwargs):
+        if len(partitions) == 15:
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"],
+                                     start_new_session=True)
+            _record(child.pid)
+            time.sleep(3600)
+        return super().assign_replicas_to_brokers(topic_name, partitions, *args, **kwargs)
+
+
+class DoubleFork(DefaultReplicaAssignor):
+    """For 15 partitions: fork, setsid, fork again, the middle one exits; then hangs."""
+
+    def assign_replicas_to_brokers(self, topic_name, partitions, *args, **kwargs):
+        if len(partitions) == 15:
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    _record(os.getpid())
+                    time.sleep(3600)
+                os._exit(0)
+            time.sleep(3600)
+        return super().assign_replicas_to_brokers(topic_name, partitions, *args, **kwargs)
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("plugin", ["NewSession", "DoubleFork"])
+def test_a_plugin_child_in_its_own_session_dies_with_the_worker(tmp_path, plugin) -> None:
+    """Item 8: a plug-in's child that calls setsid (or double-forks, or Popen(start_new_session=True))
+    once survived the timeout kill and the server's exit. Now the worker is its reaper, and the kill
+    finds it."""
+    import os
+
+    from kafka import errors as kafka_errors
+
+    from protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
+    from tests.servers import ServerProcess
+
+    (tmp_path / "escaping_plugins.py").write_text(ESCAPING_PLUGINS)
+    pid_file = tmp_path / "escaped"
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+           "ESCAPED_PID_FILE": str(pid_file)}
+    with ServerProcess("--override", f"replica.assignor.class.name=escaping_plugins.{plugin}",
+                       "--override", "replica.assignor.max.workers=1", env=env) as running:
+        with ReplicaAssignorAdminClient(running.bootstrap) as admin:
+            with pytest.raises(kafka_errors.RequestTimedOutError):
+                admin.create_replica_assignment(15, 3, None, CreateReplicaAssignmentOptions(timeout_ms=1_000))
+            _wait(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+            (escaped,) = [int(line) for line in pid_file.read_text().split()]
+            _wait(lambda: not _alive(escaped))
+            assert len(admin.create_replica_assignment(6, 3).assignments()) == 6
+
+
+def test_idle_connections_do_not_lock_their_address_out() -> None:
+    """Item 7: connections over max.connections.per.ip that sit idle once locked their address out
+    for the whole idle timeout. Now, at the limit, the one idle the longest (for at least a tenth
+    of connections.max.idle.ms) makes room; fresh connections are still refused."""
+    with ServerThread({"max.connections.per.ip": "3", "connections.max.idle.ms": "5000"}) as srv:
+        idle = [socket.create_connection(("127.0.0.1", srv.port), timeout=10) for _ in range(3)]
+        try:
+            _wait(lambda: len(srv.server.state.connections) == 3)
+            with capture_logs() as logs:
+                with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as refused:
+                    assert refused.recv(1) == b""  # the others are not idle long enough yet
+            assert [line["reason"] for line in logs if line["event"] == "connection_refused"] == [
+                "max.connections.per.ip reached"]
+            time.sleep(0.6)
+            with capture_logs() as logs:
+                with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as admitted:
+                    admitted.sendall(_frame(ApiVersionsRequest(version=3, client_software_name="x",
+                                                               client_software_version="1"), 9))
+                    assert struct.unpack_from(">i", read_frame(admitted)) == (9,)
+            assert [line["reason"] for line in logs if line["event"] == "connection_closed"] == [
+                "idle, evicted for a new connection"]
+            assert idle[0].recv(1) == b""  # the oldest one
+        finally:
+            for sock in idle:
+                sock.close()
