@@ -75,16 +75,19 @@ def test_kafka_python_admin_bootstraps_against_the_server(server, kafka_admin) -
     assert versions[CREATE_REPLICA_ASSIGNMENT_API_KEY] == CreateReplicaAssignmentRequest.valid_versions
 
 
-@pytest.mark.parametrize("version", [0, 1, None])
+NEWEST = CreateReplicaAssignmentRequest.valid_versions[1]
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, None])
 def test_kafka_python_admin_gets_an_assignment(kafka_admin, version: int | None) -> None:
-    """``None``: kafka-python negotiates the version from the server's ApiVersions (v1)."""
+    """``None``: kafka-python negotiates the version from the server's ApiVersions (the newest)."""
     fields = dict(num_partitions=12, replication_factor=3, force_simple_assignment=False, node_id=[],
                   timeout_ms=10_000)
     request = (CreateReplicaAssignmentRequest(**fields) if version is None
                else CreateReplicaAssignmentRequest(version=version, **fields))
     response = _kafka_python_send(kafka_admin, request, 0)
     assert isinstance(response, CreateReplicaAssignmentResponse)
-    assert response.API_VERSION == (1 if version is None else version)
+    assert response.API_VERSION == (NEWEST if version is None else version)
     _assert_placement(_assignment(response), 12, 3)
 
 
@@ -147,7 +150,7 @@ async def test_aiokafka_client_bootstraps_and_gets_an_assignment(server) -> None
                                   force_simple_assignment=False, node_id=[], timeout_ms=10_000)
         response = await client.send(0, request)
         assert isinstance(response, CreateReplicaAssignmentResponse)
-        assert response.API_VERSION == 1
+        assert response.API_VERSION == NEWEST
         _assert_placement(_assignment(response), 12, 3)
         # an error response is decoded too, with its message
         refused = await client.send(0, AiokafkaRequest(CreateReplicaAssignmentRequest, num_partitions=0,
@@ -170,4 +173,5 @@ def test_aiokafka_adapter_refuses_a_version_the_broker_lacks() -> None:
         request.prepare({CREATE_REPLICA_ASSIGNMENT_API_KEY: (0, 0)})
     with pytest.raises(kafka_errors.IncompatibleBrokerVersion, match="apiKey 68"):
         request.prepare({18: (0, 3)})
-    assert request.prepare({CREATE_REPLICA_ASSIGNMENT_API_KEY: (0, 7)}).API_VERSION == 1
+    assert request.prepare({CREATE_REPLICA_ASSIGNMENT_API_KEY: (0, 7)}).API_VERSION == NEWEST
+    assert request.prepare({CREATE_REPLICA_ASSIGNMENT_API_KEY: (0, 1)}).API_VERSION == 1

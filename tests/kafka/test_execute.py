@@ -14,9 +14,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from assignors.snapshot import ClusterSnapshot
 from planner.executor_throttles import BROKER_RATES, TOPIC_REPLICAS
@@ -153,7 +155,10 @@ def wait_for(what: str, check: Callable[[], bool], timeout: float = 90, every: f
 class Run:
     """An execution in the background, its JSON lines in a file the test reads as it goes."""
 
+    started: list[Run] = []
+
     def __init__(self, out: Path, *args: str) -> None:
+        Run.started.append(self)
         self.out = out
         self.stdout = open(out, "w")  # noqa: SIM115 - closed in wait()
         self.proc = subprocess.Popen([sys.executable, "-m", "cli.main", "execute", *args], cwd=REPO,
@@ -172,6 +177,18 @@ class Run:
         finally:
             self.stdout.close()
         return self.proc.returncode, err
+
+
+@pytest.fixture(autouse=True)
+def no_execution_outlives_its_test() -> Iterator[None]:
+    """A test that fails while an execution runs stops it (by its pid) and closes its files."""
+    yield
+    for run in Run.started:
+        if run.running():
+            run.proc.kill()
+        if not run.stdout.closed:
+            run.wait(timeout=30)
+    Run.started.clear()
 
 
 # ---- the tests --------------------------------------------------------------------------------
@@ -339,18 +356,10 @@ def test_cancel_mid_plan_leaves_old_or_planned_replicas_and_no_throttles(
     name, start, targets = ring_topic(kafka, topics, "cancel")
     plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets,
                       PlanSettings("replica", throttle=500_000))
-    other, other_start, other_targets = ring_topic(kafka, topics, "other", size=10_000, partitions=2)
-    other_plan = write_plan(tmp_path / "other", snapshot_of(kafka.bootstrap, [other]), other_targets)
     run = Run(tmp_path / "out.jsonl", "--plan", str(plan), "--bootstrap-server", kafka.bootstrap,
               "--max-moves-per-broker", "1", "--poll-interval-ms", "300")
     wait_for("moves in flight", lambda: bool(run.events("moves_submitted")) or not run.running())
     assert run.running(), run.wait()[1]
-    foreign = execute("--plan", str(other_plan), "--bootstrap-server", kafka.bootstrap)   # another plan
-    assert foreign.returncode == 1 and "not started by this plan are in progress" in foreign.stderr, \
-        (foreign.stdout, foreign.stderr)
-    named = {line.split(":")[0] for line in foreign.stdout.splitlines()}
-    assert named and all(n.startswith(name) for n in named)
-    assert replicas_of(kafka.bootstrap, [other]) == other_start
     second = execute("--plan", str(plan), "--bootstrap-server", kafka.bootstrap)   # refused: one runs
     assert second.returncode == 1 and "another execution of this plan is running" in second.stderr
     status = execute("--plan", str(plan), "--status")
@@ -370,6 +379,35 @@ def test_cancel_mid_plan_leaves_old_or_planned_replicas_and_no_throttles(
     assert_no_throttles(kafka, name)
     report = json.loads((plan / "execution.json").read_text())
     assert report["status"] == "cancelled" and report["remaining"]
+
+
+def test_a_plan_is_refused_while_a_reassignment_it_did_not_start_runs(
+        kafka: KafkaCluster, topics: Topics, tmp_path: Path) -> None:
+    """A reassignment started by Kafka's own tool, throttled so that it stays in flight: the
+    executor refuses (as Kafka's tool does without --additional), names it and moves nothing."""
+    slow, slow_start, slow_targets = ring_topic(kafka, topics, "foreign", partitions=2)
+    other, other_start, other_targets = ring_topic(kafka, topics, "other", size=10_000, partitions=2)
+    other_plan = write_plan(tmp_path / "other", snapshot_of(kafka.bootstrap, [other]), other_targets)
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in slow_targets.items()]}))
+    tool = ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand", "--bootstrap-server", kafka.bootstrap,
+            "--reassignment-json-file", str(foreign))
+    started = kafka.tool(*tool, "--execute", "--throttle", "10000")   # 10 kB/s: minutes for 1.5 MB
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        refused = execute("--plan", str(other_plan), "--bootstrap-server", kafka.bootstrap)
+        assert refused.returncode == 1 and "not started by this plan are in progress" in refused.stderr, \
+            (refused.stdout, refused.stderr)
+        named = {line.split(":")[0] for line in refused.stdout.splitlines()}
+        assert named and all(n.startswith(slow) for n in named)
+        assert replicas_of(kafka.bootstrap, [other]) == other_start
+    finally:
+        cancelled = kafka.tool(*tool, "--cancel")
+        assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
+    wait_for("the foreign reassignment to be cancelled", lambda: not ongoing(kafka.bootstrap), every=1.0)
+    now = replicas_of(kafka.bootstrap, [slow])
+    assert all(set(now[k]) == set(slow_start[k]) for k in slow_start)
 
 
 def test_a_broker_restarted_mid_plan_is_waited_for(kafka: KafkaCluster, topics: Topics, tmp_path: Path,
