@@ -318,17 +318,10 @@ def execute(args: argparse.Namespace, plan: Any, state: Any) -> int:
 
 def run_plan(plan: Any, state: Any, cluster: Any, emit: Progress) -> int:
     """Check, run, report; the exit code."""
-    from planner.executor import Executor, Refused
+    from planner.executor import Executor
 
     executor = Executor(plan, cluster, state, emit)
-    try:
-        pending, flying, done = executor.prepare()
-    except Refused as exc:
-        for line in exc.lines:
-            print(line)
-        raise CommandError(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 - kafka-python raises many kinds
-        raise CommandError(f"cannot read the cluster: {error_message(exc)}") from None
+    pending, flying, done = _prepare(executor)
     state.status = "running"
     state.runs.append({"pid": os.getpid(), "started_at": time.time(), "throttle": plan.throttle,
                        "max_moves_per_broker": plan.per_broker, "max_concurrent_moves": plan.concurrent,
@@ -364,6 +357,21 @@ def run_plan(plan: Any, state: Any, cluster: Any, emit: Progress) -> int:
     return 1
 
 
+def _prepare(executor: Any) -> Any:
+    """The executor's checks before anything (drift, foreign reassignments): a refusal prints
+    the partitions it names on stdout and is one line on stderr (exit 1)."""
+    from planner.executor import Refused
+
+    try:
+        return executor.prepare()
+    except Refused as exc:
+        for line in exc.lines:
+            print(line)
+        raise CommandError(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - kafka-python raises many kinds
+        raise CommandError(f"cannot read the cluster: {error_message(exc)}") from None
+
+
 def _report(plan: Any, state: Any, cluster_sizes: Any) -> None:
     from planner.executor_report import execution_report, write_report
 
@@ -375,7 +383,7 @@ def _report(plan: Any, state: Any, cluster_sizes: Any) -> None:
 
 
 def dry_run(args: argparse.Namespace, plan: Any, state: Any, emit: Progress) -> int:
-    from planner.executor import Executor, Refused
+    from planner.executor import Executor
     from planner.executor_schedule import Schedule
     from planner.executor_state import ExecutionState
     from planner.executor_throttles import throttles
@@ -383,13 +391,7 @@ def dry_run(args: argparse.Namespace, plan: Any, state: Any, emit: Progress) -> 
     admin, cluster = _open(args)
     try:
         scratch = state or ExecutionState(os.path.join(plan.plan_dir, "unused"), plan.plan_sha256)
-        executor = Executor(plan, cluster, scratch, emit)
-        try:
-            pending, flying, done = executor.prepare()
-        except Refused as exc:
-            for line in exc.lines:
-                print(line)
-            raise CommandError(str(exc)) from None
+        pending, flying, done = _prepare(Executor(plan, cluster, scratch, emit))
     finally:
         admin.close()
     schedule = Schedule(pending, per_broker=plan.per_broker, concurrent=plan.concurrent, order=plan.order,
