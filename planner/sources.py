@@ -5,10 +5,8 @@
   (lines ``<broker id> [<rack>] [dead]``; ``=``, ``,`` or ``:`` may separate the fields; ``#``
   starts a comment). Brokers listed are alive unless marked ``dead``; replica ids not listed are
   unknown brokers.
-- :func:`read_bootstrap` (:func:`from_bootstrap` for the snapshot alone): a live cluster, read
-  by :mod:`protocol.cluster_reader`, the one reader of cluster metadata, shared with the
-  server: its rules for fenced brokers (alive, reported fenced), metadata errors (left out,
-  reported) and partition sizes (optional, the largest replica) hold here too.
+- A live cluster is read by :mod:`protocol.cluster_reader` (the one reader of cluster metadata,
+  shared with the server and the CLI's ``--bootstrap-server``), not here.
 
 Every failure is a :class:`SourceError` with one line saying what is wrong and where.
 """
@@ -16,12 +14,8 @@ Every failure is a :class:`SourceError` with one line saying what is wrong and w
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, SnapshotError, gc_paused
-
-if TYPE_CHECKING:
-    from protocol.cluster_reader import ClusterRead
 
 
 class SourceError(ValueError):
@@ -141,21 +135,3 @@ def read_describe(describe_path: str, racks_path: str) -> ClusterSnapshot:
         except (OSError, UnicodeDecodeError) as exc:
             raise SourceError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     return from_describe(texts[0], texts[1], describe_where=describe_path, racks_where=racks_path)
-
-
-# -- a live cluster -------------------------------------------------------------------------
-def read_bootstrap(bootstrap: str, *, timeout_ms: int = 15000, with_sizes: bool = False) -> ClusterRead:
-    """Read a live cluster (brokers with racks, every topic's replica lists and, with
-    ``with_sizes``, partition sizes): the snapshot and what it could not hold (``notes()``)."""
-    from protocol.cluster_reader import ClusterReadError, read_live_cluster  # kafka-python: only when asked
-
-    try:
-        return read_live_cluster(bootstrap, request_timeout_ms=timeout_ms,
-                                 admin_configs={"client_id": "replica-assignor-planner"}, with_sizes=with_sizes)
-    except ClusterReadError as exc:
-        raise SourceError(str(exc)) from None
-
-
-def from_bootstrap(bootstrap: str, *, timeout_ms: int = 15000, with_sizes: bool = False) -> ClusterSnapshot:
-    """The snapshot of :func:`read_bootstrap`."""
-    return read_bootstrap(bootstrap, timeout_ms=timeout_ms, with_sizes=with_sizes).snapshot

@@ -1,4 +1,4 @@
-"""The planner's live source and the ``state`` / ``balance`` subcommands against a real
+"""The one live-cluster reader (protocol.cluster_reader) feeding the planner, and the ``state`` / ``balance`` subcommands against a real
 Kafka-protocol broker (Tansu: node 111, no rack); their offline cases are unit tests
 (``tests/unit/test_planner_sources.py``, ``tests/unit/test_planner_cli.py``)."""
 
@@ -10,8 +10,8 @@ import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from cli.main import main
-from planner.sources import from_bootstrap
 from planner.state import describe
+from protocol.cluster_reader import read_live_cluster
 
 pytestmark = pytest.mark.tansu
 
@@ -26,7 +26,7 @@ def create_topics(bootstrap: str, client_id: str, *topics: NewTopic) -> None:
 
 def test_live_cluster_through_kafka_python(tansu):
     create_topics(tansu.bootstrap, "planner-test", NewTopic("orders", 3, 1), NewTopic("audit", 2, 1))
-    snap = from_bootstrap(tansu.bootstrap)
+    snap = read_live_cluster(tansu.bootstrap).snapshot
     assert [(b.id, b.rack, b.alive, b.host) for b in snap.brokers] == [(111, None, True, "127.0.0.1")]
     assert {(p.topic, p.partition, p.replicas) for p in snap.partitions} >= {
         ("orders", 0, (111,)), ("orders", 2, (111,)), ("audit", 1, (111,))}
