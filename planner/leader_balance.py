@@ -65,12 +65,8 @@ Algorithm
 
     Time: ``O(P * RF)`` to build the pools, then per phase a Bellman-Ford over at most
     ``B * (B - 1)`` pairs (in practice far fewer) and a blocking flow; the number of phases is
-    the number of distinct cycle costs (a handful with band prices). Measured (CPU seconds,
-    2-core machine): 139,000 partitions of replication factor 2 and 3 in topics of 1 to 500
-    partitions, leaders skewed, on 300 brokers: 3 s (the greedy and negative-cycle certificate
-    this replaced: 11 s); with a group of brokers that keeps its leaders among itself (band out of
-    reach): 4 s (the previous fallback: 141 s at 30,000 partitions); a million partitions on
-    1,000 brokers: 9 s, as before.
+    the number of distinct cycle costs (a handful with band prices). Figures measured with
+    ``bench/planner_realistic.py`` are in the README's performance section.
 
 Example
     Brokers 1, 2, 3; partitions ``a [1,2] b [1,3] c [1,2] d [2,3] e [1,3] f [3,1]``.
