@@ -18,6 +18,8 @@ Limits, each with a log line (``connection_refused`` / ``connection_closed`` wit
   body is read (Kafka's InvalidReceiveException);
 - ``connections.max.idle.ms``: a connection with nothing in flight and nothing received
   for that long is closed;
+- ``request.receive.timeout.ms``: a frame not received whole that long after its first
+  bytes closes the connection (more bytes of it do not move the deadline);
 - ``max.inflight.requests.per.connection``: the connection stops reading while that
   many responses are pending (answered inline or not: an answer counts until it is handed
   to the transport), and also while the peer does not read what it is sent (the
