@@ -348,6 +348,10 @@ class ServerConfig:
         "max.connections.per.ip", _Int(1), 1_000, "the same, per client address")
     connections_max_idle_ms: int = _setting(
         "connections.max.idle.ms", _Int(1), 600_000, "a connection idle for that long is closed")
+    request_receive_timeout_ms: int = _setting(
+        "request.receive.timeout.ms", _Int(1), 30_000,
+        "a request frame not received whole that long after its first bytes closes its connection; more "
+        "bytes do not extend it, and time waiting for `queued.max.request.bytes` counts (docs/security.md)")
     max_inflight_requests_per_connection: int = _setting(
         "max.inflight.requests.per.connection", _Int(1), 64,
         "the server stops reading a connection with that many requests unanswered")

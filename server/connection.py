@@ -18,6 +18,8 @@ Limits, each with a log line (``connection_refused`` / ``connection_closed`` wit
   body is read (Kafka's InvalidReceiveException);
 - ``connections.max.idle.ms``: a connection with nothing in flight and nothing received
   for that long is closed;
+- ``request.receive.timeout.ms``: a frame not received whole that long after its first
+  bytes closes the connection (more bytes of it do not move the deadline);
 - ``max.inflight.requests.per.connection``: the connection stops reading while that
   many responses are pending (answered inline or not: an answer counts until it is handed
   to the transport), and also while the peer does not read what it is sent (the
@@ -93,7 +95,8 @@ class KafkaConnection(asyncio.Protocol):
     __slots__ = ("state", "transport", "conn_id", "peer", "principal", "sasl", "flow", "responses", "_buf",
                  "_closing", "_idle_handle", "_ip", "_loop", "_last_active", "_max_frame", "_blocked", "_failing",
                  "_metrics", "_counted", "_log_requests", "_turn", "_max_inflight", "_answered", "_ssl_context",
-                 "_tls", "_lost", "_chunks", "_chunked", "_chunks_need")
+                 "_tls", "_lost", "_chunks", "_chunked", "_chunks_need", "_received", "_partial_at",
+                 "_receive_handle")
 
     def __init__(self, state: ServerState, ssl_context: ssl.SSLContext | None = None) -> None:
         self.state = state
@@ -113,6 +116,11 @@ class KafkaConnection(asyncio.Protocol):
         self._chunks: list[bytes] = []
         self._chunked = 0
         self._chunks_need = 0  # bytes the frame still needs when the gathering started
+        # request.receive.timeout.ms: bytes received so far, where the frame being read starts in
+        # that stream (-1: none being read), and its deadline
+        self._received = 0
+        self._partial_at = -1
+        self._receive_handle: asyncio.TimerHandle | None = None
         self.responses = ResponseQueue()
         self._closing = False
         self._idle_handle: asyncio.TimerHandle | None = None
@@ -257,6 +265,9 @@ class KafkaConnection(asyncio.Protocol):
         if self._idle_handle is not None:
             self._idle_handle.cancel()
             self._idle_handle = None
+        if self._receive_handle is not None:
+            self._receive_handle.cancel()
+            self._receive_handle = None
         self.responses.cancel()
         if self._turn is not None:
             self._turn.cancel()
@@ -346,12 +357,14 @@ class KafkaConnection(asyncio.Protocol):
             self.transport.pause_reading()
             return
         self._last_active = self._loop.time()
+        self._received += len(data)
         if self._chunks_need:
             self._gather(data)
             return
         buf = self._buf
         buf += data
         self.flow.received(len(buf))
+        self._watch_partial()
         if not self._blocked and self._failing is None and self._turn is None and tls is None:
             self._process()
 
@@ -406,6 +419,42 @@ class KafkaConnection(asyncio.Protocol):
             (size,) = _LEN.unpack_from(buf, 0)
             if size >= _GATHER_BYTES and 4 + size > len(buf):  # its rest is gathered, not appended read by read
                 self._chunks_need = 4 + size - len(buf)
+        self._watch_partial()
+
+    # -- request.receive.timeout.ms ----------------------------------------------------
+    def _partial_start(self) -> int:
+        """Where the frame at the head of the buffer starts in the bytes received, if it is not
+        whole yet; else -1 (no bytes, or a whole frame waiting for its turn)."""
+        buf = self._buf
+        if not buf:
+            return -1
+        if not self._chunks_need and len(buf) >= 4 and 4 + _LEN.unpack_from(buf, 0)[0] <= len(buf):
+            return -1
+        return self._received - len(buf) - self._chunked
+
+    def _watch_partial(self) -> None:
+        """A frame started and not whole has ``request.receive.timeout.ms`` from its first bytes to
+        arrive; the deadline moves only when another frame starts, never for more bytes of the same."""
+        start = self._partial_start()
+        if start == self._partial_at:
+            return
+        if self._receive_handle is not None:
+            self._receive_handle.cancel()
+            self._receive_handle = None
+        self._partial_at = start
+        if start >= 0 and not self._closing:
+            timeout_s = self.state.config.request_receive_timeout_ms / 1000.0
+            self._receive_handle = self._loop.call_later(timeout_s, self._receive_timeout, start)
+
+    def _receive_timeout(self, start: int) -> None:
+        self._receive_handle = None
+        if self._closing or self._partial_start() != start:
+            self._partial_at = -1
+            self._watch_partial()  # that frame is whole (another may be under way)
+            return
+        cfg = self.state.config
+        self.close("request receive timeout", received=len(self._buf) + self._chunked,
+                   request_receive_timeout_ms=cfg.request_receive_timeout_ms)
 
     def _process_frames(self) -> None:
         buf = self._buf

@@ -453,3 +453,62 @@ def test_idle_connections_do_not_lock_their_address_out() -> None:
         finally:
             for sock in idle:
                 sock.close()
+
+
+def _closed_by_server(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def test_partial_frames_holding_the_budget_are_closed_by_their_deadline() -> None:
+    """First round's partial-frames, on a small budget: connections send most of a frame and wait,
+    holding all of ``queued.max.request.bytes``; a request needing several socket reads then waited
+    for as long as they did. Now a frame not whole ``request.receive.timeout.ms`` after its first
+    bytes closes its connection, and the bystander is answered within that deadline of its time
+    before the attack (same run); trickling bytes does not extend the deadline."""
+    timeout_ms = 1000
+    with ServerThread({"socket.request.max.bytes": str(10 << 20), "queued.max.request.bytes": str(20 << 20),
+                       "request.receive.timeout.ms": str(timeout_ms)}) as srv:
+        big = _frame(ApiVersionsRequest(version=3, client_software_name="b" * 200_000, client_software_version="1"))
+        before = min(_answer_time(srv.port, big) for _ in range(3))
+        memory = srv.server.state.request_memory
+        attackers = [socket.create_connection(("127.0.0.1", srv.port), timeout=30) for _ in range(4)]
+        trickler = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+        try:
+            with capture_logs() as logs:
+                for sock in attackers:
+                    sock.setblocking(False)
+                    sock.send(struct.pack(">i", 10 << 20))
+                    sent = 0
+                    while sent < 9 << 20:  # 9 MiB of the 10: the budget is short
+                        try:
+                            sent += sock.send(b"\x00" * min(1 << 20, (9 << 20) - sent))
+                        except BlockingIOError:
+                            time.sleep(0.005)
+                            if memory.short:
+                                break  # the server stopped reading: the budget is held
+                _wait(lambda: memory.short)
+                started = time.perf_counter()
+                trickler.sendall(struct.pack(">i", 1000))
+                during = _answer_time(srv.port, big)
+                # one byte every tenth of the deadline: the deadline stays where the frame began
+                trickler.setblocking(False)
+                while not _closed_by_server(trickler):
+                    assert time.perf_counter() - started < 5 * timeout_ms / 1000, "the trickle renewed its deadline"
+                    try:
+                        trickler.send(b"\x00")
+                    except OSError:
+                        break
+                    time.sleep(timeout_ms / 10_000)
+                _wait(lambda: all(_closed_by_server(sock) for sock in attackers))
+            assert during < 10 * before + 2 * timeout_ms / 1000, (during, before)
+            closed = [line for line in logs if line.get("reason") == "request receive timeout"]
+            assert len(closed) == 5, closed
+            _wait(lambda: memory.used == 0)
+        finally:
+            for sock in [*attackers, trickler]:
+                sock.close()
