@@ -17,12 +17,16 @@ import argparse
 import json
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from planner.exact import EXACT_CELLS
 from planner.log_dirs import merge_sizes, read_log_dirs
 from planner.plan import Scope
 from planner.settings import EXACT_SECONDS, MODES, PlanSettings, make_plan
 from planner.sources import SourceError
+
+if TYPE_CHECKING:
+    from assignors.snapshot import ClusterSnapshot
 
 from .common import EXIT_CODES, CommandError, broker_ids, fail, positive, whole_number
 from .fleet import check_fleet, keep_local_driver_on_loopback
@@ -46,7 +50,7 @@ def _ids(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--forget ").removeprefix("--forget: ")) from None
 
 
-def check_forget(forget: tuple[int, ...], snapshot) -> None:
+def check_forget(forget: tuple[int, ...], snapshot: ClusterSnapshot) -> None:
     """``--forget`` names brokers of the cluster, and leaves at least one alive (bad input: exit 2)."""
     known = {b.id for b in snapshot.brokers}
     unknown = [b for b in forget if b not in known]
@@ -59,7 +63,7 @@ def check_forget(forget: tuple[int, ...], snapshot) -> None:
         raise SourceError("--forget names every alive broker: nothing would be left to hold the replicas")
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "balance", help="plan leader-, replica- or cluster-balance for Kafka's tools",
         description="Compute a reassignment plan with the fewest replica moves and leader changes. "

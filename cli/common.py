@@ -9,7 +9,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def positive(text: str) -> int:
     return whole_number(text, 1)
 
 
-def bounded(least: int, most: int, what: str):
+def bounded(least: int, most: int, what: str) -> Callable[[str], int]:
     """An argument type: a whole number in ``[least, most]`` (Kafka's field ``what``)."""
     def parse(text: str) -> int:
         value = whole_number(text, least)
@@ -228,7 +228,7 @@ def kafka_admin_configs(security: SecurityOptions, client_id: str) -> dict[str, 
     return {"client_id": client_id, **security.kafka_configs()}
 
 
-def read_json(path: str, what: str):
+def read_json(path: str, what: str) -> Any:
     check_regular_file(path, what)
     try:
         with open(path, "rb") as f:
@@ -244,13 +244,13 @@ def read_json(path: str, what: str):
         raise CommandError(f"{what} {path} is not usable JSON: nested too deeply", 2) from None
 
 
-def reassignment_json(topic: str, assignment: Mapping[int, Iterable[int]]) -> dict:
+def reassignment_json(topic: str, assignment: Mapping[int, Iterable[int]]) -> dict[str, Any]:
     """Kafka's reassignment JSON v1, as kafka-reassign-partitions.sh --execute reads it."""
     return {"version": 1, "partitions": [
         {"topic": topic, "partition": p, "replicas": list(r)} for p, r in sorted(assignment.items())]}
 
 
-def current_assignment_from_reassignment(data, topic: str | None) -> tuple[str, dict[int, list[int]]]:
+def current_assignment_from_reassignment(data: Any, topic: str | None) -> tuple[str, dict[int, list[int]]]:
     """A topic's assignment from Kafka reassignment JSON (``--current-assignment FILE``)."""
     if not isinstance(data, Mapping) or not isinstance(data.get("partitions"), list):
         raise CommandError("current assignment must be Kafka reassignment JSON with a 'partitions' list", 2)
@@ -275,5 +275,5 @@ def current_assignment_from_reassignment(data, topic: str | None) -> tuple[str, 
     return topic, out
 
 
-def print_json(obj) -> None:
+def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=None, separators=(",", ":")) + "\n")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .common import add_connection_arguments, help_text, host_port, timeout_ms
 
 if TYPE_CHECKING:
+    from conformance.vectors import VectorSet
     from protocol.client_config import SecurityOptions
 
 
@@ -137,7 +138,7 @@ def _check_server(vectors: Any, host: str, port: int, exact: bool, timeout: floa
     return 0 if report.ok else 1
 
 
-async def _listen(vectors, host: str, port: int, max_requests: int | None) -> int:
+async def _listen(vectors: VectorSet, host: str, port: int, max_requests: int | None) -> int:
     from conformance.listener import VectorListener
 
     listener = VectorListener(vectors, host, port, max_requests=max_requests,
@@ -153,7 +154,7 @@ async def _listen(vectors, host: str, port: int, max_requests: int | None) -> in
     return 0 if report.ok else 1
 
 
-def _print_list(vectors) -> None:
+def _print_list(vectors: VectorSet) -> None:
     rows = [("VECTOR", "API", "ROLES", "SUMMARY")]
     rows += [(v.name, f"{v.api_name} v{v.api_version}", ",".join(v.roles), v.summary) for v in vectors.vectors]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]

@@ -55,7 +55,7 @@ DEFAULT_PER_BROKER = 5
 BATCH = re.compile(r"reassignment-(\d{4})\.json")
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "execute", help="run a balance plan: waves, throttles, progress, cancel and resume",
         description=help_text(__doc__.split("\n\n", 2)[2] if __doc__ else ""), epilog=EXIT_CODES,

@@ -17,7 +17,7 @@ from server.observed import DEFAULT_OBSERVED_PATH, ObservedBroker, ObservedBroke
 from .common import EXIT_USAGE, INT32_MAX, CommandError, check_regular_file, fail, print_json
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add ``observed`` (with ``list`` and ``forget``) to the CLI; ``args.run`` is :func:`run`."""
     parser = subparsers.add_parser(
         "observed", help="list or forget the brokers seen so far",

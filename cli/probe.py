@@ -10,6 +10,7 @@ pays for it.
 
 from __future__ import annotations
 
+import argparse
 import socket
 import ssl
 from typing import TYPE_CHECKING
@@ -111,7 +112,7 @@ def worth_probing(exc: BaseException) -> bool:
     return False
 
 
-def explain_topics_failure(exc: Exception, args) -> Exception:
+def explain_topics_failure(exc: Exception, args: argparse.Namespace) -> Exception:
     """:func:`explain_failure` for create-topic and add-partitions: the error names the
     assignor's address when it came from there, else it came from the Kafka cluster."""
     if not worth_probing(exc):

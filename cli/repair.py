@@ -44,7 +44,7 @@ from .common import (
 )
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add ``repair`` to the CLI; ``args.run`` is :func:`run`."""
     parser = subparsers.add_parser(
         "repair", help="print a reassignment that fills placeholders",

@@ -125,7 +125,7 @@ def input_name(args: argparse.Namespace) -> str:
             or getattr(args, "bootstrap_server", None) or getattr(args, "describe", None) or "")
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "state", help="show replicas, leaders, racks and skew of a cluster",
         description="Per broker replicas and preferred leaders, per rack totals, skew, partitions "

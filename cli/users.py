@@ -54,7 +54,7 @@ def _iterations(text: str) -> int:
     return bounded(MIN_ITERATIONS, MAX_ITERATIONS, "SCRAM iterations")(text)
 
 
-def _read(path: str, must_exist: bool):
+def _read(path: str, must_exist: bool) -> Any:
     from server.security.users import UsersFileError, read_users_file
 
     if not Path(path).exists() and not must_exist:
@@ -70,7 +70,7 @@ def _read(path: str, must_exist: bool):
         raise CommandError(f"users file {path} is not usable: {type(exc).__name__}", 2) from None
 
 
-def _password(args) -> str:
+def _password(args: argparse.Namespace) -> str:
     if args.password is not None:
         password = args.password
     elif args.password_stdin:
@@ -85,7 +85,7 @@ def _password(args) -> str:
     if not password:
         raise CommandError("the password is empty" + (" (--password-stdin read an empty first line)"
                                                       if args.password_stdin else ""), 2)
-    return password
+    return str(password)
 
 
 def _write(path: str, users: Any) -> None:

@@ -26,7 +26,7 @@ from .common import CommandError, fail
 from .state import add_input_arguments, load_input
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "verify-plan", help="check that a cluster still has the replicas a balance plan started from",
         description="Compare every partition of a balance plan with a cluster: exit 0 when none "

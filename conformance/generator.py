@@ -243,10 +243,10 @@ def _case_request_frame(case: Case, correlation_id: int) -> bytes:
     version = case.version if case.header_version is None else case.header_version
     header = RequestHeader(request_api_key=case.api_key, request_api_version=version,
                            correlation_id=correlation_id, client_id=CLIENT_ID)
-    body = message.encode(version=case.version)
+    body = bytes(message.encode(version=case.version))
     if case.truncate:
         body = body[:-case.truncate]
-    payload = header.encode(flexible=request_header_flexible(case.api_key, case.version)) + body
+    payload = bytes(header.encode(flexible=request_header_flexible(case.api_key, case.version))) + body
     return _LEN.pack(len(payload)) + payload
 
 

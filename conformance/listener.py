@@ -11,6 +11,7 @@ import asyncio
 import struct
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import kafka.errors as kafka_errors
 
@@ -157,7 +158,7 @@ class VectorListener:
         self._fail(what, f"matches no vector (the body must equal a vector's byte for byte): {fields}")
         return None
 
-    def _metadata(self, vector: Vector, version: int, request) -> bytes:
+    def _metadata(self, vector: Vector, version: int, request: Any) -> bytes:
         """The vector's Metadata answer, with this listener as the broker and the named topics unknown."""
         response = vector.response
         assert response is not None and response.fields is not None  # one of self._answers: decoded fields
@@ -172,7 +173,7 @@ class VectorListener:
 
     def _unknown_topic_code(self) -> int:
         vector = self._metadata_unknown_topic
-        return next(iter(vector.expect["topic_error_codes"].values())) if vector else _UNKNOWN_TOPIC
+        return int(next(iter(vector.expect["topic_error_codes"].values()))) if vector else _UNKNOWN_TOPIC
 
     def report(self) -> Report:
         outcomes: list[Outcome] = []

@@ -42,7 +42,7 @@ def _retarget(frame: bytes, version: int) -> bytes:
     head = peek_header(payload)
     header = RequestHeader(request_api_key=head.api_key, request_api_version=version,
                            correlation_id=head.correlation_id, client_id=head.client_id)
-    out = header.encode(flexible=False) + payload[head.body_offset:]
+    out = bytes(header.encode(flexible=False)) + payload[head.body_offset:]
     return _LEN.pack(len(out)) + out
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.schemas import BaseField
@@ -74,12 +74,12 @@ def response_class(api_key: int) -> type[ApiMessage]:
 def request_header_flexible(api_key: int, version: int) -> bool:
     """Request header v2 (with tagged fields) from the first flexible version on."""
     cls = request_class(api_key)
-    return cls.flexible_version_q(min(version, cls.max_version))
+    return bool(cls.flexible_version_q(min(version, cls.max_version)))
 
 
 
 def _versions(spec: str | None) -> tuple[int, int] | None:
-    return BaseField.parse_versions(spec)
+    return cast("tuple[int, int] | None", BaseField.parse_versions(spec))
 
 
 def _in(version: int, spec: str | None) -> bool:
@@ -111,7 +111,7 @@ def _from_json(value: Any, kind: str) -> Any:
     return value
 
 
-def fields_of(message: Any, schema_fields: Sequence[Mapping], version: int) -> dict[str, Any]:
+def fields_of(message: Any, schema_fields: Sequence[Mapping[str, Any]], version: int) -> dict[str, Any]:
     """A decoded message as ``{SchemaFieldName: value}``, fields of ``version`` only, in schema order."""
     out: dict[str, Any] = {}
     for spec in schema_fields:
@@ -132,7 +132,7 @@ def fields_of(message: Any, schema_fields: Sequence[Mapping], version: int) -> d
     return out
 
 
-def _kwargs(holder: Any, schema_fields: Sequence[Mapping], values: Mapping[str, Any]) -> dict[str, Any]:
+def _kwargs(holder: Any, schema_fields: Sequence[Mapping[str, Any]], values: Mapping[str, Any]) -> dict[str, Any]:
     known = {spec["name"]: spec for spec in schema_fields}
     unknown = sorted(set(values) - set(known))
     if unknown:
@@ -170,13 +170,13 @@ def tagged_fields_present(message: ApiMessage, cls: type[ApiMessage], version: i
 def request_frame(message: ApiMessage, correlation_id: int, client_id: str | None = CLIENT_ID) -> bytes:
     """A framed request (length, request header, body) through the codec."""
     message.with_header(correlation_id=correlation_id, client_id=client_id)
-    return message.encode(header=True, framed=True)
+    return bytes(message.encode(header=True, framed=True))
 
 
 def response_frame(message: ApiMessage, correlation_id: int) -> bytes:
     """A framed response (length, response header, body) through the codec."""
     message.with_header(correlation_id=correlation_id)
-    return message.encode(header=True, framed=True)
+    return bytes(message.encode(header=True, framed=True))
 
 
 def request_body(frame: bytes) -> bytes:
@@ -208,7 +208,7 @@ class WireMessage:
 
     @property
     def correlation_id(self) -> int:
-        return self.header["CorrelationId"]
+        return int(self.header["CorrelationId"])
 
 
 @dataclass(frozen=True, slots=True)
