@@ -279,7 +279,7 @@ def _open(args: argparse.Namespace) -> Any:
         admin = open_admin_client(args.bootstrap_server, args.timeout_ms, configs)
     except Exception as exc:  # noqa: BLE001 - kafka-python raises many kinds
         raise CommandError(f"cannot connect to {args.bootstrap_server}: {error_message(exc)}") from None
-    return admin, ReassignmentAdmin(admin)
+    return ReassignmentAdmin(admin, lambda: open_admin_client(args.bootstrap_server, args.timeout_ms, configs))
 
 
 def execute(args: argparse.Namespace, plan: Any, state: Any) -> int:
@@ -293,10 +293,10 @@ def execute(args: argparse.Namespace, plan: Any, state: Any) -> int:
     try:
         with hold_lock(plan.plan_dir):
             state = ExecutionState.load(plan.plan_dir) or ExecutionState.new(plan.plan_dir, plan.plan_sha256)
-            admin, cluster = _open(args)
+            cluster = _open(args)
             try:
                 if args.cleanup_throttles:
-                    brokers = [b["broker_id"] for b in admin.describe_cluster()["brokers"]]
+                    brokers = [b["broker_id"] for b in cluster.admin.describe_cluster()["brokers"]]
                     clear_throttles(cluster, state, brokers, sorted({t for (t, _), _ in plan.targets}))
                     print(f"{PROG}: replication throttles removed from brokers {sorted(brokers)} and "
                           "the plan's topics", file=sys.stderr)
@@ -311,7 +311,7 @@ def execute(args: argparse.Namespace, plan: Any, state: Any) -> int:
                     return _cancel_outcome(plan, state)
                 return run_plan(plan, state, cluster, emit)
             finally:
-                admin.close()
+                cluster.close()
     except Locked as exc:
         raise CommandError(str(exc)) from None
 
@@ -388,12 +388,12 @@ def dry_run(args: argparse.Namespace, plan: Any, state: Any, emit: Progress) -> 
     from planner.executor_state import ExecutionState
     from planner.executor_throttles import throttles
 
-    admin, cluster = _open(args)
+    cluster = _open(args)
     try:
         scratch = state or ExecutionState(os.path.join(plan.plan_dir, "unused"), plan.plan_sha256)
         pending, flying, done = _prepare(Executor(plan, cluster, scratch, emit))
     finally:
-        admin.close()
+        cluster.close()
     schedule = Schedule(pending, per_broker=plan.per_broker, concurrent=plan.concurrent, order=plan.order,
                         in_flight=flying)
     wave = schedule.start()

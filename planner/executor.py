@@ -36,6 +36,7 @@ Algorithm
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -232,6 +233,10 @@ class Executor:
                 self.emit("poll_failed", {"error": f"{type(exc).__name__}: {exc}", "waited_s": round(waited, 1)})
                 if waited > self.plan.patience_s:
                     raise
+                refresh = getattr(self.cluster, "refresh", None)   # a client with fresh metadata
+                if refresh is not None:
+                    with contextlib.suppress(Exception):
+                        refresh()
         return "failed" if failed or self.state.with_status("failed") else "done"
 
     def submit(self, wave: list[Reassignment]) -> None:

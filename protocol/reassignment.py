@@ -8,6 +8,7 @@ the whole request are kafka-python's exceptions; per-partition errors come back 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -49,8 +50,23 @@ def _errors(results: Mapping[Any, Any]) -> dict[Key, str]:
 class ReassignmentAdmin:
     """A thin layer over ``KafkaAdminClient`` (module doc); it owns no state."""
 
-    def __init__(self, admin: Any) -> None:
+    def __init__(self, admin: Any, reopen: Callable[[], Any] | None = None) -> None:
         self.admin = admin
+        self._reopen = reopen
+
+    def refresh(self) -> None:
+        """A new client, with metadata read afresh (``reopen``): kafka-python 3.0.12 can keep a
+        broker that restarted out of its metadata for good (UnknownBrokerIdError on every call
+        that goes to it), and asking its refresh loop for an update does not always bring the
+        broker back."""
+        if self._reopen is None:
+            return
+        old, self.admin = self.admin, self._reopen()
+        with contextlib.suppress(Exception):
+            old.close()
+
+    def close(self) -> None:
+        self.admin.close()
 
     def read(self, *, with_sizes: bool = True) -> ClusterRead:
         return read_cluster(self.admin, with_sizes=with_sizes)
