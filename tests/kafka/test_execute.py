@@ -186,8 +186,8 @@ def no_execution_outlives_its_test() -> Iterator[None]:
     for run in Run.started:
         if run.running():
             run.proc.kill()
-        if not run.stdout.closed:
-            run.wait(timeout=30)
+        run.proc.communicate(timeout=30)   # reaped, its stderr pipe closed
+        run.stdout.close()
     Run.started.clear()
 
 
