@@ -51,6 +51,7 @@ RUN python3 -m pip install -c /tmp/constraints.txt -r /tmp/build.txt
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY assignors ./assignors
+COPY cluster ./cluster
 COPY protocol ./protocol
 COPY server ./server
 COPY schemas ./schemas

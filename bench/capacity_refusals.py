@@ -27,7 +27,7 @@ from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry  # noqa: E402
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry  # noqa: E402
 from planner.cluster_balance import cluster_balance  # noqa: E402
 
 RACKS = {"none": lambda i: None, "flat": lambda i: f"r{i % 3}", "tree": lambda i: f"/dc{i % 2}/rack{i % 3}"}

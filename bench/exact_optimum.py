@@ -45,7 +45,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry  # noqa: E402
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry  # noqa: E402
 
 GIB = 1 << 30
 

@@ -66,7 +66,7 @@ from kafka.protocol.sasl import (  # noqa: E402
 )
 
 from assignors import AssignmentError, validate_assignment  # noqa: E402
-from assignors.snapshot import ClusterSnapshot  # noqa: E402
+from cluster.snapshot import ClusterSnapshot  # noqa: E402
 from protocol.frame import MalformedFrameError, peek_header, skip_tagged_fields  # noqa: E402
 from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse  # noqa: E402
 from server.config import default_cluster_file  # noqa: E402

@@ -24,7 +24,7 @@ from collections import Counter
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from assignors.snapshot import ClusterSnapshot  # noqa: E402
+from cluster.snapshot import ClusterSnapshot  # noqa: E402
 from planner.cluster_balance import cluster_balance  # noqa: E402
 from planner.leader_balance import leader_balance  # noqa: E402
 

@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
 
 def read_cluster(path: str) -> Any:
     """The ``--cluster`` snapshot (bad file: exit 2, before anything is asked)."""
-    from assignors.snapshot import ClusterSnapshot, SnapshotError
+    from cluster.snapshot import ClusterSnapshot, SnapshotError
 
     try:
         return ClusterSnapshot.from_dict(read_json(path, "cluster snapshot"))
@@ -124,7 +124,7 @@ def read_cluster(path: str) -> Any:
 
 
 def metadata_cluster(racks: Any) -> Any:
-    from assignors.snapshot import BrokerEntry, ClusterSnapshot
+    from cluster.snapshot import BrokerEntry, ClusterSnapshot
 
     return ClusterSnapshot(brokers=tuple(BrokerEntry(b, r, True) for b, r in sorted(dict(racks).items())),
                            partitions=())

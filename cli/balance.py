@@ -26,7 +26,7 @@ from planner.settings import EXACT_SECONDS, MODES, PlanSettings, make_plan
 from planner.sources import SourceError
 
 if TYPE_CHECKING:
-    from assignors.snapshot import ClusterSnapshot
+    from cluster.snapshot import ClusterSnapshot
 
 from .common import EXIT_CODES, CommandError, broker_ids, fail, positive, whole_number
 from .fleet import check_fleet, keep_local_driver_on_loopback

@@ -23,7 +23,7 @@ Goals
 Constraints
     - A placeholder is filled only from brokers that came back (alive and unfenced now, not
       alive at creation); several candidates are ranked by the project's one repair algorithm
-      (:func:`assignors.repair.repair`: new racks first, then the least-loaded broker).
+      (:func:`planner.replica_repair.repair`: new racks first, then the least-loaded broker).
     - All or nothing per partition: a partition whose placeholders cannot all be filled yet, or
       one of whose named brokers is down now, waits (it keeps, or gets back, its alive
       replicas only).
@@ -58,8 +58,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from assignors.repair import repair
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from planner.replica_repair import repair
 
 from .common import CommandError, error_message, print_json, reassignment_json, security_options
 

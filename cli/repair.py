@@ -1,7 +1,7 @@
 """``replica-assignor repair``: a reassignment that fills KIP-409 placeholders.
 
 Reads the cluster from a snapshot file or a live cluster, replaces placeholders (negative ids)
-and replicas on forgotten or unknown brokers with alive ones (:func:`assignors.repair.repair`,
+and replicas on forgotten or unknown brokers with alive ones (:func:`planner.replica_repair.repair`,
 the algorithm the balance planner's repair uses too, with the brokers expected back as
 ``keep``), and prints Kafka's reassignment JSON for ``kafka-reassign-partitions.sh --execute``.
 
@@ -28,8 +28,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from assignors.repair import RepairPlan, expected_back, repair
-from assignors.snapshot import ClusterSnapshot, SnapshotError
+from cluster.snapshot import ClusterSnapshot, SnapshotError
+from planner.replica_repair import RepairPlan, expected_back, repair
 
 from .common import (
     EXIT_CODES,

@@ -17,9 +17,9 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from assignors.snapshot import ClusterSnapshot
+from cluster.snapshot import ClusterSnapshot
+from planner.cluster_report import ClusterState, describe, render
 from planner.sources import SourceError, load_snapshot, read_describe
-from planner.state import ClusterState, describe, render
 
 from .common import (
     EXIT_CODES,

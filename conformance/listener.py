@@ -18,7 +18,7 @@ import kafka.errors as kafka_errors
 from protocol.frame import MalformedFrameError, patch_correlation_id, peek_header
 from protocol.messages import MetadataResponse
 
-from .report import FAIL, PASS, SKIP, Outcome, Report
+from .results import FAIL, PASS, SKIP, Outcome, Report
 from .vectors import (
     API_NAMES,
     API_VERSIONS,

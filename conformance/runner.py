@@ -29,7 +29,7 @@ from protocol.frame import peek_header
 
 from .exchange import Exchange
 from .properties import check_properties, expected_summary
-from .report import FAIL, PASS, SKIP, Outcome, Report
+from .results import FAIL, PASS, SKIP, Outcome, Report
 from .vectors import API_VERSIONS, CREATE_REPLICA_ASSIGNMENT, FEATURE_NAME, Vector, VectorSet, decode_response
 
 _LEN = struct.Struct(">i")

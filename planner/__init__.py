@@ -1,11 +1,11 @@
 """The balance planner (KIP-166): cluster state, repair, leader-, replica- and cluster-balance.
 
 The planning core is pure Python (standard library and ``assignors``), deterministic, and works
-on :class:`assignors.snapshot.ClusterSnapshot` values; one balancing rule per module, each a
+on :class:`cluster.snapshot.ClusterSnapshot` values; one balancing rule per module, each a
 function ``snapshot -> Plan`` (:mod:`planner.plan`):
 
-- :mod:`planner.state` - ``describe(snapshot)``: replicas, leaders, racks, skew, problems;
-- :mod:`planner.repair` - ``repair(snapshot, forgotten)``: placeholders, dead/unknown brokers;
+- :mod:`planner.cluster_report` - ``describe(snapshot)``: replicas, leaders, racks, skew, problems;
+- :mod:`planner.repair_rule` - ``repair(snapshot, forgotten)``: placeholders, dead/unknown brokers;
 - :mod:`planner.leader_balance` - ``leader_balance(snapshot)``: exact minimum leader changes;
 - :mod:`planner.replica_balance` - ``replica_balance(snapshot, threshold=10)``: fewest moves;
 - :mod:`planner.cluster_balance` - ``cluster_balance(...)``: both, with budgets.

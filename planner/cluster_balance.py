@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from assignors.snapshot import ClusterSnapshot, gc_paused
+from cluster.snapshot import ClusterSnapshot, gc_paused
 
 from .leader_balance import balance_leaders
 from .plan import Plan, Scope

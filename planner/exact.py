@@ -52,7 +52,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from assignors.snapshot import ClusterSnapshot, PartitionEntry
+from cluster.snapshot import ClusterSnapshot, PartitionEntry
 
 from .bands import band, byte_band
 from .plan import MoveKind, Working

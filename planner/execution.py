@@ -48,7 +48,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from assignors.snapshot import ClusterSnapshot, PartitionEntry
+from cluster.snapshot import ClusterSnapshot, PartitionEntry
 
 from .plan import Plan
 

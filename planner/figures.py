@@ -1,6 +1,6 @@
 """The figures of a snapshot that the report and the charts show, computed with numpy.
 
-A fast path beside :func:`planner.state.describe` (the plain path, which also lists every
+A fast path beside :func:`planner.cluster_report.describe` (the plain path, which also lists every
 misplaced replica and partition by name): :func:`figures` counts the same things in a few
 array passes over the flattened replica lists, so a report of 150,000 partitions does not
 walk them partition by partition in Python, twice per chart. ``tests/unit/test_planner_figures.py``
@@ -9,7 +9,7 @@ checks that both paths agree.
 Counted, per known broker: replicas, preferred leaders, bytes (``size_bytes`` of its replicas;
 unsized partitions weigh 0); per unknown broker id (not in the snapshot, not a placeholder):
 replicas and leaders; per node of the rack tree of the alive brokers: alive brokers, replicas,
-leaders; the spreads of :func:`planner.state.spread`; partitions lacking rack diversity at some
+leaders; the spreads of :func:`planner.cluster_report.spread`; partitions lacking rack diversity at some
 level; replicas on dead brokers, on unknown brokers, placeholders; the worst topic's excess over
 its cap on one alive broker (``max(ceil(R / B), ceil(R_rack / B_rack)) + 1``, the planner's); the partitions with more replicas than there
 are alive brokers (they make the ideal band unreachable).
@@ -23,11 +23,11 @@ from itertools import chain
 import numpy as np
 import numpy.typing as npt
 
-from assignors.snapshot import ClusterSnapshot
+from cluster.snapshot import ClusterSnapshot
 
+from .cluster_report import BrokerState, RackState, Spread, rack_totals, spread
 from .plan import Plan
 from .racks import RackTree
-from .state import BrokerState, RackState, Spread, rack_totals, spread
 
 __all__ = ["Figures", "figures", "plan_figures"]
 

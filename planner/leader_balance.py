@@ -82,7 +82,7 @@ from dataclasses import dataclass
 from itertools import chain, compress, repeat
 from operator import add, mul, ne
 
-from assignors.snapshot import ClusterSnapshot, gc_paused
+from cluster.snapshot import ClusterSnapshot, gc_paused
 
 from .plan import MoveKind, Plan, Scope, Working
 

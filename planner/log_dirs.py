@@ -34,7 +34,7 @@ from itertools import compress, repeat
 from operator import itemgetter, not_
 from typing import Any
 
-from assignors.snapshot import ClusterSnapshot, PartitionEntry, gc_paused
+from cluster.snapshot import ClusterSnapshot, PartitionEntry, gc_paused
 
 from .sources import SourceError
 

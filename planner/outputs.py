@@ -14,7 +14,7 @@
   --path-to-json-file`` input: the partitions whose preferred leader changes.
 - ``moves.csv``: every move (kind, topic, partition, source, destination).
 - ``report.md``, ``replicas.png``, ``leaders.png``, ``disk.png`` (sized partitions): see
-  :mod:`planner.report`, :mod:`planner.charts`.
+  :mod:`planner.plan_report`, :mod:`planner.charts`.
 
 :func:`render_outputs` is pure and deterministic (byte-identical for the same plan), so the
 command line and the Spark pipeline produce the same files. :func:`write_outputs` writes them
@@ -31,13 +31,13 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from assignors.snapshot import PartitionEntry
+from cluster.snapshot import PartitionEntry
 
 from .charts import render_charts
 from .execution import Execution, Limits, execution
 from .figures import plan_figures
 from .plan import Plan
-from .report import render_report
+from .plan_report import render_report
 from .settings import PlanSettings
 
 BATCH = re.compile(r"reassignment-\d{4}\.json")

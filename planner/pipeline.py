@@ -37,7 +37,7 @@ if __name__ == "__main__" and not __package__:
     # ``spark-submit planner/pipeline.py``: import the package from its root, not this folder
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.outputs import render_outputs, write_outputs
 from planner.plan import Scope
 from planner.settings import EXACT_SECONDS, MODES, PlanSettings, make_plan

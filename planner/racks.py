@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
-from assignors.repair import NO_RACK, rack_levels
+from planner.replica_repair import NO_RACK, rack_levels
 
 __all__ = ["NO_RACK", "RackTree"]
 
@@ -43,7 +43,7 @@ class RackTree:
     def of(cls, racks: Mapping[int, str | None]) -> RackTree:
         """Build the tree from ``{broker id: rack}`` (every broker that has a known rack).
 
-        The level prefixes come from :func:`assignors.repair.rack_levels` (one rule for the
+        The level prefixes come from :func:`planner.replica_repair.rack_levels` (one rule for the
         planner and the repair); this numbers them and names them as paths.
         """
         levels = rack_levels(racks)
@@ -85,7 +85,7 @@ class RackTree:
 
 
 def _path(prefix: Hashable, slash: bool) -> str:
-    """A level prefix of :func:`assignors.repair.rack_levels` (a tuple of path components, or
+    """A level prefix of :func:`planner.replica_repair.rack_levels` (a tuple of path components, or
     :data:`NO_RACK`) written as a path."""
     if prefix == NO_RACK:
         return NO_RACK

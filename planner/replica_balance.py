@@ -125,12 +125,12 @@ from collections.abc import Iterable
 from fractions import Fraction
 from itertools import islice
 
-from assignors.snapshot import ClusterSnapshot, gc_paused
+from cluster.snapshot import ClusterSnapshot, gc_paused
 
 from .bands import band, byte_band, parse_threshold
 from .exact import improve
 from .plan import MoveKind, Plan, Scope, Working
-from .repair import repair_working
+from .repair_rule import repair_working
 
 ROUNDS = 4          # rounds of steps 4-6 (each one stops early when it moves nothing)
 PEEK = 4            # fitting receivers looked at for one replica (the fewest of its topic wins)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from assignors.snapshot import ClusterSnapshot
+from cluster.snapshot import ClusterSnapshot
 
 from .cluster_balance import cluster_balance
 from .leader_balance import leader_balance
 from .plan import Plan, Scope
-from .repair import repair
+from .repair_rule import repair
 from .replica_balance import replica_balance
 
 MODES = ("leader", "replica", "cluster", "repair")

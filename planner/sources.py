@@ -1,6 +1,6 @@
 """Where a cluster snapshot comes from: a snapshot file, a live cluster, or describe text.
 
-- :func:`load_snapshot`: the shared snapshot JSON (:mod:`assignors.snapshot`).
+- :func:`load_snapshot`: the shared snapshot JSON (:mod:`cluster.snapshot`).
 - :func:`from_describe`: the text of ``kafka-topics.sh --describe`` plus a broker -> rack file
   (lines ``<broker id> [<rack>] [dead]``; ``=``, ``,`` or ``:`` may separate the fields; ``#``
   starts a comment). Brokers listed are alive unless marked ``dead``; replica ids not listed are
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, SnapshotError, gc_paused
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, SnapshotError, gc_paused
 
 
 class SourceError(ValueError):

@@ -1,4 +1,4 @@
-"""The one reader of a live cluster: Kafka's answers in, an :mod:`assignors.snapshot` value out.
+"""The one reader of a live cluster: Kafka's answers in, an :mod:`cluster.snapshot` value out.
 
 The server's live source (:mod:`server.cluster_source`), the planner (:mod:`planner.sources`)
 and the CLI all read a cluster here. It lives in ``protocol/`` because it speaks Kafka through
@@ -8,7 +8,7 @@ importing each other.
 
 Goals
     One mapping from DescribeCluster and Metadata (and, when asked, DescribeLogDirs) to a
-    :class:`~assignors.snapshot.ClusterSnapshot`, with one rule for fenced brokers, one for
+    :class:`~cluster.snapshot.ClusterSnapshot`, with one rule for fenced brokers, one for
     errors and one for sizes, whoever reads.
 
 Constraints
@@ -67,7 +67,7 @@ from typing import Any
 
 import kafka.errors as kafka_errors
 
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, SnapshotError
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, SnapshotError
 
 #: partition errors that still come with the controller's replica list
 AVAILABILITY_ERRORS = frozenset({

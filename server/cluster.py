@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from assignors import ClusterView
-from assignors.snapshot import SnapshotError
+from cluster.snapshot import SnapshotError
 
 from .cluster_source import ClusterSource, create_cluster_source
 from .config import ConfigError, ServerConfig

@@ -44,7 +44,7 @@ from typing import Any, Protocol
 import structlog
 
 from assignors.model import BrokerMetadata, ClusterView
-from assignors.snapshot import BrokerEntry, ClusterSnapshot
+from cluster.snapshot import BrokerEntry, ClusterSnapshot
 from protocol.cluster_reader import ClusterRead, open_admin_client, read_cluster
 
 from .observed import ObservedBroker, ObservedBrokerStore
@@ -234,7 +234,7 @@ class _RefreshingSource:
 
 
 class SnapshotSource(_RefreshingSource):
-    """The cluster described by a snapshot file (``assignors.snapshot``), re-read on refresh.
+    """The cluster described by a snapshot file (``cluster.snapshot``), re-read on refresh.
 
     Brokers marked ``"alive": false`` are offline. With a store, the alive brokers are recorded
     on each refresh and every stored broker not alive in the snapshot is offline too. ``start()``

@@ -47,7 +47,7 @@ class ObservedStoreError(Exception):
 
 class Sighting(Protocol):
     """What :meth:`ObservedBrokerStore.record` accepts: a broker id and rack, and optionally
-    ``host`` and ``port`` (``BrokerMetadata``, ``assignors.snapshot.BrokerEntry``, ...)."""
+    ``host`` and ``port`` (``BrokerMetadata``, ``cluster.snapshot.BrokerEntry``, ...)."""
 
     @property
     def id(self) -> int: ...

@@ -31,7 +31,7 @@ from kafka.net.compat import KafkaNetClient
 from cli import conformance as conformance_cli
 from conformance.generator import REFERENCE_PROPERTIES
 from conformance.listener import VectorListener
-from conformance.report import FAIL, PASS
+from conformance.results import FAIL, PASS
 from conformance.runner import check_server
 from conformance.vectors import load_vectors, message_from_fields
 from protocol.client import (

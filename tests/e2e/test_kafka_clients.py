@@ -20,14 +20,14 @@ from aiokafka.client import AIOKafkaClient
 from kafka.admin import KafkaAdminClient
 from kafka.protocol.api_header import ResponseClassRegistry
 
-from assignors.snapshot import ClusterSnapshot
-from protocol.aiokafka_compat import AiokafkaRequest
+from cluster.snapshot import ClusterSnapshot
 from protocol.messages import (
     CREATE_REPLICA_ASSIGNMENT_API_KEY,
     CreateReplicaAssignmentRequest,
     CreateReplicaAssignmentResponse,
 )
 from server.config import default_cluster_file
+from tests.aiokafka_compat import AiokafkaRequest
 
 RACK_OF = ClusterSnapshot.from_json(
     Path(default_cluster_file()).read_text(encoding="utf-8")).cluster_view().rack_by_broker

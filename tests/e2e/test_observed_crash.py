@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Records through the store directly.
 STORE_CHILD = """
 import sys, time
-from assignors.snapshot import BrokerEntry
+from cluster.snapshot import BrokerEntry
 from server.observed import ObservedBrokerStore
 
 path, batch, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

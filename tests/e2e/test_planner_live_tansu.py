@@ -10,7 +10,7 @@ import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from cli.main import main
-from planner.state import describe
+from planner.cluster_report import describe
 from protocol.cluster_reader import read_live_cluster
 
 pytestmark = pytest.mark.tansu

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from assignors.snapshot import ClusterSnapshot
+from cluster.snapshot import ClusterSnapshot
 from planner.executor_throttles import BROKER_RATES, TOPIC_REPLICAS
 from planner.outputs import render_outputs, write_outputs
 from planner.plan import MoveKind, Working

@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from assignors.snapshot import ClusterSnapshot
+from cluster.snapshot import ClusterSnapshot
 from planner.plan import MoveKind, Plan, Scope
 from planner.racks import RackTree
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignors.snapshot import ClusterSnapshot
+from cluster.snapshot import ClusterSnapshot
 from planner.execution import Limits, execution
 from planner.settings import PlanSettings, make_plan
 from tests.property.test_planner_properties import clusters

@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 
 from assignors import BrokerMetadata, ClusterView, InvalidReplicationFactorError, PlacementSpec, place
 from assignors.default import DefaultReplicaAssignor
-from assignors.repair import repair
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from assignors.striped import StripedReplicaAssignor
 from assignors.under_replicated import place_under_replicated
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from planner.replica_repair import repair
 
 ASSIGNORS = {"default": DefaultReplicaAssignor, "striped": StripedReplicaAssignor}
 

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from assignors.snapshot import ClusterSnapshot
 from bench.snapshots import SnapshotSpec, generate
+from cluster.snapshot import ClusterSnapshot
 from planner.outputs import render_outputs
 from planner.pipeline import (
     broker_rows,

@@ -14,7 +14,7 @@ import pytest
 from kafka.protocol.admin import DescribeLogDirsResponse
 
 from assignors import BrokerMetadata, ClusterView
-from assignors.repair import expected_back, repair
+from planner.replica_repair import expected_back, repair
 from protocol.cluster_reader import (
     ClusterRead,
     ClusterReadError,

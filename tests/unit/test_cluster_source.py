@@ -16,7 +16,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from assignors import BrokerMetadata, ClusterView
-from assignors.snapshot import ClusterSnapshot, SnapshotError
+from cluster.snapshot import ClusterSnapshot, SnapshotError
 from protocol.cluster_reader import open_admin_client
 from server.cluster_source import (
     LiveClusterSource,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.executor import ExecutePlan, Executor, Refused
 from planner.executor_state import ExecutionState
 from planner.executor_throttles import BROKER_RATES

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from cli.common import CommandError
 from cli.intent import TopicIntent, creatable, is_complete, plan_completion, read_record, with_topic, write_record
 from cli.main import main
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 
 RACKS = {0: "a", 1: "b", 2: "c", 3: "a", 4: "b"}
 

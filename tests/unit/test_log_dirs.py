@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from cli import balance
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.log_dirs import merge_sizes, parse_log_dirs
 from planner.sources import SourceError
 

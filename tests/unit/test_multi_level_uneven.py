@@ -15,8 +15,8 @@ import pytest
 
 from assignors import BrokerMetadata, ClusterView, create_assignor, place
 from assignors.multi_level import MultiLevelRackAssignor, MultiLevelRingAssignor, assign
-from assignors.snapshot import ClusterSnapshot
 from bench.snapshots import SnapshotSpec, generate
+from cluster.snapshot import ClusterSnapshot
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from assignors import BrokerMetadata
-from assignors.snapshot import BrokerEntry
 from cli.main import main as cli_main
+from cluster.snapshot import BrokerEntry
 from server.observed import DEFAULT_OBSERVED_PATH, ObservedBroker, ObservedBrokerStore, ObservedStoreError
 
 

@@ -11,14 +11,14 @@ from itertools import combinations, product
 
 import pytest
 
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.bands import byte_band
 from planner.exact import distances, targets_of
 from planner.figures import plan_figures
 from planner.plan import Scope, Working
+from planner.plan_report import render_report
 from planner.racks import RackTree
 from planner.replica_balance import balance_replicas, replica_balance
-from planner.report import render_report
 from planner.settings import PlanSettings, make_plan
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "exact_optima.json")

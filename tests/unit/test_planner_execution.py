@@ -1,6 +1,6 @@
 """The operator's kit around a plan: batches, summary.json, verify-plan, rollback, the report's
 notes agreeing with its figures, the charts (asserted on the figures, not pixels), the explain
-chart's level names, and the fast figures agreeing with ``planner.state.describe``."""
+chart's level names, and the fast figures agreeing with ``planner.cluster_report.describe``."""
 
 from __future__ import annotations
 
@@ -12,17 +12,17 @@ from collections import Counter
 import pytest
 
 from assignors.explain import explain
-from assignors.repair import repair as assignors_repair
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from cli import balance, state, verify
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.charts import chart_figures
+from planner.cluster_report import describe
 from planner.execution import Limits, execution, fingerprint
 from planner.figures import figures, plan_figures
 from planner.outputs import render_outputs
+from planner.plan_report import render_report
 from planner.racks import RackTree
-from planner.report import render_report
+from planner.replica_repair import repair as assignors_repair
 from planner.settings import PlanSettings, make_plan
-from planner.state import describe
 
 
 def cluster(sized: bool = True) -> ClusterSnapshot:

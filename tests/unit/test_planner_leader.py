@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.leader_balance import leader_balance
 from tests.property.plan_invariants import check_plan
 

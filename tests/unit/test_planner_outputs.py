@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.outputs import render_outputs, write_outputs
 from planner.settings import PlanSettings, make_plan
 

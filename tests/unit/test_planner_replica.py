@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.cluster_balance import cluster_balance
 from planner.racks import RackTree
 from planner.replica_balance import _Balancer, replica_balance

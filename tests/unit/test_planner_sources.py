@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from planner.cluster_report import describe
 from planner.sources import SourceError, from_describe, parse_racks
-from planner.state import describe
 
 # kafka-topics.sh --bootstrap-server ... --describe, Kafka 3.7 (KRaft), tabs as printed
 DESCRIBE = (

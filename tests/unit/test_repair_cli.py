@@ -1,4 +1,4 @@
-"""The KIP-409 repair step (``assignors.repair``) and ``replica-assignor repair``."""
+"""The KIP-409 repair step (``planner.replica_repair``) and ``replica-assignor repair``."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from structlog.testing import capture_logs
 
 from assignors import BrokerMetadata, PlacementSpec
 from assignors.default import DefaultReplicaAssignor
-from assignors.repair import NO_RACK, Replacement, expected_back, rack_levels, repair
-from assignors.snapshot import ClusterSnapshot
 from assignors.under_replicated import place_under_replicated
 from cli.main import main as cli_main
+from cluster.snapshot import ClusterSnapshot
+from planner.replica_repair import NO_RACK, Replacement, expected_back, rack_levels, repair
 from server.cluster_source import SnapshotSource
 from server.observed import ObservedBrokerStore
 

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import assignors.snapshot as snapshot_module
-from assignors.snapshot import (
+import cluster.snapshot as snapshot_module
+from cluster.snapshot import (
     ClusterSnapshot,
     PartitionEntry,
     SnapshotError,

@@ -16,7 +16,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from assignors import BrokerMetadata
-from assignors.snapshot import ClusterSnapshot, SnapshotError
+from cluster.snapshot import ClusterSnapshot, SnapshotError
 from server.cluster import create_source
 from server.cluster_source import SnapshotSource, merge_observed
 from server.config import ConfigError, load_config

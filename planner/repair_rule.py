@@ -1,7 +1,7 @@
-"""Repair as a planner rule: :func:`assignors.repair.repair_lists` over a :class:`Working` copy.
+"""Repair as a planner rule: :func:`planner.replica_repair.repair_lists` over a :class:`Working` copy.
 
 The algorithm (which slots need repair, how replacements are ranked, all or nothing per
-partition, the move budget) is documented once, in :mod:`assignors.repair`. This module only
+partition, the move budget) is documented once, in :mod:`planner.replica_repair`. This module only
 adapts it to the planner's plans.
 
 Goals
@@ -13,12 +13,12 @@ Constraints
     - Nothing is expected back: a replica on a broker marked dead is replaced like one on an
       unknown or forgotten broker or a placeholder (``keep`` is empty).
     - The rack tree is the planner's own (:class:`planner.racks.RackTree`, the same rule as
-      :func:`assignors.repair.rack_levels`).
+      :func:`planner.replica_repair.rack_levels`).
     - Partitions that cannot be filled, and the replicas left over when ``max_moves`` is
       reached, are reported in the plan's notes; ``repairs_needed`` is a bound of the plan.
 
 Algorithm
-    :func:`assignors.repair.repair_lists` on the working replica lists, in (topic, partition)
+    :func:`planner.replica_repair.repair_lists` on the working replica lists, in (topic, partition)
     order, with the eligible brokers (alive, not forgotten) and their replica counts; each
     change becomes a :attr:`~planner.plan.MoveKind.REPAIR` move.
 
@@ -38,8 +38,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from assignors.repair import repair_lists
-from assignors.snapshot import ClusterSnapshot, gc_paused
+from cluster.snapshot import ClusterSnapshot, gc_paused
+from planner.replica_repair import repair_lists
 
 from .plan import MoveKind, Plan, Working
 

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from assignors.snapshot import ClusterSnapshot
+from cluster.snapshot import ClusterSnapshot
 
 from .racks import RackTree
 

@@ -27,7 +27,7 @@ from itertools import chain, repeat
 from operator import add, attrgetter, mul
 from typing import Any
 
-from .model import BrokerMetadata, ClusterView
+from assignors.model import BrokerMetadata, ClusterView
 
 
 class SnapshotError(ValueError):
