@@ -14,7 +14,7 @@ import structlog
 
 from assignors import UnknownAssignorError, create_assignor
 
-from .cluster import create_source
+from .cluster_source import create_source
 from .config import ConfigError, Listener, ServerConfig, metrics_address
 from .connection import KafkaConnection
 from .dispatch import APIS

@@ -17,8 +17,7 @@ from structlog.testing import capture_logs
 
 from assignors import BrokerMetadata
 from cluster.snapshot import ClusterSnapshot, SnapshotError
-from server.cluster import create_source
-from server.cluster_source import SnapshotSource, merge_observed
+from server.cluster_source import SnapshotSource, create_source, merge_observed
 from server.config import ConfigError, load_config
 from server.snapshot_file import SnapshotFile, _plain_loads
 
