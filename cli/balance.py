@@ -21,16 +21,17 @@ from typing import TYPE_CHECKING
 
 from planner.exact import EXACT_CELLS
 from planner.log_dirs import merge_sizes, read_log_dirs
+from planner.modes import make_plan
 from planner.plan import Scope
-from planner.settings import EXACT_SECONDS, MODES, PlanSettings, make_plan
+from planner.settings import EXACT_SECONDS, MODES, PlanSettings
 from planner.sources import SourceError
 
 if TYPE_CHECKING:
     from cluster.snapshot import ClusterSnapshot
 
+from .cluster_input import add_input_arguments, check_local_input, input_name, load_input
 from .common import EXIT_CODES, CommandError, broker_ids, fail, positive, whole_number
 from .fleet import check_fleet, keep_local_driver_on_loopback
-from .state import add_input_arguments, check_local_input, input_name, load_input
 
 
 def _percent(text: str) -> float:

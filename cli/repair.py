@@ -113,7 +113,7 @@ def load_cluster(args: argparse.Namespace) -> tuple[ClusterSnapshot, frozenset[i
         if not snapshot.brokers:
             raise CommandError(f"snapshot {args.snapshot}: lists no brokers (a cluster has at least one)", 2)
     else:
-        from .state import read_live
+        from .cluster_input import read_live
 
         read = read_live(args)
         for note in read.notes():

@@ -22,8 +22,8 @@ import sys
 from planner.execution import drift, fingerprint, read_replicas
 from planner.sources import SourceError
 
+from .cluster_input import add_input_arguments, load_input
 from .common import CommandError, fail
-from .state import add_input_arguments, load_input
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:

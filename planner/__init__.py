@@ -10,7 +10,9 @@ function ``snapshot -> Plan`` (:mod:`planner.plan`):
 - :mod:`planner.replica_balance` - ``replica_balance(snapshot, threshold=10)``: fewest moves;
 - :mod:`planner.cluster_balance` - ``cluster_balance(...)``: both, with budgets.
 
-Around it: :mod:`planner.settings` (what a plan is asked for, and ``make_plan``),
+Around it: :mod:`planner.settings` (what a plan is asked for), :mod:`planner.modes`
+(``make_plan``: a request to the rule of its mode), :mod:`planner.replica_repair` (the one repair
+algorithm, also ``replica-assignor repair``'s),
 :mod:`planner.outputs` (Kafka's reassignment and leader-election JSON, summary, report, charts),
 :mod:`planner.execution` (batches within per-broker and byte limits, time at a throttle, the
 starting replicas' fingerprint, rollback, drift), :mod:`planner.figures` (the report's and

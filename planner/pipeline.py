@@ -8,7 +8,7 @@ Extract, transform and load are kept apart:
 - *transform* (pure ``DataFrame -> DataFrame`` functions): :func:`normalise`,
   :func:`broker_rows`, :func:`partition_rows`, :func:`validation_errors`, :func:`broker_state`,
   :func:`rack_state`, :func:`topic_state`, :func:`plan_clusters` (each cluster is planned inside
-  an executor: ``cogroup(...).applyInPandas`` calls the same :func:`planner.settings.make_plan`
+  an executor: ``cogroup(...).applyInPandas`` calls the same :func:`planner.modes.make_plan`
   and :func:`planner.outputs.render_outputs` as the command line, so the files are
   byte-identical), :func:`plan_rows`, :func:`metrics`.
 - *load* (:func:`run_pipeline`): ``<out>/<cluster id>/`` gets the plan files of each cluster,
@@ -38,9 +38,10 @@ if __name__ == "__main__" and not __package__:
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from planner.modes import make_plan
 from planner.outputs import render_outputs, write_outputs
 from planner.plan import Scope
-from planner.settings import EXACT_SECONDS, MODES, PlanSettings, make_plan
+from planner.settings import EXACT_SECONDS, MODES, PlanSettings
 
 if TYPE_CHECKING:
     import pandas as pd

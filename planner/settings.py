@@ -1,22 +1,13 @@
-"""What a plan is asked for, and the one function that turns that request into a plan.
-
-:class:`PlanSettings` is the request (mode, threshold, budgets, batch limits and throttle,
-forgotten brokers, source name, echoed in the report); :func:`make_plan` dispatches it to the
-balancing rule of its mode. The command line and the Spark pipeline both plan through
-:func:`make_plan`, so one snapshot and one set of settings give the same plan everywhere.
+"""What a plan is asked for: :class:`PlanSettings` (mode, threshold, budgets, batch limits and
+throttle, forgotten brokers, source name, echoed in the report). :func:`planner.modes.make_plan`
+turns it into a plan.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cluster.snapshot import ClusterSnapshot
-
-from .cluster_balance import cluster_balance
-from .leader_balance import leader_balance
-from .plan import Plan, Scope
-from .repair_rule import repair
-from .replica_balance import replica_balance
+from .plan import Scope
 
 MODES = ("leader", "replica", "cluster", "repair")
 EXACT_SECONDS = 10.0
@@ -52,19 +43,3 @@ class PlanSettings:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name.replace('_', '-')} must be >= 1, got {value}")
-
-
-def make_plan(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
-    """The plan a mode asks for: the one entry point of the command line and the pipeline."""
-    if settings.mode == "leader":
-        return leader_balance(snapshot, max_leader_changes=settings.max_leader_changes,
-                              forgotten=settings.forgotten, scope=settings.scope)
-    if settings.mode == "replica":
-        return replica_balance(snapshot, threshold=settings.threshold, max_moves=settings.max_moves,
-                               forgotten=settings.forgotten, exact_seconds=settings.exact_seconds,
-                               scope=settings.scope)
-    if settings.mode == "repair":
-        return repair(snapshot, settings.forgotten, max_moves=settings.max_moves)
-    return cluster_balance(snapshot, threshold=settings.threshold, max_moves=settings.max_moves,
-                           max_leader_changes=settings.max_leader_changes, forgotten=settings.forgotten,
-                           exact_seconds=settings.exact_seconds, scope=settings.scope)

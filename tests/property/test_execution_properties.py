@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from cluster.snapshot import ClusterSnapshot
 from planner.execution import Limits, execution
-from planner.settings import PlanSettings, make_plan
+from planner.modes import make_plan
+from planner.settings import PlanSettings
 from tests.property.test_planner_properties import clusters
 
 FAST = settings(max_examples=80, deadline=None)

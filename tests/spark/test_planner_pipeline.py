@@ -10,6 +10,7 @@ import pytest
 
 from bench.snapshots import SnapshotSpec, generate
 from cluster.snapshot import ClusterSnapshot
+from planner.modes import make_plan
 from planner.outputs import render_outputs
 from planner.pipeline import (
     broker_rows,
@@ -22,7 +23,7 @@ from planner.pipeline import (
     topic_state,
     validation_errors,
 )
-from planner.settings import PlanSettings, make_plan
+from planner.settings import PlanSettings
 
 pytestmark = pytest.mark.spark
 

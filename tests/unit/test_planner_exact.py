@@ -15,11 +15,12 @@ from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.bands import byte_band
 from planner.exact import distances, targets_of
 from planner.figures import plan_figures
+from planner.modes import make_plan
 from planner.plan import Scope, Working
 from planner.plan_report import render_report
 from planner.racks import RackTree
 from planner.replica_balance import balance_replicas, replica_balance
-from planner.settings import PlanSettings, make_plan
+from planner.settings import PlanSettings
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "exact_optima.json")
 

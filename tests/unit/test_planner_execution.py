@@ -18,11 +18,12 @@ from planner.charts import chart_figures
 from planner.cluster_report import describe
 from planner.execution import Limits, execution, fingerprint
 from planner.figures import figures, plan_figures
+from planner.modes import make_plan
 from planner.outputs import render_outputs
 from planner.plan_report import render_report
 from planner.racks import RackTree
 from planner.replica_repair import repair as assignors_repair
-from planner.settings import PlanSettings, make_plan
+from planner.settings import PlanSettings
 
 
 def cluster(sized: bool = True) -> ClusterSnapshot:

@@ -9,8 +9,9 @@ import os
 import pytest
 
 from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from planner.modes import make_plan
 from planner.outputs import render_outputs, write_outputs
-from planner.settings import PlanSettings, make_plan
+from planner.settings import PlanSettings
 
 
 def cluster() -> ClusterSnapshot:
