@@ -14,9 +14,10 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from server.exit_codes import EXIT_USAGE
+
 from .common import (
     EXIT_CODES,
-    EXIT_USAGE,
     INT16_MAX,
     INT32_MAX,
     CommandError,

@@ -15,15 +15,9 @@ from typing import TYPE_CHECKING
 
 from cluster.snapshot import ClusterSnapshot
 from planner.sources import SourceError, load_snapshot, read_describe
+from server.exit_codes import EXIT_USAGE
 
-from .common import (
-    EXIT_USAGE,
-    CommandError,
-    add_connection_arguments,
-    check_regular_file,
-    host_port,
-    security_options,
-)
+from .common import CommandError, add_connection_arguments, check_regular_file, host_port, security_options
 
 if TYPE_CHECKING:
     from protocol.cluster_reader import ClusterRead

@@ -12,11 +12,11 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from server.exit_codes import EXIT_FAILURE, EXIT_USAGE
+
 if TYPE_CHECKING:
     from protocol.client_config import SecurityOptions
 
-#: every subcommand's exit status
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_CODES = ("exit codes: 0 ok; 1 the operation failed (unreachable server or cluster, failed "
               "authentication, a refused request); 2 bad input or configuration (arguments, files, "
               "--command-config)")
@@ -54,7 +54,7 @@ def error_message(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def exit_code(exc: BaseException, default: int = EXIT_FAILED) -> int:
+def exit_code(exc: BaseException, default: int = EXIT_FAILURE) -> int:
     """2 for bad input or configuration, the code a :class:`CommandError` carries, else ``default``."""
     from protocol.client_config import ClientConfigError
 
@@ -65,7 +65,7 @@ def exit_code(exc: BaseException, default: int = EXIT_FAILED) -> int:
     return default
 
 
-def fail(prog: str, exc: BaseException, code: int = EXIT_FAILED) -> int:
+def fail(prog: str, exc: BaseException, code: int = EXIT_FAILURE) -> int:
     print(f"{prog}: error: {error_message(exc)}", file=sys.stderr)
     return exit_code(exc, code)
 

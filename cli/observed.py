@@ -12,9 +12,10 @@ import sys
 import time
 from datetime import UTC, datetime
 
+from server.exit_codes import EXIT_USAGE
 from server.observed import DEFAULT_OBSERVED_PATH, ObservedBroker, ObservedBrokerStore, ObservedStoreError
 
-from .common import EXIT_USAGE, INT32_MAX, CommandError, check_regular_file, fail, print_json
+from .common import INT32_MAX, CommandError, check_regular_file, fail, print_json
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:

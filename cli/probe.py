@@ -15,7 +15,9 @@ import socket
 import ssl
 from typing import TYPE_CHECKING
 
-from .common import EXIT_USAGE, CommandError, error_message, exit_code
+from server.exit_codes import EXIT_USAGE
+
+from .common import CommandError, error_message, exit_code
 
 if TYPE_CHECKING:
     from protocol.client_config import SecurityOptions

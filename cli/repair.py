@@ -30,10 +30,10 @@ import sys
 
 from cluster.snapshot import ClusterSnapshot, SnapshotError
 from planner.replica_repair import RepairPlan, expected_back, repair
+from server.exit_codes import EXIT_USAGE
 
 from .common import (
     EXIT_CODES,
-    EXIT_USAGE,
     CommandError,
     add_connection_arguments,
     fail,

@@ -10,8 +10,9 @@ from protocol.version import package_version
 
 from .app import ReplicaAssignorServer
 from .config import ConfigError, load_config
+from .exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .logs import configure_logging
-from .runtime import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, run_server
+from .runtime import run_server
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         load_assignor_class(config.replica_assignor_class_name)
     except (ConfigError, UnknownAssignorError) as exc:
         print(f"replica-assignor-server: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return EXIT_USAGE
     if args.health_check:
         from .health import check
 

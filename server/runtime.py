@@ -1,12 +1,8 @@
-"""How a server process runs: the event loop ``event.loop`` names, and the exit codes.
+"""How a server process runs: the event loop ``event.loop`` names, and start-up failures.
 
-One module for both, so that the single-process server (:mod:`server.main`), each worker
-process (:mod:`server.workers`) and the tests' in-thread server run the same loop and report
-start-up failures the same way.
-
-Exit codes: :data:`EXIT_OK` after a graceful shutdown (or a healthy health check);
-:data:`EXIT_FAILURE` when the listener cannot be bound, the health check fails or the workers
-cannot be kept running; :data:`EXIT_CONFIG` for a configuration the server refuses.
+The single-process server (:mod:`server.main`), each worker process (:mod:`server.workers`) and
+the tests' in-thread server run the same loop and report start-up failures the same way, with
+the exit codes of :mod:`server.exit_codes`.
 """
 
 from __future__ import annotations
@@ -17,14 +13,10 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from .config import ConfigError
+from .exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
     from .app import ReplicaAssignorServer
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_CONFIG = 2
-
 
 def new_event_loop(kind: str) -> asyncio.AbstractEventLoop:
     """A new event loop of ``kind`` (``uvloop`` or ``asyncio``), for a caller that drives it."""
@@ -47,14 +39,14 @@ def run(main: Coroutine[Any, Any, None], kind: str) -> None:
 
 def run_server(server: ReplicaAssignorServer, serving: Coroutine[Any, Any, None]) -> int:
     """Run ``serving`` on the configured event loop; the exit code (start-up failures are
-    one line on stderr: :data:`EXIT_CONFIG` for the configuration, :data:`EXIT_FAILURE` when
+    one line on stderr: :data:`EXIT_USAGE` for the configuration, :data:`EXIT_FAILURE` when
     the listener cannot be bound)."""
     config = server.config
     try:
         run(serving, config.event_loop)
     except ConfigError as exc:
         print(f"replica-assignor-server: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return EXIT_USAGE
     except OSError as exc:
         print(f"replica-assignor-server: cannot listen on {config.listeners[0]}: {exc.strerror or exc}",
               file=sys.stderr)

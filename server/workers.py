@@ -53,9 +53,10 @@ from protocol.frame import recv_exactly
 
 from .app import ReplicaAssignorServer
 from .config import Listener, ServerConfig
+from .exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .health import remove_status, write_status
 from .logs import configure_logging
-from .runtime import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, run_server
+from .runtime import run_server
 
 log = structlog.get_logger("replica_assignor")
 
@@ -180,7 +181,7 @@ class Supervisor:
                 failures += 1
                 if not self.announced:
                     # as without workers: the first worker's exit code (configuration, or the port)
-                    self._request_stop(code if code in (EXIT_FAILURE, EXIT_CONFIG) else EXIT_FAILURE)
+                    self._request_stop(code if code in (EXIT_FAILURE, EXIT_USAGE) else EXIT_FAILURE)
                     return
                 if failures >= MAX_START_FAILURES:
                     log.error("worker_failed", worker=index, failures=failures,
