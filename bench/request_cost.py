@@ -23,6 +23,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from server.logs import LogStream
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -69,14 +73,15 @@ def _frame(api: str) -> bytes:
     return bytes(request.encode(header=True, framed=True))
 
 
-async def _feed(api: str, batches: int, repeat: int) -> float:
+async def _feed(api: str, batches: int, repeat: int, log_stream: LogStream) -> float:
     """Feed ``batches`` reads of ``DEPTH`` frames ``repeat`` times; the best CPU µs per request."""
     from server.app import ReplicaAssignorServer
     from server.config import load_config
     from server.connection import KafkaConnection
 
     server = ReplicaAssignorServer(load_config(None, {"listeners": "PLAINTEXT://127.0.0.1:0",
-                                                       "replica.assignor.isolation": "thread"}))
+                                                       "replica.assignor.isolation": "thread"}),
+                                    log_stream=log_stream)
     await server.start()
     try:
         connection = KafkaConnection(server.state)
@@ -96,8 +101,8 @@ async def _feed(api: str, batches: int, repeat: int) -> float:
 def _child(api: str, batches: int) -> None:
     from server.logs import configure_logging
 
-    configure_logging("json", "info", stream=open(os.devnull, "w"))  # noqa: SIM115 - the process's log
-    asyncio.run(_feed(api, batches, 1))
+    log_stream = configure_logging("json", "info", stream=open(os.devnull, "w"))  # noqa: SIM115 - the process's log
+    asyncio.run(_feed(api, batches, 1, log_stream))
 
 
 def _instructions(api: str, batches: int) -> int:
@@ -123,14 +128,14 @@ def main(argv: list[str] | None = None) -> None:
         return
     from server.logs import configure_logging
 
-    configure_logging("json", "info", stream=open(os.devnull, "w"))  # noqa: SIM115 - the process's log
+    log_stream = configure_logging("json", "info", stream=open(os.devnull, "w"))  # noqa: SIM115 - the process's log
     if args.callgrind and shutil.which("valgrind") is None:
         parser.error("--callgrind needs valgrind on the PATH")
     print(f"# request_cost: {DEPTH} pipelined requests per read, in-process, logs at info "
           f"(Python {sys.version.split()[0]})")
     print(f"{'api':24} {'CPU µs/request':>14} {'instructions/request':>20}")
     for api in APIS:
-        cpu = asyncio.run(_feed(api, args.batches, args.repeat))
+        cpu = asyncio.run(_feed(api, args.batches, args.repeat, log_stream))
         count = "-"
         if args.callgrind:
             short, long = max(args.batches // 6, 1), args.batches

@@ -20,6 +20,7 @@ from .connection import KafkaConnection
 from .dispatch import APIS
 from .health import remove_status, write_status
 from .isolation import AssignorPool
+from .logs import LogStream
 from .metrics import Metrics, MetricsServer
 from .request_memory import RequestMemory
 from .security import UsersFileError, UserStore, build_ssl_context
@@ -38,8 +39,10 @@ class ReplicaAssignorServer:
     it binds its listener with ``SO_REUSEPORT``, beside the other workers, and logs
     ``worker_started``/``worker_stopped`` (the supervisor logs ``server_started`` once)."""
 
-    def __init__(self, config: ServerConfig, worker: int | None = None, status_file: str | None = None) -> None:
+    def __init__(self, config: ServerConfig, worker: int | None = None, status_file: str | None = None,
+                 log_stream: LogStream | None = None) -> None:
         self.config = config
+        self.log_stream = log_stream  # what configure_logging() returned: the connections batch lines in it
         self.worker = worker
         self.status_file = status_file  # where the health check finds the bound listener (server.health)
         # the fields of the started line, for the supervisor to announce the server with
@@ -106,6 +109,7 @@ class ReplicaAssignorServer:
             config=cfg, assignor=assignor, assignor_name=cfg.replica_assignor_class_name,
             source=source, executor=executor, advertised=listener, listener=listener, users=users,
             metrics=metrics, request_memory=RequestMemory(cfg.queued_max_request_bytes),
+            log_stream=self.log_stream,
         )
         if metrics.enabled:
             metrics.connections.set_function(lambda: len(state.connections))

@@ -404,7 +404,7 @@ class KafkaConnection(asyncio.Protocol):
         # so are its log lines, after the answers
         responses = self.responses
         responses.begin_batch()
-        held = hold_lines()
+        held = hold_lines(self.state.log_stream)
         try:
             self._process_frames()
         finally:

@@ -22,15 +22,19 @@ from structlog.typing import EventDict, Processor, WrappedLogger
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
 
-class _LossyStream:
+class LogStream:
     """The log stream, minus its failures: if whatever reads the logs goes away (a closed
     pipe), lines are dropped and the server keeps serving and can still be stopped.
 
     It also owns the buffering, whatever the stream's own (``PYTHONUNBUFFERED=1``, common in
     containers, makes every line a system call): lines are kept in order and written on
     ``flush``, which structlog and the standard library call after every line, except while
-    the calling thread holds the lines (:func:`hold_lines`): a connection answering a
-    pipelined read holds them, and they are written together when it is done.
+    the calling thread holds the lines (:meth:`hold`): a connection answering a pipelined read
+    holds them, and they are written together when it is done.
+
+    :func:`configure_logging` makes one and returns it; the server that logs through it owns
+    it (``ReplicaAssignorServer(log_stream=...)``, then ``ServerState.log_stream``), so that
+    its connections can hold their lines. No module keeps it.
     """
 
     def __init__(self, stream: IO[str]) -> None:
@@ -72,20 +76,15 @@ class _LossyStream:
         return bool(self._stream.isatty())
 
 
-# the stream configure_logging() set up last (one per process in the server)
-_STREAMS: list[_LossyStream] = []
-
-
-def hold_lines() -> _LossyStream | None:
-    """Hold this thread's log lines until :func:`release_lines` (given what this returned):
-    they are then written together. Holds nest."""
-    stream = _STREAMS[-1] if _STREAMS else None
+def hold_lines(stream: LogStream | None) -> LogStream | None:
+    """Hold this thread's log lines in ``stream`` (when there is one) until
+    :func:`release_lines` (given what this returned): they are then written together. Holds nest."""
     if stream is not None:
         stream.hold()
     return stream
 
 
-def release_lines(stream: _LossyStream | None) -> None:
+def release_lines(stream: LogStream | None) -> None:
     if stream is not None:
         stream.release()
 
@@ -125,11 +124,12 @@ def _format_exc_info(logger: WrappedLogger, name: str, event_dict: EventDict) ->
     return event_dict
 
 
-def configure_logging(log_format: str = "auto", level: str = "info", stream: IO[str] | None = None) -> None:
+def configure_logging(log_format: str = "auto", level: str = "info", stream: IO[str] | None = None) -> LogStream:
+    """Route structlog and the standard library's loggers to ``stream`` (stdout by default);
+    the :class:`LogStream` they write through, for the server to own."""
     target = stream or sys.stdout
     use_console = log_format == "console" or (log_format == "auto" and target.isatty())
-    lossy = _LossyStream(target)
-    _STREAMS[:] = [lossy]
+    lossy = LogStream(target)
     shared: list[Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -156,6 +156,7 @@ def configure_logging(log_format: str = "auto", level: str = "info", stream: IO[
         root.removeHandler(h)
     root.addHandler(handler)
     root.setLevel(max(_LEVELS[level], logging.WARNING))
+    return lossy
 
 
 def get_logger(name: str = "replica_assignor") -> Any:

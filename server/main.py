@@ -54,12 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         healthy, line = check(config, status_file=args.status_file)
         print(line, file=sys.stdout if healthy else sys.stderr)
         return EXIT_OK if healthy else EXIT_FAILURE
-    configure_logging(config.log_format, config.log_level)
+    log_stream = configure_logging(config.log_format, config.log_level)
     if config.num_worker_processes > 1:
         from .workers import supervise
 
         return supervise(config, status_file=args.status_file)
-    server = ReplicaAssignorServer(config, status_file=args.status_file)
+    server = ReplicaAssignorServer(config, status_file=args.status_file, log_stream=log_stream)
     return run_server(server, _serve(server))
 
 

@@ -19,6 +19,7 @@ from .placement_slots import PlacementSlots
 if TYPE_CHECKING:  # for typing only (no import at start-up, no cycle)
     from .cluster_source import ClusterSource
     from .connection import KafkaConnection
+    from .logs import LogStream
     from .request_memory import RequestMemory
     from .security import UserStore
 
@@ -67,6 +68,9 @@ class ServerState:
     # queued.max.request.bytes: the request bytes all connections buffer (server.request_memory);
     # built by the first connection when None
     request_memory: RequestMemory | None = None
+    # the stream the process logs through (server.logs.configure_logging), whose lines a
+    # connection holds while it answers a read; None: logs are not batched (tests, embedding)
+    log_stream: LogStream | None = None
     # queued.max.response.bytes: the unread answer bytes of all connections (server.answer_memory)
     answer_memory: AnswerMemory = field(init=False)
     # the placements off the event loop, running and waiting (server.placement_slots)

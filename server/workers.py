@@ -268,9 +268,9 @@ def worker_main() -> None:
         config = pickle.loads(recv_exactly(channel, _LEN.unpack(recv_exactly(channel, _LEN.size))[0]))
     except (OSError, EOFError):
         sys.exit(EXIT_FAILURE)  # the supervisor is gone before it said anything
-    configure_logging(config.log_format, config.log_level)
+    log_stream = configure_logging(config.log_format, config.log_level)
     structlog.contextvars.bind_contextvars(worker=index)  # every line of this process names it
-    server = ReplicaAssignorServer(config, worker=index)
+    server = ReplicaAssignorServer(config, worker=index, log_stream=log_stream)
     sys.exit(run_server(server, _serve(server, channel)))
 
 
