@@ -35,11 +35,18 @@ class ServerThread:
         props = {"listeners": "PLAINTEXT://127.0.0.1:0", **(overrides or {})}
         self.config = load_config(None, props)
         self.loop_kind = loop
-        self.server = ReplicaAssignorServer.__new__(ReplicaAssignorServer)
+        self._server: ReplicaAssignorServer | None = None  # made on the server's own loop
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
+
+    @property
+    def server(self) -> ReplicaAssignorServer:
+        """The running server (after :meth:`start`)."""
+        if self._server is None:
+            raise RuntimeError("the server is not started")
+        return self._server
 
     @property
     def port(self) -> int:
@@ -60,15 +67,15 @@ class ServerThread:
         asyncio.set_event_loop(loop)
 
         async def main():
-            self.server = ReplicaAssignorServer(self.config)
+            self._server = server = ReplicaAssignorServer(self.config)
             try:
-                await self.server.start()
+                await server.start()
             except BaseException as exc:
                 self._error = exc
                 self._ready.set()
                 return
             self._ready.set()
-            await self.server.serve()
+            await server.serve()
 
         try:
             loop.run_until_complete(main())
@@ -85,8 +92,9 @@ class ServerThread:
         return self
 
     def stop(self) -> None:
-        if self._thread is not None and self._thread.is_alive() and self._loop is not None:
-            self._loop.call_soon_threadsafe(self.server.request_stop)
+        if self._thread is not None and self._thread.is_alive() and self._loop is not None \
+                and self._server is not None:
+            self._loop.call_soon_threadsafe(self._server.request_stop)
             self._thread.join(30)
 
     def __enter__(self) -> ServerThread:
