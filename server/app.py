@@ -24,7 +24,7 @@ from .logs import LogStream
 from .metrics import Metrics, MetricsServer
 from .request_memory import RequestMemory
 from .security import UsersFileError, UserStore, build_ssl_context
-from .state import ServerState
+from .shared_state import ServerState
 
 log = structlog.get_logger("replica_assignor")
 

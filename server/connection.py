@@ -72,7 +72,7 @@ from .placement_slots import placement_owner
 from .request_memory import RequestMemory
 from .responses import ResponseQueue, Slot
 from .security import ANONYMOUS, SaslSession, current_principal, principal_from_certificate
-from .state import ServerState
+from .shared_state import ServerState
 from .tls_upgrade import TlsUpgrade
 
 log = structlog.get_logger("replica_assignor")

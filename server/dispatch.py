@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from .handlers import api_versions, create_replica_assignment, metadata, sasl_authenticate, sasl_handshake
-from .state import ServerState
+from .shared_state import ServerState
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ import kafka.errors as kafka_errors
 from protocol.frame import RequestHeaderPeek, frame, patch_correlation_id
 from protocol.messages import REPLICA_ASSIGNMENT_FEATURE, ApiVersionsRequest, ApiVersionsResponse, check_body
 
-from ..state import ServerState
+from ..shared_state import ServerState
 
 REQUEST = ApiVersionsRequest
 API_KEY = REQUEST.API_KEY

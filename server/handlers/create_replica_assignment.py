@@ -57,7 +57,7 @@ from protocol.structure import peek_field
 from ..isolation import worker_assignor
 from ..placement_slots import placement_owner
 from ..security import authorize, current_principal
-from ..state import PlacementSettings, ServerState
+from ..shared_state import PlacementSettings, ServerState
 
 REQUEST = CreateReplicaAssignmentRequest
 API_KEY = REQUEST.API_KEY

@@ -21,7 +21,7 @@ from protocol.messages import MetadataRequest, MetadataResponse, decode_body
 from protocol.structure import StructureError
 
 from ..config import ServerConfig
-from ..state import ServerState
+from ..shared_state import ServerState
 
 REQUEST = MetadataRequest
 API_KEY = REQUEST.API_KEY

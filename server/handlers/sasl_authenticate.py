@@ -25,7 +25,7 @@ from protocol.frame import RequestHeaderPeek, frame
 from protocol.messages import SaslAuthenticateRequest, SaslAuthenticateResponse, decode_body
 
 from ..security import AuthenticationFailed, SaslSession
-from ..state import ServerState
+from ..shared_state import ServerState
 
 if TYPE_CHECKING:
     from ..connection import KafkaConnection

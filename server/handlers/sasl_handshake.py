@@ -22,7 +22,7 @@ import kafka.errors as kafka_errors
 from protocol.frame import RequestHeaderPeek, frame
 from protocol.messages import SaslHandshakeRequest, SaslHandshakeResponse, decode_body
 
-from ..state import ServerState
+from ..shared_state import ServerState
 
 if TYPE_CHECKING:
     from ..connection import KafkaConnection

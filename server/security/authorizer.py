@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..state import ServerState
+    from ..shared_state import ServerState
 
 
 def authorize(state: ServerState, principal: str) -> bool:

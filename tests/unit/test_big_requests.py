@@ -24,7 +24,7 @@ from server.handlers.create_replica_assignment import (
     request_rng,
     run,
 )
-from server.state import PlacementSettings
+from server.shared_state import PlacementSettings
 from tests.servers import ServerThread, read_frame
 
 CRA = CreateReplicaAssignmentRequest

@@ -1,6 +1,6 @@
 """The parts a connection is made of, each on its own: flow control (``server.flow_control``),
 answers in request order (``server.responses``) and the event the graceful shutdown waits for
-(``server.state``). Real objects over an in-memory transport; no timing."""
+(``server.shared_state``). Real objects over an in-memory transport; no timing."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from server.config import load_config
 from server.flow_control import FlowControl
 from server.request_memory import RequestMemory
 from server.responses import ResponseQueue, Slot
-from server.state import ServerState
+from server.shared_state import ServerState
 
 
 class Transport:

@@ -30,7 +30,7 @@ from server.config import load_config
 from server.connection import KafkaConnection
 from server.dispatch import supported_versions
 from server.handlers import api_versions
-from server.state import ServerState
+from server.shared_state import ServerState
 
 CLUSTER = ClusterView(tuple(BrokerMetadata(i, f"rack-{i % 3}") for i in range(6)))
 MAX_BYTES = 4096

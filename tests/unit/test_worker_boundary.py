@@ -25,7 +25,7 @@ from server.handlers.create_replica_assignment import (
     run,
 )
 from server.isolation import AssignorPool, _dumps, worker_assignor
-from server.state import PlacementSettings, ServerState
+from server.shared_state import PlacementSettings, ServerState
 
 RACKED = ClusterView.of([(b, f"rack-{b % 3}") for b in range(6)])
 PLAIN = ClusterView.of([(b, None) for b in range(6)])
