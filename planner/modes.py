@@ -1,11 +1,16 @@
 """The planner's modes, and the one function that turns a request into a plan.
 
-:func:`make_plan` dispatches :class:`~planner.settings.PlanSettings` to the balancing rule of
-its mode (:data:`~planner.settings.MODES`). The command line and the Spark pipeline both plan
-through :func:`make_plan`, so one snapshot and one set of settings give the same plan everywhere.
+:data:`RULES` maps each mode to the balancing rule that plans it, in the order the command
+line lists them (:data:`MODES`); a new mode is a rule module and one row here. :func:`make_plan`
+dispatches :class:`~planner.settings.PlanSettings` to the rule of its mode. The command line
+and the Spark pipeline both plan through :func:`make_plan`, so one snapshot and one set of
+settings give the same plan everywhere.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from cluster.snapshot import ClusterSnapshot
 
@@ -14,20 +19,41 @@ from .leader_balance import leader_balance
 from .plan import Plan
 from .repair_rule import repair
 from .replica_balance import replica_balance
-from .settings import PlanSettings
+
+if TYPE_CHECKING:  # settings imports MODES from here
+    from .settings import PlanSettings
+
+
+def _leader(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
+    return leader_balance(snapshot, max_leader_changes=settings.max_leader_changes,
+                          forgotten=settings.forgotten, scope=settings.scope)
+
+
+def _replica(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
+    return replica_balance(snapshot, threshold=settings.threshold, max_moves=settings.max_moves,
+                           forgotten=settings.forgotten, exact_seconds=settings.exact_seconds,
+                           scope=settings.scope)
+
+
+def _cluster(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
+    return cluster_balance(snapshot, threshold=settings.threshold, max_moves=settings.max_moves,
+                           max_leader_changes=settings.max_leader_changes, forgotten=settings.forgotten,
+                           exact_seconds=settings.exact_seconds, scope=settings.scope)
+
+
+def _repair(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
+    return repair(snapshot, settings.forgotten, max_moves=settings.max_moves)
+
+
+RULES: dict[str, Callable[[ClusterSnapshot, PlanSettings], Plan]] = {
+    "leader": _leader,
+    "replica": _replica,
+    "cluster": _cluster,
+    "repair": _repair,
+}
+MODES = tuple(RULES)
 
 
 def make_plan(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
     """The plan a mode asks for: the one entry point of the command line and the pipeline."""
-    if settings.mode == "leader":
-        return leader_balance(snapshot, max_leader_changes=settings.max_leader_changes,
-                              forgotten=settings.forgotten, scope=settings.scope)
-    if settings.mode == "replica":
-        return replica_balance(snapshot, threshold=settings.threshold, max_moves=settings.max_moves,
-                               forgotten=settings.forgotten, exact_seconds=settings.exact_seconds,
-                               scope=settings.scope)
-    if settings.mode == "repair":
-        return repair(snapshot, settings.forgotten, max_moves=settings.max_moves)
-    return cluster_balance(snapshot, threshold=settings.threshold, max_moves=settings.max_moves,
-                           max_leader_changes=settings.max_leader_changes, forgotten=settings.forgotten,
-                           exact_seconds=settings.exact_seconds, scope=settings.scope)
+    return RULES[settings.mode](snapshot, settings)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .modes import MODES
 from .plan import Scope
 
-MODES = ("leader", "replica", "cluster", "repair")
+__all__ = ["EXACT_SECONDS", "MODES", "PlanSettings"]
+
 EXACT_SECONDS = 10.0
 
 
