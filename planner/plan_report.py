@@ -314,31 +314,27 @@ def render_report(plan: Plan, settings: PlanSettings, *, figures: tuple[Figures,
                                      settings.max_bytes_per_batch), settings.throttle)
     lines = [f"# Balance plan: {settings.mode}", ""]
     opts = [f"mode `{settings.mode}`", f"threshold {_threshold(settings)}"]
-    if settings.max_moves is not None:
-        opts.append(f"max moves {settings.max_moves}")
-    if settings.max_leader_changes is not None:
-        opts.append(f"max leader changes {settings.max_leader_changes}")
-    if settings.batch_size:
-        opts.append(f"batches of {settings.batch_size}")
-    if settings.max_moves_per_broker:
-        opts.append(f"max moves per broker and batch {settings.max_moves_per_broker}")
-    if settings.max_bytes_per_batch:
-        opts.append(f"max bytes per batch {settings.max_bytes_per_batch}")
-    if settings.throttle:
-        opts.append(f"throttle {settings.throttle} bytes/s")
     scope = settings.scope
-    if scope.topics is not None:
-        opts.append(f"only topics matching `{scope.topics}` move")
-    if scope.exclude_topics is not None:
-        opts.append(f"topics matching `{scope.exclude_topics}` stay")
-    if scope.exclude_brokers:
-        opts.append(f"brokers {', '.join(map(str, scope.exclude_brokers))} neither give nor take")
-    if scope.add_brokers:
-        opts.append(f"only brokers {', '.join(map(str, scope.add_brokers))} take replicas")
-    if scope.demote_brokers:
-        opts.append(f"brokers {', '.join(map(str, scope.demote_brokers))} demoted (no preferred leaders)")
-    if settings.source:
-        opts.append(f"input {settings.source}")
+
+    def brokers(ids: tuple[int, ...]) -> str | None:
+        return ", ".join(map(str, ids)) or None
+
+    for value, text in (
+        (settings.max_moves, "max moves {}"),
+        (settings.max_leader_changes, "max leader changes {}"),
+        (settings.batch_size, "batches of {}"),
+        (settings.max_moves_per_broker, "max moves per broker and batch {}"),
+        (settings.max_bytes_per_batch, "max bytes per batch {}"),
+        (settings.throttle, "throttle {} bytes/s"),
+        (scope.topics, "only topics matching `{}` move"),
+        (scope.exclude_topics, "topics matching `{}` stay"),
+        (brokers(scope.exclude_brokers), "brokers {} neither give nor take"),
+        (brokers(scope.add_brokers), "only brokers {} take replicas"),
+        (brokers(scope.demote_brokers), "brokers {} demoted (no preferred leaders)"),
+        (settings.source or None, "input {}"),
+    ):
+        if value is not None:  # given (a budget of 0 is given too)
+            opts.append(text.format(value))
     alive = sum(b.alive for b in before.brokers)
     lines += [
         f"{len(before.brokers)} brokers ({alive} alive), {before.partitions} partitions, "

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from protocol.frame import recv_exactly
 from server.app import ReplicaAssignorServer
@@ -28,6 +28,16 @@ def read_frame(sock: socket.socket) -> bytes:
     ConnectionError if the server closes first."""
     (size,) = struct.unpack(">i", recv_exactly(sock, 4))
     return recv_exactly(sock, size)
+
+
+def wait_until(condition: Callable[[], object], timeout: float = 10.0) -> None:
+    """Poll ``condition`` (the server's public state, read from the test thread) until it holds;
+    AssertionError after ``timeout`` seconds (a bound against hanging, not a measurement)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("the server did not get there")
+        time.sleep(0.01)
 
 
 class ServerThread:

@@ -21,7 +21,7 @@ from protocol.frame import uvarint_bytes
 from protocol.messages import ApiVersionsRequest, CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
 from server.security.users import scram_credential, write_users_file
 from tests.e2e.pki import Pki
-from tests.servers import ServerProcess, ServerThread, read_frame
+from tests.servers import ServerProcess, ServerThread, read_frame, wait_until
 
 
 def _framed(payload: bytes) -> bytes:
@@ -54,14 +54,6 @@ def _closed_by_server(sock: socket.socket, timeout: float = 10.0) -> bytes:
         if not chunk:
             return received
         received += chunk
-
-
-def _wait(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("the server did not get there")
-        time.sleep(0.01)
 
 
 V0_HEAD = struct.pack(">ih?", 6, 3, False)  # NumPartitions, ReplicationFactor, ForceSimpleAssignment
@@ -157,7 +149,7 @@ def test_a_client_that_pipelines_and_never_reads_stops_being_served() -> None:
             conns = [c for c in server.server.state.connections if c.peer.endswith(f":{attacker.getsockname()[1]}")]
             return bool(conns) and conns[0].flow.reading_paused and conns[0].flow.writing_paused
 
-        _wait(attacker_paused, 60)
+        wait_until(attacker_paused, 60)
         answered = _placements_answered(server)
         for cid in range(2, 7):
             _api_versions(bystander, cid)
@@ -202,13 +194,13 @@ def test_buffered_request_bytes_are_capped_across_connections() -> None:
             for sock, payload in zip(socks, payloads, strict=True):
                 sock.sendall(_framed(payload)[:900 * 1024])
             memory = small.server.state.request_memory
-            _wait(lambda: memory.waiting >= 3)
+            wait_until(lambda: memory.waiting >= 3)
             assert memory.used <= cap + 6 * 256 * 1024  # the cap, and at most one socket read of each waiter
             for sock, payload in zip(socks, payloads, strict=True):
                 sock.sendall(_framed(payload)[900 * 1024:])
             for cid, sock in enumerate(socks):
                 assert struct.unpack_from(">i", read_frame(sock)) == (cid,)
-            _wait(lambda: memory.used == 0 and memory.waiting == 0)
+            wait_until(lambda: memory.used == 0 and memory.waiting == 0)
         finally:
             for sock in socks:
                 sock.close()
@@ -230,8 +222,8 @@ def test_failed_tls_handshake_is_logged(tmp_path) -> None:
                         sock.recv(1)
                 except (ssl.SSLError, ConnectionError):
                     pass
-            _wait(lambda: any(line["event"] == "tls_handshake_failed" for line in logs))
-            _wait(lambda: not tls.server.state.connections)
+            wait_until(lambda: any(line["event"] == "tls_handshake_failed" for line in logs))
+            wait_until(lambda: not tls.server.state.connections)
     (failed,) = [line for line in logs if line["event"] == "tls_handshake_failed"]
     assert failed["peer"] == f"127.0.0.1:{port}"
     assert failed["reason"] == "PEER_DID_NOT_RETURN_A_CERTIFICATE"

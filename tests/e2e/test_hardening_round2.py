@@ -16,7 +16,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from protocol.messages import ApiVersionsRequest, CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
-from tests.servers import ServerThread, read_frame
+from tests.servers import ServerThread, read_frame, wait_until
 
 
 def _framed(payload: bytes) -> bytes:
@@ -56,14 +56,6 @@ def _refusal_time(port: int, data: bytes) -> tuple[float, int]:
         except (BrokenPipeError, ConnectionResetError):
             pass
     return time.perf_counter() - started, sent
-
-
-def _wait(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("the server did not get there")
-        time.sleep(0.01)
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +99,7 @@ def test_frame_headers_hold_only_their_four_bytes(server) -> None:
     try:
         for sock in attackers:
             sock.sendall(struct.pack(">i", 100 << 20))
-        _wait(lambda: len(server.server.state.connections) >= 6)
+        wait_until(lambda: len(server.server.state.connections) >= 6)
         time.sleep(0.2)  # the prefixes are read
         assert memory.used <= 6 * 4
         during = min(_answer_time(server.port, big) for _ in range(3))
@@ -149,7 +141,7 @@ def test_one_connection_runs_at_most_half_the_workers() -> None:
         alone = _answer_time(slow.port, _placement(6))
         with socket.create_connection(("127.0.0.1", slow.port), timeout=60) as hog:
             hog.sendall(b"".join(_placement(6, cid) for cid in range(4)))
-            _wait(lambda: slow.server.state.placement_slots.queued == 3)
+            wait_until(lambda: slow.server.state.placement_slots.queued == 3)
             during = _answer_time(slow.port, _placement(6))
             for cid in range(4):
                 assert struct.unpack_from(">i", read_frame(hog)) == (cid,)
@@ -175,13 +167,13 @@ def test_answers_not_read_are_capped_across_connections() -> None:
                     sock.connect(("127.0.0.1", srv.port))
                     sock.sendall(_placement(500_000))
                     socks.append(sock)
-                _wait(lambda: sum(line.get("reason") == "answers not read" for line in logs) >= 2, timeout=60)
+                wait_until(lambda: sum(line.get("reason") == "answers not read" for line in logs) >= 2, timeout=60)
                 assert memory.used <= cap
                 _answer_time(srv.port, _placement(6))
             finally:
                 for sock in socks:
                     sock.close()
-        _wait(lambda: memory.used == 0)
+        wait_until(lambda: memory.used == 0)
 
 
 def _guesses_per_second(port: int, connections: int, seconds: float) -> float:
@@ -345,7 +337,7 @@ def test_a_silent_tls_client_is_logged_as_a_timeout(tmp_path, loop) -> None:
                        "ssl.handshake.timeout.ms": "300"}, loop=loop) as tls:
         with capture_logs() as logs:
             with socket.create_connection(("127.0.0.1", tls.port), timeout=10) as silent:
-                _wait(lambda: any(line["event"] == "tls_handshake_failed" for line in logs))
+                wait_until(lambda: any(line["event"] == "tls_handshake_failed" for line in logs))
                 assert silent.recv(1) == b""
     (failed,) = [line for line in logs if line["event"] == "tls_handshake_failed"]
     assert failed["reason"] == "handshake timed out"
@@ -422,9 +414,9 @@ def test_a_plugin_child_in_its_own_session_dies_with_the_worker(tmp_path, plugin
         with ReplicaAssignorAdminClient(running.bootstrap) as admin:
             with pytest.raises(kafka_errors.RequestTimedOutError):
                 admin.create_replica_assignment(15, 3, None, CreateReplicaAssignmentOptions(timeout_ms=1_000))
-            _wait(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+            wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
             (escaped,) = [int(line) for line in pid_file.read_text().split()]
-            _wait(lambda: not _alive(escaped))
+            wait_until(lambda: not _alive(escaped))
             assert len(admin.create_replica_assignment(6, 3).assignments()) == 6
 
 
@@ -435,7 +427,7 @@ def test_idle_connections_do_not_lock_their_address_out() -> None:
     with ServerThread({"max.connections.per.ip": "3", "connections.max.idle.ms": "5000"}) as srv:
         idle = [socket.create_connection(("127.0.0.1", srv.port), timeout=10) for _ in range(3)]
         try:
-            _wait(lambda: len(srv.server.state.connections) == 3)
+            wait_until(lambda: len(srv.server.state.connections) == 3)
             with capture_logs() as logs:
                 with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as refused:
                     assert refused.recv(1) == b""  # the others are not idle long enough yet
@@ -491,7 +483,7 @@ def test_partial_frames_holding_the_budget_are_closed_by_their_deadline() -> Non
                             time.sleep(0.005)
                             if memory.short:
                                 break  # the server stopped reading: the budget is held
-                _wait(lambda: memory.short)
+                wait_until(lambda: memory.short)
                 started = time.perf_counter()
                 trickler.sendall(struct.pack(">i", 1000))
                 during = _answer_time(srv.port, big)
@@ -504,11 +496,11 @@ def test_partial_frames_holding_the_budget_are_closed_by_their_deadline() -> Non
                     except OSError:
                         break
                     time.sleep(timeout_ms / 10_000)
-                _wait(lambda: all(_closed_by_server(sock) for sock in attackers))
+                wait_until(lambda: all(_closed_by_server(sock) for sock in attackers))
             assert during < 10 * before + 2 * timeout_ms / 1000, (during, before)
             closed = [line for line in logs if line.get("reason") == "request receive timeout"]
             assert len(closed) == 5, closed
-            _wait(lambda: memory.used == 0)
+            wait_until(lambda: memory.used == 0)
         finally:
             for sock in [*attackers, trickler]:
                 sock.close()
