@@ -20,12 +20,7 @@ from planner.cluster_report import ClusterState, describe, render
 from planner.sources import SourceError
 
 from .cluster_input import add_input_arguments, load_input
-from .common import (
-    EXIT_CODES,
-    CommandError,
-    fail,
-    help_text,
-)
+from .common import EXIT_CODES, CommandError, fail, help_text
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:

@@ -305,14 +305,8 @@ def _commands(run: Execution, settings: PlanSettings) -> list[str]:
     return lines
 
 
-def render_report(plan: Plan, settings: PlanSettings, *, figures: tuple[Figures, Figures] | None = None,
-                  run: Execution | None = None) -> str:
-    """The report (module doc); ``figures`` and ``run`` when the caller has them already."""
-    before, after = figures if figures is not None else plan_figures(plan)
-    if run is None:
-        run = execution(plan, Limits(settings.batch_size, settings.max_moves_per_broker,
-                                     settings.max_bytes_per_batch), settings.throttle)
-    lines = [f"# Balance plan: {settings.mode}", ""]
+def _options(settings: PlanSettings) -> list[str]:
+    """How the plan was asked for, as the report's first line lists it."""
     opts = [f"mode `{settings.mode}`", f"threshold {_threshold(settings)}"]
     scope = settings.scope
 
@@ -335,10 +329,39 @@ def render_report(plan: Plan, settings: PlanSettings, *, figures: tuple[Figures,
     ):
         if value is not None:  # given (a budget of 0 is given too)
             opts.append(text.format(value))
+    return opts
+
+
+def _per_broker(before: Figures, after: Figures, settings: PlanSettings) -> list[str]:
+    lines = ["## Per broker", "",
+             "| broker | rack | alive | replicas before | replicas after | leaders before | leaders after |",
+             "|---|---|---|---|---|---|---|"]
+    after_by_id = {b.id: b for b in after.brokers}
+    forgotten = set(settings.forgotten)
+    for b in before.brokers:
+        a = after_by_id[b.id]
+        state = ("forgotten" if b.id in forgotten else "yes") if b.alive else "no"
+        lines.append(_row([b.id, b.rack, state, b.replicas, a.replicas, b.leaders, a.leaders]))
+    after_unknown = {x.id: x for x in after.unknown_brokers}
+    for b in before.unknown_brokers:
+        u = after_unknown.get(b.id)
+        lines.append(_row([b.id, "?", "unknown", b.replicas, u.replicas if u else 0, b.leaders,
+                           u.leaders if u else 0]))
+    return lines
+
+
+def render_report(plan: Plan, settings: PlanSettings, *, figures: tuple[Figures, Figures] | None = None,
+                  run: Execution | None = None) -> str:
+    """The report (module doc); ``figures`` and ``run`` when the caller has them already."""
+    before, after = figures if figures is not None else plan_figures(plan)
+    if run is None:
+        run = execution(plan, Limits(settings.batch_size, settings.max_moves_per_broker,
+                                     settings.max_bytes_per_batch), settings.throttle)
+    lines = [f"# Balance plan: {settings.mode}", ""]
     alive = sum(b.alive for b in before.brokers)
     lines += [
         f"{len(before.brokers)} brokers ({alive} alive), {before.partitions} partitions, "
-        f"{before.replicas} replicas; " + ", ".join(opts) + ".",
+        f"{before.replicas} replicas; " + ", ".join(_options(settings)) + ".",
         "",
         "## Summary",
         "",
@@ -376,20 +399,7 @@ def render_report(plan: Plan, settings: PlanSettings, *, figures: tuple[Figures,
     lines += [f"- {n}" for n in plan.notes] or ["- none."]
     lines.append("")
     lines += _batches(run, settings)
-    lines += ["## Per broker", "",
-              "| broker | rack | alive | replicas before | replicas after | leaders before | leaders after |",
-              "|---|---|---|---|---|---|---|"]
-    after_by_id = {b.id: b for b in after.brokers}
-    forgotten = set(settings.forgotten)
-    for b in before.brokers:
-        a = after_by_id[b.id]
-        state = ("forgotten" if b.id in forgotten else "yes") if b.alive else "no"
-        lines.append(_row([b.id, b.rack, state, b.replicas, a.replicas, b.leaders, a.leaders]))
-    after_unknown = {x.id: x for x in after.unknown_brokers}
-    for b in before.unknown_brokers:
-        u = after_unknown.get(b.id)
-        lines.append(_row([b.id, "?", "unknown", b.replicas, u.replicas if u else 0, b.leaders,
-                           u.leaders if u else 0]))
+    lines += _per_broker(before, after, settings)
     if before.racks:
         lines += ["", "## Per rack", "",
                   "| rack | level | alive brokers | replicas before | replicas after | leaders before "
