@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 
 from planner.exact import EXACT_CELLS
 from planner.log_dirs import merge_sizes, read_log_dirs
-from planner.modes import make_plan
+from planner.modes import MODES, make_plan
 from planner.plan import Scope
-from planner.settings import EXACT_SECONDS, MODES, PlanSettings
+from planner.settings import EXACT_SECONDS, PlanSettings
 from planner.sources import SourceError
 
 if TYPE_CHECKING:

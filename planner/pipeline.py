@@ -38,10 +38,10 @@ if __name__ == "__main__" and not __package__:
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from planner.modes import make_plan
+from planner.modes import MODES, make_plan
 from planner.outputs import render_outputs, write_outputs
 from planner.plan import Scope
-from planner.settings import EXACT_SECONDS, MODES, PlanSettings
+from planner.settings import EXACT_SECONDS, PlanSettings
 
 if TYPE_CHECKING:
     import pandas as pd
