@@ -10,6 +10,7 @@ settings give the same plan everywhere.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from cluster.snapshot import ClusterSnapshot
 
@@ -18,7 +19,9 @@ from .leader_balance import leader_balance
 from .plan import Plan
 from .repair_rule import repair
 from .replica_balance import replica_balance
-from .settings import PlanSettings
+
+if TYPE_CHECKING:  # for the annotations only: settings checks its mode against MODES
+    from .settings import PlanSettings
 
 
 def _leader(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
@@ -52,9 +55,6 @@ MODES = tuple(RULES)
 
 
 def make_plan(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
-    """The plan a mode asks for: the one entry point of the command line and the pipeline.
-    ValueError for a mode without a rule (before any rule runs)."""
-    rule = RULES.get(settings.mode)
-    if rule is None:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {settings.mode!r}")
-    return rule(snapshot, settings)
+    """The plan a mode asks for: the one entry point of the command line and the pipeline
+    (``settings`` has a mode of :data:`MODES`: :class:`~planner.settings.PlanSettings` checks it)."""
+    return RULES[settings.mode](snapshot, settings)

@@ -1,13 +1,16 @@
 """What a plan is asked for: :class:`PlanSettings` (mode, threshold, budgets, batch limits and
 throttle, forgotten brokers, source name, echoed in the report). :func:`planner.modes.make_plan`
-turns it into a plan (and refuses a mode it has no rule for).
+turns it into a plan; a mode without a rule there is refused here, before any rule runs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .modes import MODES
 from .plan import Scope
+
+__all__ = ["EXACT_SECONDS", "MODES", "PlanSettings"]
 
 EXACT_SECONDS = 10.0
 
@@ -30,6 +33,8 @@ class PlanSettings:
     scope: Scope = Scope()                     # the topics and brokers replica moves may touch
 
     def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         for name in ("max_moves", "max_leader_changes"):
             value = getattr(self, name)
             if value is not None and value < 0:

@@ -33,6 +33,6 @@ def test_each_mode_runs_its_own_rule_with_the_settings() -> None:
     assert make_plan(SNAPSHOT, settings["leader"]).leader_changes == 1  # t-1 led by broker 1 instead
 
 
-def test_a_mode_without_a_rule_is_refused() -> None:
+def test_a_mode_without_a_rule_is_refused_before_planning() -> None:
     with pytest.raises(ValueError, match="mode must be one of leader, replica, cluster, repair, got 'disk'"):
-        make_plan(SNAPSHOT, PlanSettings("disk"))
+        PlanSettings("disk")
