@@ -60,6 +60,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import kafka.errors as kafka_errors
@@ -167,11 +168,29 @@ class KafkaConnection(asyncio.Protocol):
             return
         state.connection_opened(self, self._ip)
         self._counted = True
-        delay = state.connection_delay(self._loop.time())
-        if delay > 0:  # max.connection.creation.rate: served (read, or its TLS handshake run) in its turn
-            self._blocked = True  # what arrives meanwhile waits in the buffer, unread
-            self.flow.update(True)
-            self._loop.call_soon(self._still_paused)  # (uvloop starts reading after connection_made)
+        # max.connection.creation.rate(.per.ip): served (read, or its TLS handshake run) in its turn
+        rate, now = state.connection_rate, self._loop.time()
+        delay = rate.address_delay(self._ip, now)
+        if delay > 0:
+            self._wait_turn(delay, self._address_turn)
+        elif (delay := rate.delay(now)) > 0:
+            self._wait_turn(delay, self._admit)
+        else:
+            self._admit()
+
+    def _wait_turn(self, delay: float, then: Callable[[], None]) -> None:
+        self._blocked = True  # what arrives meanwhile waits in the buffer, unread
+        self.flow.update(True)
+        self._loop.call_soon(self._still_paused)  # (uvloop starts reading after connection_made)
+        self._idle_handle = self._loop.call_later(delay, then)
+
+    def _address_turn(self) -> None:
+        """The turn of the connection's address has come; now its turn overall."""
+        self._idle_handle = None
+        if self._closing:
+            return
+        delay = self.state.connection_rate.delay(self._loop.time())
+        if delay > 0:
             self._idle_handle = self._loop.call_later(delay, self._admit)
             return
         self._admit()
@@ -396,7 +415,10 @@ class KafkaConnection(asyncio.Protocol):
         """A large frame, joined once it was whole (it comes before the buffer): a turn of its own."""
         if len(self.responses.slots) >= self._max_inflight or self.flow.writing_paused:
             return  # resumed by an answer done (_completed) or by resume_writing
-        if self._request(self.frames.take_whole()) and not self._blocked and self._failing is None:
+        frame = self.frames.take_whole()
+        handled = self._request(memoryview(frame))
+        self.frames.dispose(frame)
+        if handled and not self._blocked and self._failing is None:
             self._schedule_turn()
 
     def _process_frames(self) -> None:
@@ -463,12 +485,12 @@ class KafkaConnection(asyncio.Protocol):
 
     # each refusal is one branch of the per-request path: split, every request would pay a call
     # for it (bench/request_cost.py)
-    def _request(self, payload: bytes) -> bool:  # noqa: C901
+    def _request(self, payload: bytes | memoryview) -> bool:  # noqa: C901
         """Handle one request; False when the connection was closed because of it."""
         gate = self.gate
         if gate is not None and gate.session.raw:  # after SaslHandshake v0: a bare token, no Kafka header
             outcome = self._metrics.begin(sasl_authenticate.API_KEY, self._log_requests)
-            self._dispatch(sasl_authenticate.handle_raw(self.state, payload, self), outcome, True, None, None)
+            self._dispatch(sasl_authenticate.handle_raw(self.state, bytes(payload), self), outcome, True, None, None)
             return not self._closing
         try:
             header = peek_header(payload)
@@ -526,7 +548,8 @@ class KafkaConnection(asyncio.Protocol):
         self.close("malformed request", api_key=header.api_key, api_version=header.api_version,
                    correlation_id=header.correlation_id, error=malformed.error)
 
-    def _dispatch(self, result: Any, outcome: Any, exclusive: bool, header: Any, payload: bytes | None) -> None:
+    def _dispatch(self, result: Any, outcome: Any, exclusive: bool, header: Any,
+                  payload: bytes | memoryview | None) -> None:
         """Queue a handler's result: bytes now, or an awaitable whose answer comes later."""
         failing = self._failing
         if isinstance(result, (bytes, bytearray)):
