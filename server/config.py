@@ -344,6 +344,10 @@ class ServerConfig:
         "new connections per second, after a burst of as many (KIP-612): a connection over the rate waits, "
         "unread, for its turn; it bounds "
         "password guesses, since a failed authentication closes its connection (docs/security.md)")
+    max_connection_creation_rate_per_ip: int = _setting(
+        "max.connection.creation.rate.per.ip", _Int(1, unbounded=-1), 20,
+        "the same, per client address (Kafka's connection_creation_rate quota of an address), counted first: "
+        "a brute force from one address does not make new connections from others wait (docs/security.md)")
     max_connections_per_ip: int = _setting(
         "max.connections.per.ip", _Int(1), 1_000, "the same, per client address")
     connections_max_idle_ms: int = _setting(

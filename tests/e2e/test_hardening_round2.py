@@ -225,12 +225,74 @@ def test_password_guesses_are_bounded_by_the_connection_creation_rate(tmp_path) 
     write_users_file(users, {"alice": {"SCRAM-SHA-256": scram_credential("SCRAM-SHA-256", "x", iterations=4096)}})
     common = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.users.file": str(users),
               "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256", "connection.failed.authentication.delay.ms": "0"}
-    with ServerThread({**common, "max.connection.creation.rate": "-1"}) as free:
+    free_rates = {"max.connection.creation.rate": "-1", "max.connection.creation.rate.per.ip": "-1"}
+    with ServerThread({**common, **free_rates}) as free:
         unlimited = _guesses_per_second(free.port, 10, 2.0)
-    with ServerThread({**common, "max.connection.creation.rate": "20"}) as limited_server:
-        limited = _guesses_per_second(limited_server.port, 10, 2.0)
-    assert limited <= (20 * 2.0 + 20) / 2.0 * 1.2, (limited, unlimited)  # the rate, and a burst of one second
-    assert unlimited > 2 * limited, (limited, unlimited)
+    for limit in ({"max.connection.creation.rate": "10"}, {"max.connection.creation.rate.per.ip": "10"}):
+        with ServerThread({**common, **free_rates, **limit}) as limited_server:
+            limited = _guesses_per_second(limited_server.port, 10, 2.0)
+        assert limited <= (10 * 2.0 + 10) / 2.0 * 1.2, (limit, limited, unlimited)  # the rate, and a burst of 1 s
+        assert unlimited > 2 * limited, (limit, limited, unlimited)
+
+
+def _new_connection_time(port: int, source: str) -> float:
+    """Seconds until a new connection from ``source`` gets its ApiVersions answer."""
+    data = _frame(ApiVersionsRequest(version=3, client_software_name="x", client_software_version="1"))
+    started = time.perf_counter()
+    with socket.create_connection(("127.0.0.1", port), timeout=60, source_address=(source, 0)) as sock:
+        sock.sendall(data)
+        read_frame(sock)
+    return time.perf_counter() - started
+
+
+def test_a_brute_force_from_one_address_does_not_delay_new_connections_from_another(tmp_path) -> None:
+    """The creation rate once was one budget for the whole server: while one address opened a
+    connection per password guess, new connections from every address waited their turn. Each
+    address now spends its own share first (max.connection.creation.rate.per.ip); a new connection
+    from another address (127.0.0.2) is served as fast as before the attack (same run), while one
+    more from the attacker's address waits behind the attack."""
+    from server.security.users import scram_credential, write_users_file
+
+    users = tmp_path / "users.json"
+    write_users_file(users, {"alice": {"SCRAM-SHA-256": scram_credential("SCRAM-SHA-256", "x", iterations=4096)}})
+    with ServerThread({"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.users.file": str(users),
+                       "sasl.enabled.mechanisms": "PLAIN", "connection.failed.authentication.delay.ms": "0",
+                       "max.connection.creation.rate": "40", "max.connection.creation.rate.per.ip": "10"}) as srv:
+        before = sorted(_new_connection_time(srv.port, "127.0.0.2") for _ in range(5))[2]
+        stop = threading.Event()
+        attack = threading.Thread(target=lambda: _guesses_until(srv.port, 20, stop), daemon=True)
+        attack.start()
+        try:
+            time.sleep(1.5)  # the attacker's burst is spent, its connections queue for their turns
+            other = sorted(_new_connection_time(srv.port, "127.0.0.2") for _ in range(5))[2]
+            same = _new_connection_time(srv.port, "127.0.0.1")
+        finally:
+            stop.set()
+            attack.join(60)
+    assert other < 5 * before + 0.05, (other, before)
+    assert same > 0.5, same  # twenty connections ahead of it, at ten per second
+
+
+def _guesses_until(port: int, connections: int, stop: threading.Event) -> None:
+    from tests.e2e.test_sasl import Wire
+
+    def guess() -> None:
+        while not stop.is_set():
+            wire = Wire(port)
+            try:
+                wire.sock.settimeout(30)
+                wire.handshake("PLAIN")
+                wire.authenticate(b"\0alice\0wrong")
+            except OSError:
+                pass
+            finally:
+                wire.close()
+
+    threads = [threading.Thread(target=guess, daemon=True) for _ in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
 
 
 @pytest.mark.parametrize("key", ["cluster.metadata.file", "sasl.users.file", "ssl.keystore.location"])

@@ -196,3 +196,22 @@ async def test_no_connections_is_set_exactly_while_none_is_open() -> None:
     state.connection_closed(second, "10.0.0.1")
     await asyncio.wait_for(waiter, 5)
     assert state.connections == set() and state.connections_by_ip == {}
+
+
+# -- max.connection.creation.rate(.per.ip) ---------------------------------------------------
+def test_an_address_over_its_rate_waits_without_taking_the_others_turns() -> None:
+    from server.connection_rate import ConnectionRate
+
+    rate = ConnectionRate(rate=10, per_ip=2)
+    now = 100.0
+    # the burst of a second's worth (turns from a second ago to now), then one per half second
+    assert [rate.address_delay("a", now) for _ in range(4)] == [0.0, 0.0, 0.0, 0.5]
+    for _ in range(3):
+        assert rate.delay(now) == 0.0  # (the fourth has not had its address's turn: it takes no turn overall)
+    # another address is served at once: the queue of the first does not hold it up
+    assert rate.address_delay("b", now) == 0.0 and rate.delay(now) == 0.0
+    # overall: a burst of a second's worth (turns from a second ago to now), then one per tenth of a second
+    delays = [rate.delay(now) for _ in range(8)]
+    assert delays[:7] == [0.0] * 7 and delays[7] == pytest.approx(0.1)
+    unlimited = ConnectionRate(rate=-1, per_ip=-1)
+    assert unlimited.address_delay("a", now) == unlimited.delay(now) == 0.0
