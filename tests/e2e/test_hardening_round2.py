@@ -358,15 +358,26 @@ class NeedsArguments(ReplicaAssignor):
 
 class Abstract(ReplicaAssignor):
     pass
+
+
+class Exiting(ReplicaAssignor):
+    def __init__(self):
+        import os
+        os._exit(0)
+
+    def assign_replicas_to_brokers(self, *args, **kwargs):
+        raise AssertionError
 '''
 
 
 @pytest.mark.parametrize(("name", "says"), [("Raising", "no configuration here"),
                                             ("NeedsArguments", "missing 1 required positional argument"),
-                                            ("Abstract", "abstract")])
+                                            ("Abstract", "abstract"),
+                                            ("Exiting", "its constructor ended the process (exit code 0)")])
 def test_a_plugin_that_cannot_be_constructed_is_one_line_and_exit_2(tmp_path, name, says) -> None:
     """Item 9: a constructor that raises, needs arguments, or an abstract class: once a 29-line
-    traceback and exit 1. Now one line naming the key, exit 2, as the README promises."""
+    traceback and exit 1; a constructor calling ``os._exit(0)`` ended the server silently with exit 0.
+    Now one line naming the key, exit 2, as the README promises."""
     import os
     import subprocess
     import sys
