@@ -68,10 +68,12 @@ import structlog
 
 from protocol.frame import MalformedFrameError, MalformedRequest, peek_header, skip_tagged_fields
 
+from .config import Listener
 from .dispatch import APIS
 from .flow_control import FlowControl
 from .framing import FrameReader
 from .handlers import sasl_authenticate
+from .handlers.metadata import current_advertised
 from .logs import hold_lines, release_lines
 from .placement_slots import placement_owner
 from .request_memory import RequestMemory
@@ -99,10 +101,15 @@ class KafkaConnection(asyncio.Protocol):
     __slots__ = ("state", "transport", "conn_id", "peer", "principal", "sasl", "gate", "flow", "frames",
                  "responses", "_closing", "_idle_handle", "_ip", "_loop", "_last_active", "_blocked", "_failing",
                  "_metrics", "_counted", "_log_requests", "_turn", "_max_inflight", "_answered", "_ssl_context",
-                 "_tls", "_lost")
+                 "_tls", "_lost", "_listener", "_advertised")
 
-    def __init__(self, state: ServerState, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(self, state: ServerState, ssl_context: ssl.SSLContext | None = None,
+                 listener: Listener | None = None, advertised: Listener | None = None) -> None:
         self.state = state
+        # the listener the connection came on (its security protocol decides TLS and SASL), and the
+        # address Metadata names for it; None: the state's (a state built without the server)
+        self._listener = listener
+        self._advertised = advertised
         self._ssl_context = ssl_context
         self._tls: TlsUpgrade | None = None  # the TLS handshake, while it runs
         self._lost = False
@@ -258,7 +265,7 @@ class KafkaConnection(asyncio.Protocol):
     def _ready(self) -> None:
         state = self.state
         cfg = state.config
-        listener = state.listener
+        listener = self._listener or state.listener
         if listener is not None and listener.uses_sasl:
             assert state.users is not None  # the server loads them for a SASL listener
             self.sasl = SaslSession(cfg.sasl_enabled_mechanisms, state.users, state.auth_secret)
@@ -387,6 +394,7 @@ class KafkaConnection(asyncio.Protocol):
         # every log line of the requests in this read names the connection (tasks copy it)
         bind_contextvars(conn_id=self.conn_id, peer=self.peer)
         placement_owner.set(self.conn_id)
+        current_advertised.set(self._advertised)
         # immediate answers of this read are written together: one send for a pipelined batch;
         # so are its log lines, after the answers
         responses = self.responses

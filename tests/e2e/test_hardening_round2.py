@@ -393,18 +393,52 @@ def test_a_plugin_that_cannot_be_constructed_is_one_line_and_exit_2(tmp_path, na
     assert says in line
 
 
-def test_a_second_listener_is_refused_not_dropped() -> None:
+def test_every_listener_is_bound_with_its_own_security_protocol(tmp_path) -> None:
     """Item 10: ``listeners=SASL_SSL://...,PLAINTEXT://...`` once bound the first and dropped the
-    second silently. Until every listener is bound: one line, exit 2."""
+    second silently. Now each is bound: real kafka-python clients bootstrap on both, each with its
+    listener's security protocol (and Metadata names the listener it was asked on); a plaintext
+    client on the SASL_SSL port gets nothing; two listeners of one protocol are one line, exit 2."""
     import subprocess
     import sys
 
+    from kafka import KafkaAdminClient
+
+    from server.security.users import scram_credential, write_users_file
+    from tests.e2e.pki import Pki
+
+    pki = Pki.create(tmp_path)
+    users = tmp_path / "users.json"
+    write_users_file(users, {"alice": {"SCRAM-SHA-512": scram_credential("SCRAM-SHA-512", "alice-secret",
+                                                                          iterations=4096)}})
+    with ServerThread({"listeners": "SASL_SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+                       "ssl.keystore.location": str(pki.server_keystore), "sasl.users.file": str(users),
+                       "sasl.enabled.mechanisms": "SCRAM-SHA-512"}) as srv:
+        secure, plain = srv.server.bound
+        assert (secure.security_protocol, plain.security_protocol) == ("SASL_SSL", "PLAINTEXT")
+        assert secure.port != plain.port and srv.port == secure.port
+        clients = [
+            (plain, KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{plain.port}", request_timeout_ms=10_000)),
+            (secure, KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{secure.port}", security_protocol="SASL_SSL",
+                                      sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="alice",
+                                      sasl_plain_password="alice-secret", ssl_cafile=str(pki.ca.path),
+                                      request_timeout_ms=10_000))]
+        try:
+            for listener, admin in clients:
+                cluster = admin.describe_cluster()
+                assert cluster["brokers"][0]["port"] == listener.port  # the listener it was asked on
+        finally:
+            for _, admin in clients:
+                admin.close()
+        with socket.create_connection(("127.0.0.1", secure.port), timeout=10) as wrong:
+            wrong.sendall(_frame(ApiVersionsRequest(version=3, client_software_name="x", client_software_version="1")))
+            wrong.settimeout(10)
+            assert not wrong.recv(4096).startswith(b"\x00\x00")  # a TLS alert or a close, never a Kafka answer
     done = subprocess.run([sys.executable, "-m", "server.main", "--override",
-                           "listeners=SASL_SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0"],
+                           "listeners=PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("replica-assignor-server: listeners: this server binds one listener, got 2")
+    assert line.startswith("replica-assignor-server: listeners: at most one listener per security protocol")
 
 
 @pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
