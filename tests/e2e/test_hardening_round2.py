@@ -619,3 +619,45 @@ def test_partial_frames_holding_the_budget_are_closed_by_their_deadline() -> Non
         finally:
             for sock in [*attackers, trickler]:
                 sock.close()
+
+
+def test_large_frames_stream_in_turn_and_small_requests_do_not_wait() -> None:
+    """First round's partial-frames, after counting bytes as they arrive: ten large frames once all
+    streamed at once (about 300 MiB read in the first second), and the copying delayed everyone.
+    Now at most half of ``queued.max.request.bytes`` of large frames stream at once (the first
+    always); the others wait unread, holding at most the read that brought their size. A small
+    request is answered as fast as before the attack (same run)."""
+    frame_max, budget = 8 << 20, 32 << 20
+    with ServerThread({"socket.request.max.bytes": str(frame_max), "queued.max.request.bytes": str(budget)}) as srv:
+        small = _frame(ApiVersionsRequest(version=3, client_software_name="x", client_software_version="1"))
+        before = sorted(_answer_time(srv.port, small) for _ in range(5))[2]
+        memory = srv.server.state.request_memory
+        attackers = [socket.create_connection(("127.0.0.1", srv.port), timeout=30) for _ in range(10)]
+        try:
+            for sock in attackers:
+                sock.setblocking(False)
+            left = [frame_max - 4] * len(attackers)  # each sends all but 4 bytes of its frame, then waits
+            for sock in attackers:
+                sock.send(struct.pack(">i", frame_max))
+            chunk = b"\x00" * (1 << 20)
+            started = time.monotonic()
+            while time.monotonic() - started < 3 and any(left):
+                for i, sock in enumerate(attackers):
+                    if left[i]:
+                        try:
+                            left[i] -= sock.send(chunk[:left[i]])
+                        except BlockingIOError:
+                            pass
+                time.sleep(0.005)
+            _wait(lambda: memory.waiting >= 1)
+            streaming, held = memory.streaming, memory.used
+            during = sorted(_answer_time(srv.port, small) for _ in range(5))[2]
+        finally:
+            for sock in attackers:
+                sock.close()
+        _wait(lambda: memory.used == 0 and memory.streaming == 0 and memory.waiting == 0)
+    assert streaming <= budget // 2, streaming  # 4 frames of 8 MiB + 4 bytes would pass it: 3 stream
+    assert memory.waiting == 0
+    # the frames streaming, and at most one socket read (256 KiB) of each waiting connection
+    assert held <= streaming + 10 * (256 << 10), (held, streaming)
+    assert during < 5 * before + 0.05, (during, before)
