@@ -153,9 +153,10 @@ class Bystander(threading.Thread):
     as on a SASL listener, where ApiVersions comes once before authentication); latencies in seconds."""
 
     def __init__(self, port: int, interval: float = 0.05, reconnect: bool = False, frame: bytes | None = None,
-                 timeout: float = 30) -> None:
+                 timeout: float = 30, source: str | None = None) -> None:
         super().__init__(daemon=True)
         self.port, self.interval, self.reconnect, self.timeout = port, interval, reconnect, timeout
+        self.source = (source, 0) if source else None  # the bystander's own address (attackers use HOST)
         self.latencies: list[float] = []
         self.errors = 0
         self.stop_event = threading.Event()
@@ -169,7 +170,8 @@ class Bystander(threading.Thread):
                 started = time.perf_counter()
                 try:
                     if sock is None:
-                        sock = socket.create_connection((HOST, self.port), timeout=self.timeout)
+                        sock = socket.create_connection((HOST, self.port), timeout=self.timeout,
+                                                        source_address=self.source)
                     sock.sendall(self.frame)
                     _read_frame(sock)
                 except OSError:  # a timeout counts as what it waited
@@ -471,7 +473,8 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def run(name: str, seconds: float, queued_max: int, connections: int, users_file: str) -> dict:
+def run(name: str, seconds: float, queued_max: int, connections: int, users_file: str,
+        bystander_address: str | None = None) -> dict:
     # placements off the loop run as a server runs them by default: in worker processes
     overrides = {"queued.max.request.bytes": str(queued_max), "max.connections": str(connections + 10)}
     if name == "plain-brute-force":
@@ -484,7 +487,7 @@ def run(name: str, seconds: float, queued_max: int, connections: int, users_file
     try:
         frame = BYSTANDER_FRAMES[name]() if name in BYSTANDER_FRAMES else None
         bystander = Bystander(server.port, reconnect=name in ("varint-before-sasl", "plain-brute-force"), frame=frame,
-                              timeout=max(seconds, 5.0))
+                              timeout=max(seconds, 5.0), source=bystander_address)
         bystander.start()
         time.sleep(0.5)
         # the attacker in its own process: its client work must not hold the bystander's interpreter
@@ -516,6 +519,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queued-max-mib", type=int, default=200, help="queued.max.request.bytes, MiB (>= 100)")
     parser.add_argument("--connections", type=int, default=100, help="at most 2,000")
     parser.add_argument("--only", nargs="*", choices=list(ATTACKS), help="these attacks only")
+    parser.add_argument("--bystander-address", metavar="IP",
+                        help=f"the bystander's source address (e.g. 127.0.0.2; the attackers use {HOST})")
     args = parser.parse_args(argv)
     seconds = min(args.seconds, 120.0)
     connections = min(args.connections, 2_000)
@@ -530,7 +535,7 @@ def main(argv: list[str] | None = None) -> None:
         print("| attack | bystander requests | p99 ms | max ms | server peak RSS MiB | frames rejected | server CPU % |")
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         for name in args.only or list(ATTACKS):
-            r = run(name, seconds, queued_max, connections, users)
+            r = run(name, seconds, queued_max, connections, users, args.bystander_address)
             note = f" ({r['bystander_errors']} bystander errors)" if r["bystander_errors"] else ""
             print(f"| {r['attack']}{note} | {r['requests']} | {r['p99_ms']:.1f} | {r['max_ms']:.1f} | "
                   f"{r['rss_mib']:.0f} | {r['rejected']} | {r['cpu_pct']:.0f} |", flush=True)

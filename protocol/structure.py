@@ -30,6 +30,7 @@ one today).
 
 from __future__ import annotations
 
+import codecs
 import functools
 import struct
 from collections.abc import Callable
@@ -206,7 +207,10 @@ def _top_level_source(walk: _Walk, env: dict[str, Any], strings: bool) -> list[s
                       "        raise StructureError(f'a string or bytes of {n} bytes with {end - pos} left', pos)",
                       "    if n > 0:"]
             if strings and (kind == _STRING16 or (kind == _COMPACT and op[1])):
-                lines.append("        str(data[pos:pos + n], 'utf-8')")
+                lines += ["        if n > _UTF8_SLICE:",
+                          "            _check_utf8(data, pos, n)",
+                          "        else:",
+                          "            str(data[pos:pos + n], 'utf-8')"]
             lines.append("        pos += n")
         elif kind == _ARRAY_FIXED:
             lines.append("    start = pos")
@@ -250,8 +254,22 @@ def _generate(name: str, head: list[str], body: list[str], tail: list[str],
     return generated
 
 
+# a string longer than this is checked as UTF-8 slice by slice: decoding it whole allocated a str as
+# large as the frame (99 MiB: about 90 ms on the event loop, and that much memory)
+_UTF8_SLICE = 1 << 16
+
+
+def _check_utf8(data: Data, pos: int, n: int) -> None:
+    """Raise UnicodeDecodeError, as ``str(data[pos:pos + n], 'utf-8')`` would, keeping at most one slice."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    end = pos + n
+    for start in range(pos, end, _UTF8_SLICE):
+        decoder.decode(data[start:min(start + _UTF8_SLICE, end)], final=False)
+    decoder.decode(b"", final=True)
+
+
 def _env(walk: _Walk) -> dict[str, Any]:
-    return {"StructureError": StructureError, "_uvarint": _uvarint, "_op": _op, "_tagged": _tagged, "WALK": walk,
+    return {"_UTF8_SLICE": _UTF8_SLICE, "_check_utf8": _check_utf8, "StructureError": StructureError, "_uvarint": _uvarint, "_op": _op, "_tagged": _tagged, "WALK": walk,
             "_SIGNED2": struct.Struct(">h").unpack_from, "_SIGNED4": struct.Struct(">i").unpack_from,
             "_without": _without}
 

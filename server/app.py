@@ -54,6 +54,7 @@ class ReplicaAssignorServer:
         self._metrics_server: MetricsServer | None = None
         self.host: str | None = None
         self.port: int | None = None
+        self.bound: list[Listener] = []  # every listener, as bound (the first is host, port)
         self.metrics_port: int | None = None
 
     def _executor(self, metrics: Metrics) -> Executor:
@@ -67,9 +68,11 @@ class ReplicaAssignorServer:
         """Build the shared state, bind the listener (and the metrics listener), log the start."""
         listener = self.config.listeners[0]
         # first: unreadable PEM files are a configuration error before anything starts
-        ssl_context = build_ssl_context(self.config) if listener.uses_tls else None
+        uses_tls = any(each.uses_tls for each in self.config.listeners)
+        ssl_context = build_ssl_context(self.config) if uses_tls else None
         state = await self._build_state()
-        await self._listen(state, listener, ssl_context)
+        for each in self.config.listeners:  # every listener, each with its own security protocol
+            await self._listen(state, each, ssl_context if each.uses_tls else None)
         for api in APIS.values():
             if api.templates is not None:
                 for version, data in api.templates(state).items():
@@ -93,7 +96,7 @@ class ReplicaAssignorServer:
             raise ConfigError(f"replica.assignor.class.name: {exc}") from None
         listener = cfg.listeners[0]
         users = None
-        if listener.uses_sasl:
+        if any(each.uses_sasl for each in cfg.listeners):
             # load_config's checks refuse a SASL listener without sasl.users.file
             assert cfg.sasl_users_file is not None
             try:
@@ -125,33 +128,50 @@ class ReplicaAssignorServer:
         return state
 
     async def _listen(self, state: ServerState, listener: Listener, ssl_context: ssl.SSLContext | None) -> None:
-        """Bind ``listener``; the bound and advertised addresses go into the state."""
-        cfg = self.config
+        """Bind ``listener``; the first one's bound and advertised addresses go into the state (and
+        ``host``, ``port``), every one's into ``bound``."""
         options: dict[str, Any] = {}
         if self.worker is not None:
             options["reuse_port"] = True  # the supervisor holds the port; the kernel spreads connections
+        # the bound listener and what it advertises are known once bound: the connections it accepts
+        # after that read them from here
+        at: list[Listener] = []
+
+        def accepted() -> KafkaConnection:
+            return KafkaConnection(state, ssl_context, at[0], at[1])
+
         # TLS: each connection runs its own handshake (KafkaConnection), so that a failed one is logged
         server = await asyncio.get_running_loop().create_server(
-            lambda: KafkaConnection(state, ssl_context), listener.host, listener.port, reuse_address=True,
-            backlog=1024, **options)
+            accepted, listener.host, listener.port, reuse_address=True, backlog=1024, **options)
         self._servers.append(server)
-        sock = server.sockets[0].getsockname()
-        self.host, self.port = sock[0], sock[1]
-        state.listener = Listener(listener.security_protocol, self.host, self.port)
-        if cfg.advertised_listeners:
-            adv = cfg.advertised_listeners[0]
-            state.advertised = Listener(adv.security_protocol, adv.host, adv.port or self.port)
-        elif self.host in ("0.0.0.0", "::", ""):
-            # as Kafka: a wildcard listener advertises the host's canonical name
-            state.advertised = Listener(listener.security_protocol, socket.getfqdn(), self.port)
-        else:
-            state.advertised = state.listener
+        host, port = server.sockets[0].getsockname()[:2]
+        bound = Listener(listener.security_protocol, host, port)
+        at += [bound, self._advertised(bound)]
+        self.bound.append(bound)
+        if len(self.bound) == 1:
+            self.host, self.port = host, port
+            state.listener, state.advertised = at
+
+    def _advertised(self, bound: Listener) -> Listener:
+        """What Metadata names for ``bound``: the ``advertised.listeners`` entry of its security protocol
+        (with a single listener, the first entry whatever its protocol, as before), else its own address
+        (a wildcard one: the host's canonical name, as Kafka)."""
+        cfg = self.config
+        same = [adv for adv in cfg.advertised_listeners if adv.security_protocol == bound.security_protocol]
+        if not same and len(cfg.listeners) == 1:
+            same = list(cfg.advertised_listeners[:1])
+        if same:
+            return Listener(same[0].security_protocol, same[0].host, same[0].port or bound.port)
+        if bound.host in ("0.0.0.0", "::", ""):
+            return Listener(bound.security_protocol, socket.getfqdn(), bound.port)
+        return bound
 
     def _announce(self, state: ServerState, listener: Listener) -> None:
         """``server_started`` (with the status file for the health check), or ``worker_started``."""
         view = state.source.view()
         self.started_fields = fields = dict(
             host=self.host, port=self.port, advertised=str(state.advertised),
+            **({"listeners": [str(each) for each in self.bound]} if len(self.bound) > 1 else {}),
             security_protocol=listener.security_protocol, assignor=state.assignor_name,
             isolation=self.config.assignor_isolation, brokers=len(view.brokers), racks=len(view.racks),
             loop=type(asyncio.get_running_loop()).__module__.split(".")[0])

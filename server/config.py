@@ -296,7 +296,7 @@ class ServerConfig:
 
     listeners: tuple[Listener, ...] = _setting(
         "listeners", _Listeners(required=True), (Listener("PLAINTEXT", "127.0.0.1", 9095),),
-        "where to listen: one listener (more are refused at start-up)")
+        "where to listen: one listener per security protocol, each bound with its own (docs/security.md)")
     advertised_listeners: tuple[Listener, ...] = _setting(
         "advertised.listeners", _Listeners(required=False), (), "what Metadata tells clients",
         default_doc="the bound address")
@@ -344,6 +344,10 @@ class ServerConfig:
         "new connections per second, after a burst of as many (KIP-612): a connection over the rate waits, "
         "unread, for its turn; it bounds "
         "password guesses, since a failed authentication closes its connection (docs/security.md)")
+    max_connection_creation_rate_per_ip: int = _setting(
+        "max.connection.creation.rate.per.ip", _Int(1, unbounded=-1), 20,
+        "the same, per client address (Kafka's connection_creation_rate quota of an address), counted first: "
+        "a brute force from one address does not make new connections from others wait (docs/security.md)")
     max_connections_per_ip: int = _setting(
         "max.connections.per.ip", _Int(1), 1_000, "the same, per client address")
     connections_max_idle_ms: int = _setting(
@@ -505,10 +509,14 @@ def metrics_address(config: ServerConfig) -> tuple[str, int] | None:
 
 def _check(config: ServerConfig) -> ServerConfig:
     """Combinations that cannot work fail at start-up, naming the keys involved."""
-    if len(config.listeners) > 1:
-        # a second listener was once dropped silently; until each is bound, say so
-        raise ConfigError(f"listeners: this server binds one listener, got {len(config.listeners)} "
-                          f"({', '.join(map(str, config.listeners))}); run one server per listener")
+    protocols = [listener.security_protocol for listener in config.listeners]
+    if len(set(protocols)) < len(protocols):
+        # listeners are named by their security protocol (there is no listener.security.protocol.map)
+        raise ConfigError(f"listeners: at most one listener per security protocol, got "
+                          f"{', '.join(map(str, config.listeners))}")
+    if len(config.listeners) > 1 and config.num_worker_processes > 1:
+        raise ConfigError(f"listeners: {len(config.listeners)} listeners cannot be combined with "
+                          f"num.worker.processes={config.num_worker_processes} (the workers share one listener)")
     if any(listener.uses_tls for listener in config.listeners) and not config.ssl_keystore_location:
         raise ConfigError("ssl.keystore.location: an SSL or SASL_SSL listener needs a PEM file with the "
                           "server's private key and certificate chain")

@@ -38,12 +38,15 @@ meanwhile. Bytes stand for work: every request's work on the loop is linear in i
 inline placement, bounded by ``replica.assignor.inline.max.replicas``). The budget is in
 bytes, not time, so that the same input is always cut the same way.
 
-The connection is split as a protocol server's usually is: flow control (reading paused
-and resumed, the connection's share of ``queued.max.request.bytes``) is
+The connection is split as a protocol server's usually is: the bytes received and not yet
+cut into frames, large frames' reads joined once and the ``request.receive.timeout.ms``
+deadline are :class:`server.framing.FrameReader`; flow control (reading paused and resumed,
+the connection's share of ``queued.max.request.bytes``) is
 :class:`server.flow_control.FlowControl`; the TLS upgrade of a connection on an ``SSL``
-listener is :class:`server.tls_upgrade.TlsUpgrade`; answers in request order are
-:class:`server.responses.ResponseQueue`. This class cuts frames, takes turns, gates
-requests by the SASL state and dispatches them.
+listener is :class:`server.tls_upgrade.TlsUpgrade`; what a connection may send while its
+SASL authentication runs is :class:`server.sasl_gate.SaslGate`; answers in request order are
+:class:`server.responses.ResponseQueue`. This class admits the connection, takes turns and
+dispatches requests.
 
 Security: on SSL listeners the principal is the client certificate's subject (if one was
 verified); on SASL listeners the connection follows Kafka's authentication state machine
@@ -57,6 +60,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import kafka.errors as kafka_errors
@@ -64,13 +68,17 @@ import structlog
 
 from protocol.frame import MalformedFrameError, MalformedRequest, peek_header, skip_tagged_fields
 
+from .config import Listener
 from .dispatch import APIS
 from .flow_control import FlowControl
-from .handlers import api_versions, sasl_authenticate
+from .framing import FrameReader
+from .handlers import sasl_authenticate
+from .handlers.metadata import current_advertised
 from .logs import hold_lines, release_lines
 from .placement_slots import placement_owner
 from .request_memory import RequestMemory
 from .responses import ResponseQueue, Slot
+from .sasl_gate import SaslGate
 from .security import ANONYMOUS, SaslSession, current_principal, principal_from_certificate
 from .shared_state import ServerState
 from .tls_upgrade import TlsUpgrade
@@ -87,19 +95,21 @@ _TURN_FRAMES = 64
 _TURN_BYTES = 32 * 1024
 # at max.connections (per ip), a connection idle at least this long makes room for a new one
 _EVICT_AFTER_S = 10.0
-# a frame at least this large has the reads of its rest gathered and joined once
-_GATHER_BYTES = 1 << 20
 
 
 class KafkaConnection(asyncio.Protocol):
-    __slots__ = ("state", "transport", "conn_id", "peer", "principal", "sasl", "flow", "responses", "_buf",
-                 "_closing", "_idle_handle", "_ip", "_loop", "_last_active", "_max_frame", "_blocked", "_failing",
+    __slots__ = ("state", "transport", "conn_id", "peer", "principal", "sasl", "gate", "flow", "frames",
+                 "responses", "_closing", "_idle_handle", "_ip", "_loop", "_last_active", "_blocked", "_failing",
                  "_metrics", "_counted", "_log_requests", "_turn", "_max_inflight", "_answered", "_ssl_context",
-                 "_tls", "_lost", "_chunks", "_chunked", "_chunks_need", "_received", "_partial_at",
-                 "_receive_handle")
+                 "_tls", "_lost", "_listener", "_advertised")
 
-    def __init__(self, state: ServerState, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(self, state: ServerState, ssl_context: ssl.SSLContext | None = None,
+                 listener: Listener | None = None, advertised: Listener | None = None) -> None:
         self.state = state
+        # the listener the connection came on (its security protocol decides TLS and SASL), and the
+        # address Metadata names for it; None: the state's (a state built without the server)
+        self._listener = listener
+        self._advertised = advertised
         self._ssl_context = ssl_context
         self._tls: TlsUpgrade | None = None  # the TLS handshake, while it runs
         self._lost = False
@@ -108,25 +118,14 @@ class KafkaConnection(asyncio.Protocol):
         self.conn_id = 0
         self.peer = ""
         self.principal = ANONYMOUS
-        self.sasl: SaslSession | None = None
+        self.sasl: SaslSession | None = None  # on a SASL listener (the SASL handlers use it)
+        self.gate: SaslGate | None = None
         self._ip = ""
-        self._buf = bytearray()
-        # the rest of a large frame, gathered as the reads brought it and joined once it is whole:
-        # growing one buffer read by read copied it again and again (10-20 ms per read at 25 MB)
-        self._chunks: list[bytes] = []
-        self._chunked = 0
-        self._chunks_need = 0  # bytes the frame still needs when the gathering started
-        # request.receive.timeout.ms: bytes received so far, where the frame being read starts in
-        # that stream (-1: none being read), and its deadline
-        self._received = 0
-        self._partial_at = -1
-        self._receive_handle: asyncio.TimerHandle | None = None
         self.responses = ResponseQueue()
         self._closing = False
         self._idle_handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by connection_made
         self._last_active = 0.0
-        self._max_frame = state.config.socket_request_max_bytes
         # an authentication step is running: read nothing more until it is done
         self._blocked = False
         # authentication failed: the pending answer is the last one, then the connection closes
@@ -139,6 +138,9 @@ class KafkaConnection(asyncio.Protocol):
         if memory is None:  # a state built without the server (tests): its own budget
             memory = state.request_memory = RequestMemory(state.config.queued_max_request_bytes)
         self.flow = FlowControl(memory, self._update_reading)
+        cfg = state.config
+        self.frames = FrameReader(self.flow, cfg.socket_request_max_bytes, cfg.request_receive_timeout_ms,
+                                  self._receive_timeout, self._update_reading)
         self._turn: asyncio.Handle | None = None  # the next turn, when frames are left for it
         self._max_inflight = state.config.max_inflight_requests_per_connection
 
@@ -173,11 +175,29 @@ class KafkaConnection(asyncio.Protocol):
             return
         state.connection_opened(self, self._ip)
         self._counted = True
-        delay = state.connection_delay(self._loop.time())
-        if delay > 0:  # max.connection.creation.rate: served (read, or its TLS handshake run) in its turn
-            self._blocked = True  # what arrives meanwhile waits in the buffer, unread
-            self.flow.update(True)
-            self._loop.call_soon(self._still_paused)  # (uvloop starts reading after connection_made)
+        # max.connection.creation.rate(.per.ip): served (read, or its TLS handshake run) in its turn
+        rate, now = state.connection_rate, self._loop.time()
+        delay = rate.address_delay(self._ip, now)
+        if delay > 0:
+            self._wait_turn(delay, self._address_turn)
+        elif (delay := rate.delay(now)) > 0:
+            self._wait_turn(delay, self._admit)
+        else:
+            self._admit()
+
+    def _wait_turn(self, delay: float, then: Callable[[], None]) -> None:
+        self._blocked = True  # what arrives meanwhile waits in the buffer, unread
+        self.flow.update(True)
+        self._loop.call_soon(self._still_paused)  # (uvloop starts reading after connection_made)
+        self._idle_handle = self._loop.call_later(delay, then)
+
+    def _address_turn(self) -> None:
+        """The turn of the connection's address has come; now its turn overall."""
+        self._idle_handle = None
+        if self._closing:
+            return
+        delay = self.state.connection_rate.delay(self._loop.time())
+        if delay > 0:
             self._idle_handle = self._loop.call_later(delay, self._admit)
             return
         self._admit()
@@ -191,7 +211,7 @@ class KafkaConnection(asyncio.Protocol):
         if self._closing:
             return
         self._blocked = False
-        early, self._buf = self._buf, bytearray()
+        early, self.frames.buf = self.frames.buf, bytearray()
         self.flow.update(False)
         if self._ssl_context is not None:
             self._tls = TlsUpgrade(self, self._ssl_context)
@@ -238,18 +258,19 @@ class KafkaConnection(asyncio.Protocol):
         self._use(tls)
         self.principal = principal_from_certificate(tls.get_extra_info("peercert"))
         self._ready()
-        if len(self._buf) >= 4:  # requests that came with the end of the handshake
+        if len(self.frames.buf) >= 4:  # requests that came with the end of the handshake
             self._process()
             self._update_reading()
 
     def _ready(self) -> None:
         state = self.state
         cfg = state.config
-        listener = state.listener
+        listener = self._listener or state.listener
         if listener is not None and listener.uses_sasl:
             assert state.users is not None  # the server loads them for a SASL listener
             self.sasl = SaslSession(cfg.sasl_enabled_mechanisms, state.users, state.auth_secret)
-            self._max_frame = min(cfg.socket_request_max_bytes, cfg.sasl_server_max_receive_size)
+            self.gate = SaslGate(self.sasl, cfg, self._metrics)
+            self.frames.limit = self.gate.frame_limit
         self._last_active = self._loop.time()
         self._idle_handle = self._loop.call_later(cfg.connections_max_idle_ms / 1000.0, self._idle_check)
         log.debug("connection_opened", conn_id=self.conn_id, peer=self.peer, principal=self.principal)
@@ -265,15 +286,11 @@ class KafkaConnection(asyncio.Protocol):
         if self._idle_handle is not None:
             self._idle_handle.cancel()
             self._idle_handle = None
-        if self._receive_handle is not None:
-            self._receive_handle.cancel()
-            self._receive_handle = None
         self.responses.cancel()
         if self._turn is not None:
             self._turn.cancel()
             self._turn = None
-        self._buf = bytearray()
-        self._chunks, self._chunked, self._chunks_need = [], 0, 0
+        self.frames.clear()
         self.flow.release()
         self.state.answer_memory.hold(self, 0)
         log.debug("connection_closed", conn_id=self.conn_id, peer=self.peer)
@@ -315,18 +332,16 @@ class KafkaConnection(asyncio.Protocol):
 
     # -- authentication (called by the SASL handlers) ----------------------------------
     def authenticated(self, principal: str, mechanism: str) -> None:
+        assert self.gate is not None
         self.principal = principal
-        self._max_frame = self.state.config.socket_request_max_bytes
-        self._metrics.authentication(mechanism, True)
-        log.info("authentication_succeeded", conn_id=self.conn_id, peer=self.peer, principal=principal,
-                 mechanism=mechanism)
+        self.frames.limit = self.gate.frame_limit
+        self.gate.succeeded(self.conn_id, self.peer, principal, mechanism)
 
     def authentication_failed(self, reason: str, **fields: Any) -> None:
         """The answer being built is the last: the connection closes once it is written."""
+        assert self.gate is not None
         self._failing = reason
-        self._metrics.authentication(fields.get("mechanism"), False)
-        log.warning("authentication_failed", conn_id=self.conn_id, peer=self.peer, reason=reason,
-                    **{k: v for k, v in fields.items() if v is not None})
+        self.gate.failed(self.conn_id, self.peer, reason, fields)
 
     # -- flow control (server.flow_control) ------------------------------------------------
     def pause_writing(self) -> None:
@@ -357,35 +372,14 @@ class KafkaConnection(asyncio.Protocol):
             self.transport.pause_reading()
             return
         self._last_active = self._loop.time()
-        self._received += len(data)
-        if self._chunks_need:
-            self._gather(data)
-            return
-        buf = self._buf
-        buf += data
-        self.flow.received(len(buf))
-        self._watch_partial()
-        if not self._blocked and self._failing is None and self._turn is None and tls is None:
-            self._process()
-
-    def _gather(self, data: bytes) -> None:
-        """A read of a large frame's rest: kept aside until the frame is whole, then joined once."""
-        self._chunks.append(data)
-        self._chunked += len(data)
-        self.flow.received(len(self._buf) + self._chunked)
-        if self._chunked < self._chunks_need:
-            if self.flow.account(self._buf, self._max_frame, self._chunked):
-                self._update_reading()  # the budget is short: the rest waits for its reservation
-            return
-        self._buf += b"".join(self._chunks)
-        self._chunks, self._chunked, self._chunks_need = [], 0, 0
-        if not self._blocked and self._failing is None and self._turn is None:
+        if (self.frames.feed(data) and not self._blocked and self._failing is None and self._turn is None
+                and tls is None):
             self._process()
 
     def _schedule_turn(self) -> None:
         """Frames are left in the buffer: handle them in a later loop iteration."""
         if (self._turn is None and not self._closing and not self._blocked and self._failing is None
-                and len(self._buf) >= 4):
+                and (len(self.frames.buf) >= 4 or self.frames.whole is not None)):
             self._turn = asyncio.get_running_loop().call_soon(self._next_turn)
             self._update_reading()
 
@@ -400,72 +394,52 @@ class KafkaConnection(asyncio.Protocol):
         # every log line of the requests in this read names the connection (tasks copy it)
         bind_contextvars(conn_id=self.conn_id, peer=self.peer)
         placement_owner.set(self.conn_id)
+        current_advertised.set(self._advertised)
         # immediate answers of this read are written together: one send for a pipelined batch;
         # so are its log lines, after the answers
         responses = self.responses
         responses.begin_batch()
         held = hold_lines(self.state.log_stream)
         try:
-            self._process_frames()
+            if self.frames.whole is None:
+                self._process_frames()
+            else:
+                self._process_whole()
         finally:
             responses.end_batch(not self._closing)
             release_lines(held)
         if self._closing:
             return
-        if self.flow.account(self._buf, self._max_frame):
+        if self.frames.settle():
             self._update_reading()  # the frame being read waits for its bytes
-        buf = self._buf
-        if len(buf) >= 4:
-            (size,) = _LEN.unpack_from(buf, 0)
-            if size >= _GATHER_BYTES and 4 + size > len(buf):  # its rest is gathered, not appended read by read
-                self._chunks_need = 4 + size - len(buf)
-        self._watch_partial()
 
-    # -- request.receive.timeout.ms ----------------------------------------------------
-    def _partial_start(self) -> int:
-        """Where the frame at the head of the buffer starts in the bytes received, if it is not
-        whole yet; else -1 (no bytes, or a whole frame waiting for its turn)."""
-        buf = self._buf
-        if not buf:
-            return -1
-        if not self._chunks_need and len(buf) >= 4 and 4 + _LEN.unpack_from(buf, 0)[0] <= len(buf):
-            return -1
-        return self._received - len(buf) - self._chunked
+    def _receive_timeout(self, received: int) -> None:
+        """:class:`FrameReader`: a frame was not received whole within ``request.receive.timeout.ms``."""
+        if not self._closing:
+            self.close("request receive timeout", received=received,
+                       request_receive_timeout_ms=self.state.config.request_receive_timeout_ms)
 
-    def _watch_partial(self) -> None:
-        """A frame started and not whole has ``request.receive.timeout.ms`` from its first bytes to
-        arrive; the deadline moves only when another frame starts, never for more bytes of the same."""
-        start = self._partial_start()
-        if start == self._partial_at:
-            return
-        if self._receive_handle is not None:
-            self._receive_handle.cancel()
-            self._receive_handle = None
-        self._partial_at = start
-        if start >= 0 and not self._closing:
-            timeout_s = self.state.config.request_receive_timeout_ms / 1000.0
-            self._receive_handle = self._loop.call_later(timeout_s, self._receive_timeout, start)
-
-    def _receive_timeout(self, start: int) -> None:
-        self._receive_handle = None
-        if self._closing or self._partial_start() != start:
-            self._partial_at = -1
-            self._watch_partial()  # that frame is whole (another may be under way)
-            return
-        cfg = self.state.config
-        self.close("request receive timeout", received=len(self._buf) + self._chunked,
-                   request_receive_timeout_ms=cfg.request_receive_timeout_ms)
+    def _process_whole(self) -> None:
+        """A large frame, joined once it was whole (it comes before the buffer): a turn of its own."""
+        if len(self.responses.slots) >= self._max_inflight or self.flow.writing_paused:
+            return  # resumed by an answer done (_completed) or by resume_writing
+        frame = self.frames.take_whole()
+        handled = self._request(memoryview(frame))
+        self.frames.dispose(frame)
+        if handled and not self._blocked and self._failing is None:
+            self._schedule_turn()
 
     def _process_frames(self) -> None:
-        buf = self._buf
-        pos = 0
-        n = len(buf)
+        reader = self.frames
         slots = self.responses.slots
         max_inflight = self._max_inflight
         # frames this turn may start: each one adds at most one answer to the queue or to
         # the read's batch (answers not yet handed to the transport count as in flight)
         room = min(_TURN_FRAMES, max_inflight - len(slots))
         frames = 0
+        buf = reader.buf
+        pos = 0
+        n = len(buf)
         # bytes read (pos, with the size prefixes) and answered (self._answered) in this turn
         budget = _TURN_BYTES + self._answered
         # (the transport says pause_writing only when written to, which the loop below does not do
@@ -482,7 +456,7 @@ class KafkaConnection(asyncio.Protocol):
                 return
             (size,) = _LEN.unpack_from(buf, pos)
             end = pos + 4 + size
-            if (size < 0 or size > self._max_frame or end > n) and self._size_refused(buf, pos, size):
+            if (size < 0 or size > reader.limit or end > n) and self._size_refused(buf, pos, size):
                 return
             if end > n:
                 break
@@ -500,10 +474,10 @@ class KafkaConnection(asyncio.Protocol):
         """A frame size over the limit closes the connection before the frame is read (Kafka's
         InvalidReceiveException); so does a frame larger than its api may be (a Metadata request
         naming more topics than ``metadata.max.topics.per.request``) once its api key is read."""
-        if size < 0 or size > self._max_frame:
-            key = ("sasl.server.max.receive.size" if self.sasl is not None and not self.sasl.complete
-                   else "socket.request.max.bytes")
-            self.close("invalid frame size", size=size, limit=key, limit_bytes=self._max_frame)
+        limit = self.frames.limit
+        if size < 0 or size > limit:
+            key = self.gate.limit_key if self.gate is not None else "socket.request.max.bytes"
+            self.close("invalid frame size", size=size, limit=key, limit_bytes=limit)
             return True
         if len(buf) - pos < 6:
             return False
@@ -511,20 +485,20 @@ class KafkaConnection(asyncio.Protocol):
         api = APIS.get(api_key)
         if api is None or api.max_request_bytes is None:
             return False
-        limit = api.max_request_bytes(self.state.config)
-        if size <= limit:
+        api_limit = api.max_request_bytes(self.state.config)
+        if size <= api_limit:
             return False
-        self.close("frame too large for its api", api_key=api_key, size=size, limit_bytes=limit)
+        self.close("frame too large for its api", api_key=api_key, size=size, limit_bytes=api_limit)
         return True
 
     # each refusal is one branch of the per-request path: split, every request would pay a call
     # for it (bench/request_cost.py)
-    def _request(self, payload: bytes) -> bool:  # noqa: C901
+    def _request(self, payload: bytes | memoryview) -> bool:  # noqa: C901
         """Handle one request; False when the connection was closed because of it."""
-        sasl = self.sasl
-        if sasl is not None and sasl.raw:  # after SaslHandshake v0: a bare token, no Kafka header
+        gate = self.gate
+        if gate is not None and gate.session.raw:  # after SaslHandshake v0: a bare token, no Kafka header
             outcome = self._metrics.begin(sasl_authenticate.API_KEY, self._log_requests)
-            self._dispatch(sasl_authenticate.handle_raw(self.state, payload, self), outcome, True, None, None)
+            self._dispatch(sasl_authenticate.handle_raw(self.state, bytes(payload), self), outcome, True, None, None)
             return not self._closing
         try:
             header = peek_header(payload)
@@ -542,10 +516,9 @@ class KafkaConnection(asyncio.Protocol):
             self.close("unsupported api version", api_key=header.api_key, api_version=version,
                        correlation_id=header.correlation_id)
             return False
-        if sasl is not None and not sasl.complete and header.api_key not in sasl.expected_api_keys():
-            # Kafka: "Unexpected Kafka request of type ... during SASL handshake/authentication"
+        if gate is not None and gate.refuses(header.api_key):
             self.close("unexpected request during SASL authentication", api_key=header.api_key,
-                       api_version=version, correlation_id=header.correlation_id, sasl_state=sasl.state)
+                       api_version=version, correlation_id=header.correlation_id, sasl_state=gate.session.state)
             return False
         view = memoryview(payload)
         outcome = self._metrics.begin(header.api_key, self._log_requests)
@@ -563,8 +536,8 @@ class KafkaConnection(asyncio.Protocol):
         except Exception as exc:  # a body that does not decode, or anything else wrong with it
             self._refuse(header, len(payload), MalformedRequest.of(exc))
             return False
-        if sasl is not None and header.api_key == api_versions.API_KEY and supported:
-            sasl.api_versions_answered()
+        if gate is not None and supported:
+            gate.answered(header.api_key)
         if self._log_requests and type(result) is bytes and not api.logs_requests:
             # answered at once (ApiVersions, Metadata, SASL): logged at debug, as Kafka's request
             # logger does, with the error code the handler reported; assignments log their own
@@ -583,7 +556,8 @@ class KafkaConnection(asyncio.Protocol):
         self.close("malformed request", api_key=header.api_key, api_version=header.api_version,
                    correlation_id=header.correlation_id, error=malformed.error)
 
-    def _dispatch(self, result: Any, outcome: Any, exclusive: bool, header: Any, payload: bytes | None) -> None:
+    def _dispatch(self, result: Any, outcome: Any, exclusive: bool, header: Any,
+                  payload: bytes | memoryview | None) -> None:
         """Queue a handler's result: bytes now, or an awaitable whose answer comes later."""
         failing = self._failing
         if isinstance(result, (bytes, bytearray)):
@@ -642,7 +616,8 @@ class KafkaConnection(asyncio.Protocol):
         if self._blocked and not responses.computing:
             self._blocked = False
             self._update_reading()
-        if not self._blocked and self._failing is None and len(self._buf) >= 4 and self._turn is None:
+        if (not self._blocked and self._failing is None and self._turn is None
+                and (len(self.frames.buf) >= 4 or self.frames.whole is not None)):
             self._process()  # requests that arrived while the queue was full
             self._update_reading()
 

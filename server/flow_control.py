@@ -9,7 +9,8 @@ client) while any of these holds:
 - the peer does not read its answers (the transport's write buffer is over its high-water
   mark: ``pause_writing``);
 - the frame being read waits for its bytes in ``queued.max.request.bytes``
-  (:class:`server.request_memory.RequestMemory`, shared by every connection).
+  (:class:`server.request_memory.RequestMemory`, shared by every connection), or, a large
+  frame, for its turn to stream in.
 
 It resumes as soon as none holds. The connection's buffer is counted in the shared budget;
 once the budget is short, so is the whole of a frame whose size is read but not its body
@@ -23,7 +24,7 @@ import asyncio
 import struct
 from collections.abc import Callable
 
-from .request_memory import RequestMemory
+from .request_memory import LARGE_FRAME_BYTES, RequestMemory
 
 _LEN = struct.Struct(">i")
 
@@ -32,7 +33,7 @@ class FlowControl:
     """Pauses and resumes reading one transport; reserves and releases its request bytes."""
 
     __slots__ = ("_transport", "_memory", "_on_granted", "reading_paused", "writing_paused", "charged",
-                 "memory_wait")
+                 "memory_wait", "streaming")
 
     def __init__(self, memory: RequestMemory, on_granted: Callable[[], None]) -> None:
         self._transport: asyncio.BaseTransport | None = None
@@ -41,7 +42,8 @@ class FlowControl:
         self.reading_paused = False
         self.writing_paused = False  # the peer does not read what it is sent
         self.charged = 0  # bytes of the buffer and of the frame being read, counted in the budget
-        self.memory_wait = False  # waiting for the budget to reserve the frame being read
+        self.memory_wait = False  # waiting for the budget to reserve the frame being read (or to stream it)
+        self.streaming = 0  # bytes of the large frame being read, counted in the memory's streaming budget
 
     def attach(self, transport: asyncio.BaseTransport) -> None:
         """The transport to pause (the TLS layer's after the handshake)."""
@@ -76,12 +78,23 @@ class FlowControl:
         Only bytes that arrived are counted while the budget has room: a size prefix alone holds
         four bytes, not the frame it announces (six 4-byte prefixes of 100 MiB once held the whole
         budget and stalled every request that needed a second read). ``gathered``: bytes of the
-        frame read but kept aside (the connection joins a large frame's reads once it is whole)."""
+        frame read but kept aside (the connection joins a large frame's reads once it is whole).
+
+        A large frame being read streams in only when its turn has come
+        (:meth:`server.request_memory.RequestMemory.stream`); until then reading pauses."""
         need = len(buf) + gathered
-        if len(buf) >= 4 and self._memory.short:
+        if len(buf) >= 4:
             (size,) = _LEN.unpack_from(buf, 0)
-            if 0 <= size <= max_frame:
+            if not 0 <= size <= max_frame:
+                size = -1
+            large = size >= LARGE_FRAME_BYTES and 4 + size > len(buf)
+            if large != bool(self.streaming) and not self.memory_wait and self._large(large, 4 + size, need):
+                return True
+            if size >= 0 and self._memory.short:
                 need = max(need, 4 + size)
+        elif self.streaming:
+            self._memory.streamed(self.streaming)
+            self.streaming = 0
         delta = need - self.charged
         if delta < 0:
             self.charged = need
@@ -94,6 +107,24 @@ class FlowControl:
                 return True
         return False
 
+    def _large(self, large: bool, size: int, held: int) -> bool:
+        """A large frame starts or ends streaming; True when it must wait for its turn."""
+        if not large:
+            self._memory.streamed(self.streaming)
+            self.streaming = 0
+            return False
+        if self._memory.stream(self, size, held):
+            self.streaming = size
+            return False
+        self.memory_wait = True
+        return True
+
+    def stream_granted(self, n: int) -> None:
+        """:class:`server.request_memory.MemoryWaiter`: the large frame being read may stream in."""
+        self.streaming = n
+        self.memory_wait = False
+        self._on_granted()
+
     def memory_granted(self, n: int) -> None:
         """:class:`server.request_memory.MemoryWaiter`: the frame being read has its bytes; read on."""
         self.charged += n
@@ -105,6 +136,9 @@ class FlowControl:
         if self.memory_wait:
             self.memory_wait = False
             self._memory.cancel(self)
+        if self.streaming:
+            streaming, self.streaming = self.streaming, 0
+            self._memory.streamed(streaming)
         if self.charged:
             charged, self.charged = self.charged, 0
             self._memory.release(charged)

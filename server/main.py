@@ -12,6 +12,7 @@ from .app import ReplicaAssignorServer
 from .config import ConfigError, load_config
 from .exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .logs import configure_logging
+from .plugin_check import check_constructible
 from .runtime import run_server
 
 
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config, overrides)
         load_assignor_class(config.replica_assignor_class_name)
+        if not args.health_check:
+            check_constructible(config.replica_assignor_class_name)
     except (ConfigError, UnknownAssignorError) as exc:
         print(f"replica-assignor-server: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -13,6 +13,7 @@ from assignors.memo import PlacementMemo
 
 from .answer_memory import AnswerMemory
 from .config import Listener, ServerConfig
+from .connection_rate import ConnectionRate
 from .metrics import Metrics
 from .placement_slots import PlacementSlots
 
@@ -75,8 +76,8 @@ class ServerState:
     answer_memory: AnswerMemory = field(init=False)
     # the placements off the event loop, running and waiting (server.placement_slots)
     placement_slots: PlacementSlots = field(init=False)
-    # max.connection.creation.rate: the loop time from which the next new connection is served
-    next_connection_at: float = 0.0
+    # max.connection.creation.rate, overall and per address (server.connection_rate)
+    connection_rate: ConnectionRate = field(init=False)
 
     # the assignor is one of ours (assignors.*): small requests may run it on the event loop,
     # and it needs no worker processes ready at start-up
@@ -94,6 +95,8 @@ class ServerState:
         if self.listener is None:
             self.listener = self.advertised
         self.answer_memory = AnswerMemory(self.config.queued_max_response_bytes)
+        self.connection_rate = ConnectionRate(cfg.max_connection_creation_rate,
+                                              cfg.max_connection_creation_rate_per_ip)
         self.placement_slots = PlacementSlots(self.config.assignor_max_workers,
                                               self.config.assignor_max_queued_placements)
         if self.memo is None and self.config.memo_max_entries > 0:
@@ -113,16 +116,6 @@ class ServerState:
             self.connections_by_ip.pop(ip, None)
         if not self.connections:
             self.no_connections.set()
-
-    def connection_delay(self, now: float) -> float:
-        """``max.connection.creation.rate``: how long a connection accepted ``now`` waits for its turn."""
-        rate = self.config.max_connection_creation_rate
-        if rate < 0:
-            return 0.0
-        # a token bucket of one second's worth: a burst of ``rate`` connections is served at once
-        turn = max(now - 1.0, self.next_connection_at)
-        self.next_connection_at = turn + 1.0 / rate
-        return max(turn - now, 0.0)
 
     def new_conn_id(self) -> int:
         self.next_conn_id += 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
+from contextvars import ContextVar
 
 import kafka.errors as kafka_errors
 
@@ -20,7 +21,7 @@ from protocol.frame import RequestHeaderPeek, frame, patch_correlation_id, uvari
 from protocol.messages import MetadataRequest, MetadataResponse, decode_body
 from protocol.structure import StructureError
 
-from ..config import ServerConfig
+from ..config import Listener, ServerConfig
 from ..shared_state import ServerState
 
 REQUEST = MetadataRequest
@@ -29,8 +30,13 @@ API_KEY = REQUEST.API_KEY
 MIN_VERSION, MAX_VERSION = REQUEST.valid_versions[0], 12
 
 
-def _response(state: ServerState, version: int, topics: Iterable[str]) -> MetadataResponse:
-    adv = state.advertised
+# the advertised address of the listener the request came on (set by the connection for each read):
+# as Kafka, Metadata names the broker as it is reached through that listener
+current_advertised: ContextVar[Listener | None] = ContextVar("current_advertised", default=None)
+
+
+def _response(state: ServerState, version: int, topics: Iterable[str], adv: Listener | None = None) -> MetadataResponse:
+    adv = adv or state.advertised
     return MetadataResponse(
         version=version,
         throttle_time_ms=0,
@@ -89,7 +95,10 @@ def handle(state: ServerState, header: RequestHeaderPeek, body: memoryview) -> b
     check_size(body, version, state.config.metadata_max_topics_per_request)
     request = decode_body(MetadataRequest, body, version)
     names = [t.name for t in (request.topics or []) if t.name]
-    if not names:
+    adv = current_advertised.get()
+    if adv is not None and adv == state.advertised:
+        adv = None  # the first listener's: the answers encoded at start-up
+    if not names and adv is None:
         return patch_correlation_id(state.templates[(API_KEY, version)], header.correlation_id)
-    encoded = _response(state, version, names).encode(version=version)
+    encoded = _response(state, version, names, adv).encode(version=version)
     return frame(header.correlation_id, encoded, flexible_header=MetadataResponse.flexible_version_q(version))

@@ -217,12 +217,74 @@ def test_password_guesses_are_bounded_by_the_connection_creation_rate(tmp_path) 
     write_users_file(users, {"alice": {"SCRAM-SHA-256": scram_credential("SCRAM-SHA-256", "x", iterations=4096)}})
     common = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.users.file": str(users),
               "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256", "connection.failed.authentication.delay.ms": "0"}
-    with ServerThread({**common, "max.connection.creation.rate": "-1"}) as free:
+    free_rates = {"max.connection.creation.rate": "-1", "max.connection.creation.rate.per.ip": "-1"}
+    with ServerThread({**common, **free_rates}) as free:
         unlimited = _guesses_per_second(free.port, 10, 2.0)
-    with ServerThread({**common, "max.connection.creation.rate": "20"}) as limited_server:
-        limited = _guesses_per_second(limited_server.port, 10, 2.0)
-    assert limited <= (20 * 2.0 + 20) / 2.0 * 1.2, (limited, unlimited)  # the rate, and a burst of one second
-    assert unlimited > 2 * limited, (limited, unlimited)
+    for limit in ({"max.connection.creation.rate": "10"}, {"max.connection.creation.rate.per.ip": "10"}):
+        with ServerThread({**common, **free_rates, **limit}) as limited_server:
+            limited = _guesses_per_second(limited_server.port, 10, 2.0)
+        assert limited <= (10 * 2.0 + 10) / 2.0 * 1.2, (limit, limited, unlimited)  # the rate, and a burst of 1 s
+        assert unlimited > 2 * limited, (limit, limited, unlimited)
+
+
+def _new_connection_time(port: int, source: str) -> float:
+    """Seconds until a new connection from ``source`` gets its ApiVersions answer."""
+    data = _frame(ApiVersionsRequest(version=3, client_software_name="x", client_software_version="1"))
+    started = time.perf_counter()
+    with socket.create_connection(("127.0.0.1", port), timeout=60, source_address=(source, 0)) as sock:
+        sock.sendall(data)
+        read_frame(sock)
+    return time.perf_counter() - started
+
+
+def test_a_brute_force_from_one_address_does_not_delay_new_connections_from_another(tmp_path) -> None:
+    """The creation rate once was one budget for the whole server: while one address opened a
+    connection per password guess, new connections from every address waited their turn. Each
+    address now spends its own share first (max.connection.creation.rate.per.ip); a new connection
+    from another address (127.0.0.2) is served as fast as before the attack (same run), while one
+    more from the attacker's address waits behind the attack."""
+    from server.security.users import scram_credential, write_users_file
+
+    users = tmp_path / "users.json"
+    write_users_file(users, {"alice": {"SCRAM-SHA-256": scram_credential("SCRAM-SHA-256", "x", iterations=4096)}})
+    with ServerThread({"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.users.file": str(users),
+                       "sasl.enabled.mechanisms": "PLAIN", "connection.failed.authentication.delay.ms": "0",
+                       "max.connection.creation.rate": "40", "max.connection.creation.rate.per.ip": "10"}) as srv:
+        before = sorted(_new_connection_time(srv.port, "127.0.0.2") for _ in range(5))[2]
+        stop = threading.Event()
+        attack = threading.Thread(target=lambda: _guesses_until(srv.port, 20, stop), daemon=True)
+        attack.start()
+        try:
+            time.sleep(1.5)  # the attacker's burst is spent, its connections queue for their turns
+            other = sorted(_new_connection_time(srv.port, "127.0.0.2") for _ in range(5))[2]
+            same = _new_connection_time(srv.port, "127.0.0.1")
+        finally:
+            stop.set()
+            attack.join(60)
+    assert other < 5 * before + 0.05, (other, before)
+    assert same > 0.5, same  # twenty connections ahead of it, at ten per second
+
+
+def _guesses_until(port: int, connections: int, stop: threading.Event) -> None:
+    from tests.e2e.test_sasl import Wire
+
+    def guess() -> None:
+        while not stop.is_set():
+            wire = Wire(port)
+            try:
+                wire.sock.settimeout(30)
+                wire.handshake("PLAIN")
+                wire.authenticate(b"\0alice\0wrong")
+            except OSError:
+                pass
+            finally:
+                wire.close()
+
+    threads = [threading.Thread(target=guess, daemon=True) for _ in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
 
 
 @pytest.mark.parametrize("key", ["cluster.metadata.file", "sasl.users.file", "ssl.keystore.location"])
@@ -288,15 +350,26 @@ class NeedsArguments(ReplicaAssignor):
 
 class Abstract(ReplicaAssignor):
     pass
+
+
+class Exiting(ReplicaAssignor):
+    def __init__(self):
+        import os
+        os._exit(0)
+
+    def assign_replicas_to_brokers(self, *args, **kwargs):
+        raise AssertionError
 '''
 
 
 @pytest.mark.parametrize(("name", "says"), [("Raising", "no configuration here"),
                                             ("NeedsArguments", "missing 1 required positional argument"),
-                                            ("Abstract", "abstract")])
+                                            ("Abstract", "abstract"),
+                                            ("Exiting", "its constructor ended the process (exit code 0)")])
 def test_a_plugin_that_cannot_be_constructed_is_one_line_and_exit_2(tmp_path, name, says) -> None:
     """Item 9: a constructor that raises, needs arguments, or an abstract class: once a 29-line
-    traceback and exit 1. Now one line naming the key, exit 2, as the README promises."""
+    traceback and exit 1; a constructor calling ``os._exit(0)`` ended the server silently with exit 0.
+    Now one line naming the key, exit 2, as the README promises."""
     import os
     import subprocess
     import sys
@@ -312,18 +385,52 @@ def test_a_plugin_that_cannot_be_constructed_is_one_line_and_exit_2(tmp_path, na
     assert says in line
 
 
-def test_a_second_listener_is_refused_not_dropped() -> None:
+def test_every_listener_is_bound_with_its_own_security_protocol(tmp_path) -> None:
     """Item 10: ``listeners=SASL_SSL://...,PLAINTEXT://...`` once bound the first and dropped the
-    second silently. Until every listener is bound: one line, exit 2."""
+    second silently. Now each is bound: real kafka-python clients bootstrap on both, each with its
+    listener's security protocol (and Metadata names the listener it was asked on); a plaintext
+    client on the SASL_SSL port gets nothing; two listeners of one protocol are one line, exit 2."""
     import subprocess
     import sys
 
+    from kafka import KafkaAdminClient
+
+    from server.security.users import scram_credential, write_users_file
+    from tests.e2e.pki import Pki
+
+    pki = Pki.create(tmp_path)
+    users = tmp_path / "users.json"
+    write_users_file(users, {"alice": {"SCRAM-SHA-512": scram_credential("SCRAM-SHA-512", "alice-secret",
+                                                                          iterations=4096)}})
+    with ServerThread({"listeners": "SASL_SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+                       "ssl.keystore.location": str(pki.server_keystore), "sasl.users.file": str(users),
+                       "sasl.enabled.mechanisms": "SCRAM-SHA-512"}) as srv:
+        secure, plain = srv.server.bound
+        assert (secure.security_protocol, plain.security_protocol) == ("SASL_SSL", "PLAINTEXT")
+        assert secure.port != plain.port and srv.port == secure.port
+        clients = [
+            (plain, KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{plain.port}", request_timeout_ms=10_000)),
+            (secure, KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{secure.port}", security_protocol="SASL_SSL",
+                                      sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="alice",
+                                      sasl_plain_password="alice-secret", ssl_cafile=str(pki.ca.path),
+                                      request_timeout_ms=10_000))]
+        try:
+            for listener, admin in clients:
+                cluster = admin.describe_cluster()
+                assert cluster["brokers"][0]["port"] == listener.port  # the listener it was asked on
+        finally:
+            for _, admin in clients:
+                admin.close()
+        with socket.create_connection(("127.0.0.1", secure.port), timeout=10) as wrong:
+            wrong.sendall(_frame(ApiVersionsRequest(version=3, client_software_name="x", client_software_version="1")))
+            wrong.settimeout(10)
+            assert not wrong.recv(4096).startswith(b"\x00\x00")  # a TLS alert or a close, never a Kafka answer
     done = subprocess.run([sys.executable, "-m", "server.main", "--override",
-                           "listeners=SASL_SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0"],
+                           "listeners=PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("replica-assignor-server: listeners: this server binds one listener, got 2")
+    assert line.startswith("replica-assignor-server: listeners: at most one listener per security protocol")
 
 
 @pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
@@ -481,9 +588,9 @@ def test_partial_frames_holding_the_budget_are_closed_by_their_deadline() -> Non
                             sent += sock.send(b"\x00" * min(1 << 20, (9 << 20) - sent))
                         except BlockingIOError:
                             time.sleep(0.005)
-                            if memory.short:
-                                break  # the server stopped reading: the budget is held
-                wait_until(lambda: memory.short)
+                            if memory.short or memory.waiting:
+                                break  # the server stopped reading: the budget is held, or the frame waits to stream
+                wait_until(lambda: memory.short or memory.waiting >= 3)
                 started = time.perf_counter()
                 trickler.sendall(struct.pack(">i", 1000))
                 during = _answer_time(srv.port, big)
@@ -504,3 +611,45 @@ def test_partial_frames_holding_the_budget_are_closed_by_their_deadline() -> Non
         finally:
             for sock in [*attackers, trickler]:
                 sock.close()
+
+
+def test_large_frames_stream_in_turn_and_small_requests_do_not_wait() -> None:
+    """First round's partial-frames, after counting bytes as they arrive: ten large frames once all
+    streamed at once (about 300 MiB read in the first second), and the copying delayed everyone.
+    Now at most half of ``queued.max.request.bytes`` of large frames stream at once (the first
+    always); the others wait unread, holding at most the read that brought their size. A small
+    request is answered as fast as before the attack (same run)."""
+    frame_max, budget = 8 << 20, 32 << 20
+    with ServerThread({"socket.request.max.bytes": str(frame_max), "queued.max.request.bytes": str(budget)}) as srv:
+        small = _frame(ApiVersionsRequest(version=3, client_software_name="x", client_software_version="1"))
+        before = sorted(_answer_time(srv.port, small) for _ in range(5))[2]
+        memory = srv.server.state.request_memory
+        attackers = [socket.create_connection(("127.0.0.1", srv.port), timeout=30) for _ in range(10)]
+        try:
+            for sock in attackers:
+                sock.setblocking(False)
+            left = [frame_max - 4] * len(attackers)  # each sends all but 4 bytes of its frame, then waits
+            for sock in attackers:
+                sock.send(struct.pack(">i", frame_max))
+            chunk = b"\x00" * (1 << 20)
+            started = time.monotonic()
+            while time.monotonic() - started < 3 and any(left):
+                for i, sock in enumerate(attackers):
+                    if left[i]:
+                        try:
+                            left[i] -= sock.send(chunk[:left[i]])
+                        except BlockingIOError:
+                            pass
+                time.sleep(0.005)
+            wait_until(lambda: memory.waiting >= 1)
+            streaming, held = memory.streaming, memory.used
+            during = sorted(_answer_time(srv.port, small) for _ in range(5))[2]
+        finally:
+            for sock in attackers:
+                sock.close()
+        wait_until(lambda: memory.used == 0 and memory.streaming == 0 and memory.waiting == 0)
+    assert streaming <= budget // 2, streaming  # 4 frames of 8 MiB + 4 bytes would pass it: 3 stream
+    assert memory.waiting == 0
+    # the frames streaming, and at most one socket read (256 KiB) of each waiting connection
+    assert held <= streaming + 10 * (256 << 10), (held, streaming)
+    assert during < 5 * before + 0.05, (during, before)

@@ -101,6 +101,37 @@ def test_an_oversize_frame_is_not_reserved() -> None:
     assert memory.used == 4
 
 
+def test_large_frames_stream_in_turn_within_their_budget() -> None:
+    """Frames of 1 MiB and more stream in only while the streaming budget has room (the first
+    always does); the next waits, reading paused, until the first is whole; small frames never wait."""
+    memory = RequestMemory(-1, streaming_limit=3 << 20)
+    woken: list[bool] = []
+    first, second = FlowControl(memory, lambda: None), FlowControl(memory, lambda: woken.append(True))
+    small = FlowControl(memory, lambda: None)
+    head = _frame_head(2 << 20) + bytearray(100)
+    for flow in (first, second):
+        flow.received(len(head))
+    assert first.account(head, max_frame=10 << 20) is False and first.streaming == 4 + (2 << 20)
+    assert second.account(head, max_frame=10 << 20) is True  # 2 MiB more would pass the 3 MiB
+    assert second.memory_wait and memory.waiting == 1
+    small_head = _frame_head(500_000) + bytearray(10)
+    small.received(len(small_head))
+    assert small.account(small_head, max_frame=10 << 20) is False and small.streaming == 0
+    assert first.account(bytearray(), max_frame=10 << 20) is False  # its frame is whole and handled
+    assert woken == [True] and second.streaming == 4 + (2 << 20) and not second.memory_wait
+    assert memory.streaming == second.streaming and memory.waiting == 0
+    second.release()
+    assert memory.streaming == 0
+
+
+def test_the_first_large_frame_streams_even_over_the_budget() -> None:
+    memory = RequestMemory(-1, streaming_limit=1 << 20)
+    flow = FlowControl(memory, lambda: None)
+    head = _frame_head(5 << 20)
+    flow.received(4)
+    assert flow.account(head, max_frame=10 << 20) is False and memory.streaming == 4 + (5 << 20)
+
+
 # -- answers in request order -------------------------------------------------------------
 async def test_answers_ready_at_once_go_out_in_one_write_per_read() -> None:
     transport, queue = Transport(), ResponseQueue()
@@ -165,3 +196,22 @@ async def test_no_connections_is_set_exactly_while_none_is_open() -> None:
     state.connection_closed(second, "10.0.0.1")
     await asyncio.wait_for(waiter, 5)
     assert state.connections == set() and state.connections_by_ip == {}
+
+
+# -- max.connection.creation.rate(.per.ip) ---------------------------------------------------
+def test_an_address_over_its_rate_waits_without_taking_the_others_turns() -> None:
+    from server.connection_rate import ConnectionRate
+
+    rate = ConnectionRate(rate=10, per_ip=2)
+    now = 100.0
+    # the burst of a second's worth (turns from a second ago to now), then one per half second
+    assert [rate.address_delay("a", now) for _ in range(4)] == [0.0, 0.0, 0.0, 0.5]
+    for _ in range(3):
+        assert rate.delay(now) == 0.0  # (the fourth has not had its address's turn: it takes no turn overall)
+    # another address is served at once: the queue of the first does not hold it up
+    assert rate.address_delay("b", now) == 0.0 and rate.delay(now) == 0.0
+    # overall: a burst of a second's worth (turns from a second ago to now), then one per tenth of a second
+    delays = [rate.delay(now) for _ in range(8)]
+    assert delays[:7] == [0.0] * 7 and delays[7] == pytest.approx(0.1)
+    unlimited = ConnectionRate(rate=-1, per_ip=-1)
+    assert unlimited.address_delay("a", now) == unlimited.delay(now) == 0.0
