@@ -375,6 +375,20 @@ def main(argv: list[str] | None = None) -> int:
         extra = sum(1 for r in rows if r[f"{who}_ratio"] is not None and r["leaders"][k] > r["leaders"][0])
         print(f"{who}: more leader replicas moved than the optimum on {extra} of "
               f"{sum(1 for r in rows if r[f'{who}_ratio'] is not None)} compared instances")
+    print()
+    print("| leader replicas moved | instances | median | mean | max |")
+    print("|---|---|---|---|---|")
+    for k, who in ((1, "heuristic"), (2, "planner")):
+        compared = [r for r in rows if r[f"{who}_ratio"] is not None]
+        for label, values in (
+                (f"{who} minus optimum", [r["leaders"][k] - r["leaders"][0] for r in compared]),
+                (f"{who} / optimum (optimum > 0)",
+                 [r["leaders"][k] / r["leaders"][0] for r in compared if r["leaders"][0]])):
+            if values:
+                print(f"| {label} | {len(values)} | {statistics.median(values):.3f} | "
+                      f"{statistics.fmean(values):.3f} | {max(values):.3f} |")
+            else:
+                print(f"| {label} | 0 | - | - | - |")
     paths: dict[str, int] = {}
     for r in rows:
         paths[r["path"]] = paths.get(r["path"], 0) + 1

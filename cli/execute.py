@@ -97,7 +97,12 @@ def load_plan(args: argparse.Namespace) -> Any:
     starting = read_plan(plan_dir)
     summary = _json(os.path.join(plan_dir, "summary.json"))
     targets_path = os.path.join(plan_dir, "reassignment.json")
-    targets = read_replicas(_text(targets_path), targets_path)
+    text = _text(targets_path)
+    targets = read_replicas(text, targets_path)
+    if '"log_dirs"' in text and _names_log_dirs(text):
+        raise CommandError(f"--plan {plan_dir}: the plan places replicas in log directories (log_dirs in "
+                           "reassignment.json), which execute does not carry out: run kafka-reassign-partitions.sh "
+                           "--execute --reassignment-json-file on it instead", 2)
     if set(targets) != set(starting):
         raise CommandError(f"--plan {plan_dir}: reassignment.json and starting-replicas.json name "
                            "different partitions", 2)
@@ -120,6 +125,16 @@ def load_plan(args: argparse.Namespace) -> Any:
         starting=starting, leader_election=leaders, batches=batches, throttle=throttle,
         per_broker=per_broker, concurrent=args.max_concurrent_moves, order=args.order,
         elect_leaders=not args.no_leader_election, poll_interval_s=args.poll_interval_ms / 1000)
+
+
+def _names_log_dirs(text: str) -> bool:
+    """Whether a reassignment JSON names a log directory (an entry other than ``"any"``)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return any(d != "any" for p in data.get("partitions") or () if isinstance(p, dict)
+               for d in p.get("log_dirs") or ())
 
 
 def _text(path: str) -> str:

@@ -2,7 +2,8 @@
 
 :class:`PlanSettings` is the request (mode, threshold, budgets, batch limits and throttle,
 forgotten brokers, source name, echoed in the report); :func:`make_plan` dispatches it to the
-balancing rule of its mode. The command line and the Spark pipeline both plan through
+balancing rule of its mode, then (when the input names log directories) places replicas in
+the directories of their brokers (:mod:`planner.disks`). The command line and the Spark pipeline both plan through
 :func:`make_plan`, so one snapshot and one set of settings give the same plan everywhere.
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from assignors.snapshot import ClusterSnapshot
 
 from .cluster_balance import cluster_balance
+from .disks import balance_disks
 from .leader_balance import leader_balance
 from .plan import Plan, Scope
 from .repair import repair
@@ -56,6 +58,14 @@ class PlanSettings:
 
 def make_plan(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
     """The plan a mode asks for: the one entry point of the command line and the pipeline."""
+    plan = _broker_plan(snapshot, settings)
+    if settings.mode == "leader":     # no data moves, so no directory changes either
+        return plan
+    return balance_disks(plan, threshold=settings.threshold, scope=settings.scope,
+                         intra=settings.mode != "repair")
+
+
+def _broker_plan(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
     if settings.mode == "leader":
         return leader_balance(snapshot, max_leader_changes=settings.max_leader_changes,
                               forgotten=settings.forgotten, scope=settings.scope)
