@@ -110,7 +110,9 @@ def dir_band(total: int, dirs: int, fraction: Fraction, largest: int) -> tuple[i
 
 def has_log_dirs(snapshot: ClusterSnapshot) -> bool:
     """Whether some broker has two log directories or more (known from the snapshot)."""
-    if not any(b.log_dirs for b in snapshot.brokers) and all(p.log_dirs is None for p in snapshot.partitions):
+    if any(b.log_dirs is not None and len(b.log_dirs) > 1 for b in snapshot.brokers):
+        return True
+    if all(p.log_dirs is None for p in snapshot.partitions):
         return False
     return any(len(d) > 1 for d in broker_dirs(snapshot).values())
 
@@ -151,9 +153,12 @@ class _Broker:
     def least(self) -> str:
         return min(self.dirs, key=lambda d: (self.load[d], self.dirs.index(d)))
 
-    def add(self, d: str, size: int, free: int, i: int, slot: int) -> None:
+    def add(self, d: str, size: int, free: int, i: int, slot: int, *, keep_sorted: bool = True) -> None:
         self.load[d] += size
-        bisect.insort(self.replicas[d], (size, free, i, slot))
+        if keep_sorted:
+            bisect.insort(self.replicas[d], (size, free, i, slot))
+        else:
+            self.replicas[d].append((size, free, i, slot))
 
 
 def balance_disks(plan: Plan, *, threshold: float | int | str = 10, scope: Scope | None = None,
@@ -197,8 +202,11 @@ def _staying(plan: Plan, state: dict[int, _Broker]) -> tuple[list[list[str | Non
                 if b not in was:
                     arriving.append((-size, old.topic, old.partition, b, i, slot))
                 elif d is not None and d in state[b].load:
-                    state[b].add(d, size, 1, i, slot)
+                    state[b].add(d, size, 1, i, slot, keep_sorted=False)
         rows.append(row)
+    for broker in state.values():
+        for replicas in broker.replicas.values():
+            replicas.sort()
     return rows, arriving
 
 
@@ -217,7 +225,8 @@ def _even(broker: _Broker, rows: list[list[str | None]], fraction: Fraction, fro
             return moved
         full, empty, pick = step
         size, free, i, slot = pick
-        broker.replicas[full].remove(pick)
+        source = broker.replicas[full]
+        del source[bisect.bisect_left(source, pick)]
         broker.load[full] -= size
         broker.add(empty, size, free, i, slot)
         done.add((i, slot))
