@@ -209,6 +209,13 @@ def test_reassignment_json_carries_log_dirs_and_verify_reads_the_plan(tmp_path: 
     assert set(read_plan(str(out))) == {(e["topic"], e["partition"]) for e in entries}
     args = argparse.Namespace(plan=str(out), throttle=None, max_moves_per_broker=None, max_concurrent_moves=None,
                               order=None, no_leader_election=False, poll_interval_ms=1000)
-    with pytest.raises(CommandError, match="execute does not carry out") as err:
+    loaded = execute.load_plan(args)
+    assert loaded.log_dirs == {(e["topic"], e["partition"], b): d for e in entries
+                               for b, d in zip(e["replicas"], e["log_dirs"], strict=True) if d != "any"}
+    assert set(dict(loaded.targets)) == {(e["topic"], e["partition"]) for e in entries}
+    data = json.loads(files["reassignment.json"])
+    data["partitions"][0]["log_dirs"] = data["partitions"][0]["log_dirs"][:1]
+    (out / "reassignment.json").write_text(json.dumps(data))
+    with pytest.raises(CommandError, match="log_dirs must be one directory") as err:
         execute.load_plan(args)
     assert err.value.code == 2
