@@ -219,3 +219,17 @@ def test_reassignment_json_carries_log_dirs_and_verify_reads_the_plan(tmp_path: 
     with pytest.raises(CommandError, match="log_dirs must be one directory") as err:
         execute.load_plan(args)
     assert err.value.code == 2
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_balancing_the_result_again_moves_nothing(seed: int) -> None:
+    snapshot = jbod(seed, dirs=2 + seed % 2)
+    settings = PlanSettings("cluster", exact_seconds=0)
+    plan = make_plan(snapshot, settings)
+    after = ClusterSnapshot(plan.after.brokers, tuple(       # the cluster once the plan ran
+        p if p.log_dirs is not None else PartitionEntry(p.topic, p.partition, p.replicas, p.leader, p.isr,
+                                                        p.size_bytes, o.log_dirs)
+        for o, p in zip(snapshot.partitions, plan.after.partitions, strict=True)))
+    assert disk_moves(plan)
+    again = make_plan(after, settings)
+    assert not disk_moves(again) and not intra_only(again) and again.replica_moves == 0
