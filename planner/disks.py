@@ -41,16 +41,19 @@ Algorithm
        moves*: they go into the reassignment JSON with their unchanged replica list.
 
 Example
-    Broker 1 with ``/a`` holding ``t-0`` (60 GB) and ``t-1`` (30 GB) and ``/b`` holding ``t-2``
-    (10 GB), threshold 10 %: the mean is 50 GB and the band 45-60 GB (top: the largest replica,
-    60 GB). ``/b`` is below it; the gap is 80 GB, and ``t-1`` (30 GB, closest to 40) moves to
-    ``/b``: 60 GB and 40 GB; ``/b`` is still below 45 GB, but ``t-0`` (60 GB) is not below the
-    new gap of 20 GB, so the pass stops. A replica arriving with 5 GB goes to ``/b``.
+    Broker 1 with ``/a`` holding ``t-0`` (60 GB) and ``t-1`` (30 GB), ``/b`` holding ``t-2``
+    (10 GB), and ``u-0`` (5 GB) arriving from broker 2; threshold 10 %. Step 2: ``u-0`` goes to
+    ``/b`` (10 GB, the emptier). The broker's 105 GB give a mean of 52.5 GB, a band of 45-60 GB
+    (top: the largest replica, 60 GB; bottom: what ``/b`` can have beside it, 45 GB). Step 3:
+    ``/a`` (90 GB) is above it, the gap to ``/b`` (15 GB) is 75 GB, and of ``/a``'s replicas
+    below 75 GB ``t-1`` (30 GB) is the closest to 37.5: it moves to ``/b``. Both directories
+    are in the band; the plan names ``/b`` for ``u-0`` on broker 1, and ``t-1`` is an
+    intra-broker move.
 
     | directory | before | after |
     |---|---|---|
     | /a | 90 GB | 60 GB |
-    | /b | 10 GB | 40 GB (+ 5 GB arriving: 45 GB) |
+    | /b | 10 GB | 45 GB |
 """
 
 from __future__ import annotations
@@ -176,13 +179,12 @@ def balance_disks(plan: Plan, *, threshold: float | int | str = 10, scope: Scope
         d = state[b].least()
         rows[i][slot] = d
         state[b].add(d, -neg, 0, i, slot)
-    moved = 0
     if intra:
         frozen = scope.frozen(before)
         for b in sorted(state):
             if b not in scope.exclude_brokers:
-                moved += _even(state[b], rows, fraction, frozen)
-    return _with_dirs(plan, rows, moved, len(arriving))
+                _even(state[b], rows, fraction, frozen)
+    return _with_dirs(plan, rows, len(arriving))
 
 
 def _staying(plan: Plan, state: dict[int, _Broker]) -> tuple[list[list[str | None]], list[tuple[int, str, int, int, int, int]]]:
@@ -268,7 +270,7 @@ def _closest(replicas: list[tuple[int, int, int, int]], gap: int, done: set[tupl
     return min(found, key=lambda r: (abs(2 * r[0] - gap), r[1], r[2], r[3])) if found else None
 
 
-def _with_dirs(plan: Plan, rows: list[list[str | None]], moved: int, placed: int) -> Plan:
+def _with_dirs(plan: Plan, rows: list[list[str | None]], placed: int) -> Plan:
     parts = list(plan.after.partitions)
     for i, (old, new) in enumerate(zip(plan.before.partitions, plan.after.partitions, strict=True)):
         row = tuple(rows[i])
