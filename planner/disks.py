@@ -364,6 +364,12 @@ def report_lines(plan: Plan, threshold: float | int | str = 10) -> list[str]:
     lines += [f"| {x.broker} | {x.log_dir} | {x.before} | {x.after} | {x.lo}-{x.hi} | "
               f"{'yes' if x.in_band else 'no'} |" for x in shown]
     lines.append("")
+    if outside:
+        names = ", ".join(f"broker {x.broker} {x.log_dir}" for x in outside[:ROWS_SHOWN // 20])
+        more = f" and {len(outside) - ROWS_SHOWN // 20} more" if len(outside) > ROWS_SHOWN // 20 else ""
+        lines += [f"Not reached for {names}{more}: the pass found no replica whose move between two directories "
+                  "of the broker narrows the gap between them (each replica moves at most once; a search, "
+                  "not a proof that no placement reaches the band).", ""]
     return lines
 
 

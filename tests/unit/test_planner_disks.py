@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 from assignors.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, SnapshotError, with_log_dirs
-from planner.disks import balance_disks, broker_dirs, dir_loads, disk_moves, has_log_dirs, intra_only
+from planner.disks import (
+    balance_disks,
+    broker_dirs,
+    dir_loads,
+    disk_moves,
+    has_log_dirs,
+    intra_only,
+    report_lines,
+)
 from planner.log_dirs import merge_log_dirs, parse_placement
 from planner.outputs import render_outputs, write_outputs
 from planner.plan import Plan, Scope
@@ -169,6 +177,9 @@ def test_the_pass_keeps_the_broker_plan_and_brings_directories_into_the_band(see
     outside = sum(not x.in_band for x in dir_loads(plan))
     assert outside <= sum(not x.lo <= x.before <= x.hi for x in dir_loads(plan)) / 3
     assert outside <= 3
+    section = "\n".join(report_lines(plan))
+    assert ("Not reached for" in section) == (outside > 0)
+    assert f"**{outside}** after" in section
 
 
 def test_scope_and_modes_limit_the_pass() -> None:
