@@ -19,6 +19,7 @@ cluster).
 
     python bench/exact_optimum.py [--instances 60] [--seed 1] [--time-limit 30] [--gap 0.001]
         [--exact-seconds 10] [--json FILE] [--store FILE]
+    python bench/exact_optimum.py --summary ROWS.json[,ROWS.json...]
 
 Two plans per instance: the heuristic alone (the planner before its exact path) and the planner
 as the command runs it (``--exact-seconds``). The optimum's solve starts from the heuristic's plan
@@ -285,6 +286,51 @@ def summary(label: str, rows: list[dict[str, Any]], key: str) -> str:
             f"{max(values):.3f} |")
 
 
+def print_summary(rows: list[dict[str, Any]]) -> None:
+    """The summary tables of a run (or of the rows of several, ``--summary``)."""
+    proven = [r for r in rows if r["planner_status"] == "ok"]
+    print()
+    print(f"instances: {len(rows)}; with a proven optimum (within --gap) where every target is reachable: "
+          f"{sum(r['proven'] and r['targets'].split('/')[0] == 'DCTB' for r in rows)}; of them compared with "
+          f"the planner (it meets every target too): {len(proven)}")
+    print()
+    print("| plan: ratio of what moves (bytes; replica moves when unsized) | instances | median | mean | max |")
+    print("|---|---|---|---|---|")
+    print(summary("heuristic alone / optimum", rows, "heuristic_ratio"))
+    print(summary("planner / optimum", rows, "planner_ratio"))
+    print(summary("planner / proven optimum", proven, "planner_ratio"))
+    print(summary("heuristic alone / solver's lower bound", rows, "heuristic_to_bound"))
+    print(summary("planner / solver's lower bound", rows, "planner_to_bound"))
+    for who in ("heuristic", "planner"):
+        counts: dict[str, int] = {}
+        for r in rows:
+            counts[r[f"{who}_status"]] = counts.get(r[f"{who}_status"], 0) + 1
+        print(f"\n{who} statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    for k, who in ((1, "heuristic"), (2, "planner")):
+        extra = sum(1 for r in rows if r[f"{who}_ratio"] is not None and r["leaders"][k] > r["leaders"][0])
+        print(f"{who}: more leader replicas moved than the optimum on {extra} of "
+              f"{sum(1 for r in rows if r[f'{who}_ratio'] is not None)} compared instances")
+    print()
+    print("| leader replicas moved | instances | median | mean | max |")
+    print("|---|---|---|---|---|")
+    for k, who, compared in ((1, "heuristic", [r for r in rows if r["heuristic_ratio"] is not None]),
+                             (2, "planner", [r for r in rows if r["planner_ratio"] is not None]),
+                             (2, "planner (proven optima)", proven)):
+        for label, values in (
+                (f"{who}: minus optimum", [r["leaders"][k] - r["leaders"][0] for r in compared]),
+                (f"{who}: / optimum (optimum > 0)",
+                 [r["leaders"][k] / r["leaders"][0] for r in compared if r["leaders"][0]])):
+            if values:
+                print(f"| {label} | {len(values)} | {statistics.median(values):.3f} | "
+                      f"{statistics.fmean(values):.3f} | {max(values):.3f} |")
+            else:
+                print(f"| {label} | 0 | - | - | - |")
+    paths: dict[str, int] = {}
+    for r in rows:
+        paths[r["path"]] = paths.get(r["path"], 0) + 1
+    print("planner paths: " + ", ".join(f"{k} {v}" for k, v in sorted(paths.items())))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--instances", type=int, default=60)
@@ -298,7 +344,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--optima", metavar="FILE",
                         help="the rows (--json) of an earlier run: its optima instead of solving again")
     parser.add_argument("--json", metavar="FILE", help="write the rows as JSON")
+    parser.add_argument("--summary", metavar="FILE,FILE",
+                        help="print the summary tables of the rows (--json) of earlier runs, nothing else")
     args = parser.parse_args(argv)
+    if args.summary:
+        merged: list[dict[str, Any]] = []
+        for name in args.summary.split(","):
+            with open(name) as f:
+                merged += json.load(f)
+        print_summary(merged)
+        return 0
     rows: list[dict[str, Any]] = []
     stored: list[dict[str, Any]] = []
     earlier: dict[int, dict[str, Any]] = {}
@@ -359,26 +414,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.store and opt is not None and proven and all(opt[t] for t in TARGET_NAMES):
             stored.append({"seed": seed, "threshold": threshold, "snapshot": snapshot.to_dict(),
                            "metric": metric, "optimum": value})
-    print()
-    print("| plan: ratio of what moves (bytes; replica moves when unsized) | instances | median | mean | max |")
-    print("|---|---|---|---|---|")
-    print(summary("heuristic alone / optimum", rows, "heuristic_ratio"))
-    print(summary("planner / optimum", rows, "planner_ratio"))
-    print(summary("heuristic alone / solver's lower bound", rows, "heuristic_to_bound"))
-    print(summary("planner / solver's lower bound", rows, "planner_to_bound"))
-    for who in ("heuristic", "planner"):
-        counts: dict[str, int] = {}
-        for r in rows:
-            counts[r[f"{who}_status"]] = counts.get(r[f"{who}_status"], 0) + 1
-        print(f"\n{who} statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    for k, who in ((1, "heuristic"), (2, "planner")):
-        extra = sum(1 for r in rows if r[f"{who}_ratio"] is not None and r["leaders"][k] > r["leaders"][0])
-        print(f"{who}: more leader replicas moved than the optimum on {extra} of "
-              f"{sum(1 for r in rows if r[f'{who}_ratio'] is not None)} compared instances")
-    paths: dict[str, int] = {}
-    for r in rows:
-        paths[r["path"]] = paths.get(r["path"], 0) + 1
-    print("planner paths: " + ", ".join(f"{k} {v}" for k, v in sorted(paths.items())))
+    print_summary(rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

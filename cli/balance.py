@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING
 
 from planner.exact import EXACT_CELLS
-from planner.log_dirs import merge_sizes, read_log_dirs
+from planner.log_dirs import merge_log_dirs, read_log_dirs_text
 from planner.modes import MODES, make_plan
 from planner.plan import Scope
 from planner.settings import EXACT_SECONDS, PlanSettings
@@ -121,8 +121,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                         help="plan through the Spark pipeline even for one snapshot")
     parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
     parser.add_argument("--log-dirs", metavar="FILE",
-                        help="partition sizes from the output of kafka-log-dirs.sh --describe "
-                             "(replacing the snapshot's size_bytes)")
+                        help="partition sizes and replica log directories from the output of "
+                             "kafka-log-dirs.sh --describe (replacing the snapshot's size_bytes; "
+                             "bytes are then balanced across each broker's directories too)")
     parser.add_argument("--timings", action="store_true",
                         help="print the seconds of each phase to stderr as one JSON line")
     parser.set_defaults(run=run)
@@ -177,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         check_forget(settings.forgotten, snapshot)
         marks.append(("load", time.perf_counter()))
         if args.log_dirs:
-            snapshot = merge_sizes(snapshot, read_log_dirs(args.log_dirs), args.log_dirs)
+            snapshot = merge_log_dirs(snapshot, read_log_dirs_text(args.log_dirs), args.log_dirs)
             marks.append(("log_dirs", time.perf_counter()))
         plan = make_plan(snapshot, settings)
         marks.append(("plan", time.perf_counter()))

@@ -97,7 +97,9 @@ def load_plan(args: argparse.Namespace) -> Any:
     starting = read_plan(plan_dir)
     summary = _json(os.path.join(plan_dir, "summary.json"))
     targets_path = os.path.join(plan_dir, "reassignment.json")
-    targets = read_replicas(_text(targets_path), targets_path)
+    text = _text(targets_path)
+    targets = read_replicas(text, targets_path)
+    log_dirs = _named_log_dirs(text) if '"log_dirs"' in text else {}
     if set(targets) != set(starting):
         raise CommandError(f"--plan {plan_dir}: reassignment.json and starting-replicas.json name "
                            "different partitions", 2)
@@ -119,7 +121,23 @@ def load_plan(args: argparse.Namespace) -> Any:
         plan_dir=plan_dir, plan_sha256=summary["starting_replicas_sha256"], targets=tuple(targets.items()),
         starting=starting, leader_election=leaders, batches=batches, throttle=throttle,
         per_broker=per_broker, concurrent=args.max_concurrent_moves, order=args.order,
-        elect_leaders=not args.no_leader_election, poll_interval_s=args.poll_interval_ms / 1000)
+        elect_leaders=not args.no_leader_election, poll_interval_s=args.poll_interval_ms / 1000,
+        log_dirs=log_dirs)
+
+
+def _named_log_dirs(text: str) -> dict[tuple[str, int, int], str]:
+    """The directories a reassignment JSON names: ``(topic, partition, broker) -> directory``
+    (``"any"`` entries left out; the file was read by ``read_replicas`` already)."""
+    out: dict[tuple[str, int, int], str] = {}
+    for p in json.loads(text).get("partitions") or ():
+        dirs = p.get("log_dirs") if isinstance(p, dict) else None
+        if dirs is None:
+            continue
+        if not isinstance(dirs, list) or len(dirs) != len(p["replicas"]) or not all(isinstance(d, str) for d in dirs):
+            raise CommandError(f"reassignment.json: {p['topic']}-{p['partition']}: log_dirs must be one directory "
+                               "or \"any\" per replica", 2)
+        out.update({(p["topic"], p["partition"], b): d for b, d in zip(p["replicas"], dirs, strict=True) if d != "any"})
+    return out
 
 
 def _text(path: str) -> str:

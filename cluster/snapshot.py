@@ -3,15 +3,23 @@
 ::
 
     {"brokers":    [{"id": 0, "rack": "/dc1/rack-a", "alive": true, "host": "...", "port": 9092,
-                     "capacity_bytes": 4000000000000}, ...],
+                     "capacity_bytes": 4000000000000, "log_dirs": ["/d1", "/d2"]}, ...],
      "partitions": [{"topic": "t", "partition": 0, "replicas": [0, 1, 2],
-                     "leader": 0, "isr": [0, 1], "size_bytes": 123}, ...]}
+                     "leader": 0, "isr": [0, 1], "size_bytes": 123,
+                     "log_dirs": ["/d1", "/d2", null]}, ...]}
 
 Only ``brokers[].id`` and, for partitions, ``topic``, ``partition`` and ``replicas`` are
 required. ``size_bytes`` (a partition's log size on one replica) and ``capacity_bytes`` (a
 broker's disk) are integers >= 0 when given. The first replica is the preferred leader. Negative replica ids are KIP-409
 placeholders; replica ids missing from ``brokers`` are unknown (dead) brokers. Broker and
 replica ids are Kafka's int32; a ``leader`` is one of the replicas, or -1 (none).
+
+Log directories (JBOD), both optional: a broker's ``log_dirs`` lists its directories (absolute
+paths, none twice; those holding no replica count too); a partition's ``log_dirs`` names the
+directory of each replica, one entry per replica in the order of ``replicas``, ``null`` where
+unknown (the shape of Kafka's reassignment JSON, with ``null`` for its ``"any"``). A directory
+named by a replica but missing from its broker's list is one of that broker's directories too.
+:func:`check_log_dirs` is the one check of a partition's list, shared with the Spark pipeline.
 Parsing is pure: callers read the file and hand over the decoded JSON.
 """
 
@@ -20,7 +28,7 @@ from __future__ import annotations
 import gc
 import json
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from itertools import chain, repeat
@@ -46,6 +54,7 @@ class BrokerEntry:
     host: str | None = None
     port: int | None = None
     capacity_bytes: int | None = None
+    log_dirs: tuple[str, ...] | None = None
 
     @property
     def metadata(self) -> BrokerMetadata:
@@ -60,6 +69,7 @@ class PartitionEntry:
     leader: int | None = None
     isr: tuple[int, ...] | None = None
     size_bytes: int | None = None
+    log_dirs: tuple[str | None, ...] | None = None   # per replica, parallel to ``replicas``
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +152,8 @@ class ClusterSnapshot:
                 d["port"] = b.port
             if b.capacity_bytes is not None:
                 d["capacity_bytes"] = b.capacity_bytes
+            if b.log_dirs is not None:
+                d["log_dirs"] = list(b.log_dirs)
             brokers.append(d)
         parts = []
         for p in self.partitions:
@@ -152,8 +164,33 @@ class ClusterSnapshot:
                 d["isr"] = list(p.isr)
             if p.size_bytes is not None:
                 d["size_bytes"] = p.size_bytes
+            if p.log_dirs is not None:
+                d["log_dirs"] = list(p.log_dirs)
             parts.append(d)
         return {"brokers": brokers, "partitions": parts}
+
+
+def with_log_dirs(snapshot: ClusterSnapshot, placement: Mapping[tuple[str, int], Mapping[int, str]],
+                  dirs: Mapping[int, Iterable[str]]) -> ClusterSnapshot:
+    """``snapshot`` with log directories: ``dirs`` (broker -> its directories) become the
+    brokers' ``log_dirs``, ``placement`` (partition -> broker -> directory) the partitions'
+    (``None`` for a replica it does not place). Partitions it does not mention keep theirs.
+    When no broker has two directories there is nothing to balance between them: ``snapshot``
+    is returned as it is, so that plans of such clusters stay exactly as without the read."""
+    if not any(len(set(named)) > 1 for named in dirs.values()):
+        return snapshot
+    brokers = tuple(b if b.id not in dirs else BrokerEntry(b.id, b.rack, b.alive, b.host, b.port, b.capacity_bytes,
+                                                           tuple(dict.fromkeys(dirs[b.id])))
+                    for b in snapshot.brokers)
+    parts = []
+    for p in snapshot.partitions:
+        where = placement.get((p.topic, p.partition))
+        if where is None:
+            parts.append(p)
+            continue
+        row = tuple(where.get(b) for b in p.replicas)
+        parts.append(PartitionEntry(p.topic, p.partition, p.replicas, p.leader, p.isr, p.size_bytes, row))
+    return ClusterSnapshot(brokers, tuple(parts))
 
 
 def _int(value: Any, where: str) -> int:
@@ -208,7 +245,41 @@ def _broker(i: int, b: Any) -> BrokerEntry:
     capacity = b.get("capacity_bytes")
     if capacity is not None:
         capacity = _bytes(capacity, f"{where}.capacity_bytes")
-    return BrokerEntry(bid, rack, alive, host, port, capacity)
+    dirs = b.get("log_dirs")
+    if dirs is not None:
+        if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
+            raise SnapshotError(f"{where}.log_dirs must be a list of directory paths, got {_short(dirs)}")
+        problem = _dir_problem(dirs)
+        if problem:
+            raise SnapshotError(f"{where}.log_dirs: {problem}")
+        dirs = tuple(dirs)
+    return BrokerEntry(bid, rack, alive, host, port, capacity, dirs)
+
+
+def _dir_problem(dirs: list[Any]) -> str | None:
+    """What is wrong with a list of directory paths (None: nothing)."""
+    named = [d for d in dirs if d is not None]
+    bad = next((d for d in named if not d.startswith("/")), None)
+    if bad is not None:
+        return f"a log directory must be an absolute path, got {_short(bad)}"
+    if len(set(named)) != len(named):
+        return f"a log directory listed twice: {_short(sorted({d for d in named if named.count(d) > 1}))}"
+    return None
+
+
+def check_log_dirs(replicas: tuple[int, ...], log_dirs: Any) -> str | None:
+    """The one check of a partition's ``log_dirs`` (None: valid): a list as long as
+    ``replicas`` of absolute paths or nulls."""
+    if not isinstance(log_dirs, (list, tuple)):
+        return f"log_dirs must be a list, got {_short(log_dirs)}"
+    if len(log_dirs) != len(replicas):
+        return f"log_dirs has {len(log_dirs)} entries for {len(replicas)} replicas (one per replica)"
+    if not all(d is None or isinstance(d, str) for d in log_dirs):
+        return f"log_dirs entries must be directory paths or null, got {_short(list(log_dirs))}"
+    bad = next((d for d in log_dirs if d is not None and not d.startswith("/")), None)
+    if bad is not None:
+        return f"a log directory must be an absolute path, got {_short(bad)}"
+    return None
 
 
 def _partition(i: int, p: Any) -> PartitionEntry:
@@ -244,7 +315,13 @@ def _partition(i: int, p: Any) -> PartitionEntry:
     size = p.get("size_bytes")
     if size is not None:
         size = _bytes(size, f"{where}.size_bytes")
-    return PartitionEntry(topic, part, replicas, leader, isr, size)
+    dirs = p.get("log_dirs")
+    if dirs is not None:
+        problem = check_log_dirs(replicas, dirs)
+        if problem:
+            raise SnapshotError(f"{where} ({topic}-{part}): {problem}")
+        dirs = tuple(dirs)
+    return PartitionEntry(topic, part, replicas, leader, isr, size, dirs)
 
 
 # -- bulk parsing ------------------------------------------------------------------------
@@ -327,9 +404,12 @@ def _partitions_in_bulk(raw: list[Any]) -> tuple[PartitionEntry, ...] | None:
     leaders: list[Any]
     sizes: list[Any]
     isrs: list[Any]
+    dirs: list[Any] = [None] * len(raw)
     if max(map(len, raw)) == 3:
-        leaders = sizes = isrs = [None] * len(raw)
+        leaders = sizes = isrs = dirs
     else:
+        if any(map(dict.__contains__, raw, repeat("log_dirs"))):
+            return None     # JBOD snapshots: checked entry by entry
         leaders = list(map(dict.get, raw, repeat("leader")))
         sizes = list(map(dict.get, raw, repeat("size_bytes")))
         isrs = list(map(dict.get, raw, repeat("isr")))
@@ -358,6 +438,7 @@ def _partitions_in_bulk(raw: list[Any]) -> tuple[PartitionEntry, ...] | None:
         leader=leaders,
         isr=isrs,
         size_bytes=sizes,
+        log_dirs=dirs,
     )
 
 

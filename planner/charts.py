@@ -8,7 +8,11 @@ Made to be read at a glance, at any size of cluster:
   the snapshot (``?``) get their own colour and a mark on their tick label, and the axis title
   explains only the marks that occur;
 - past that, a histogram: how many alive brokers hold each count, before and after, with the
-  brokers that are not alive counted in the title;
+  brokers that are not alive counted in the title. Its x axis is the scale of the
+  after-distribution (the band and the brokers inside it, :func:`histogram_view`), not the
+  extremes: brokers outside the band after the plan are marked at the axis (a red triangle at
+  their value, or at the edge when beyond it) and named with their value, furthest out first,
+  and before-values off the axis are counted in the legend;
 - integer ticks on counts, axis labels with their unit (replicas, leaders, GiB), the balance
   band (at the plan's threshold) shaded, the legend outside the plot, and a title naming the
   cluster (the input's file name) and the mode.
@@ -23,6 +27,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .figures import Figures, plan_figures
@@ -34,9 +39,10 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["PER_BROKER", "chart_figures", "render_charts"]
+__all__ = ["PER_BROKER", "HistogramView", "chart_figures", "histogram_view", "render_charts"]
 
 PER_BROKER = 120          # brokers drawn one bar each; beyond, a histogram
+OUTLIERS_NAMED = 12       # brokers outside the band named on a histogram
 GIB = float(1 << 30)
 BAND = "#2ca02c"
 COLOURS = {"alive": "#1f77b4", "dead": "#d62728", "forgotten": "#ff7f0e", "unknown": "#7f7f7f"}
@@ -131,28 +137,89 @@ def _per_broker(ax: Axes, ids: list[int], status: list[str], before: list[float]
     return title + (f" ({', '.join(marks)})" if marks else ""), handles
 
 
-def _histogram(ax: Axes, status: list[str], before: list[float], after: list[float], unit: str,
-               integer: bool) -> tuple[str, list[Artist]]:
-    """How many alive brokers hold each count, after (filled) and before (outline)."""
+@dataclass(frozen=True, slots=True)
+class HistogramView:
+    """What a histogram chart shows: its x range and bin edges (from the after-distribution),
+    the alive brokers outside the band after the plan, ``(broker, value)`` furthest out first,
+    and how many before-values fall outside the range."""
+
+    low: float
+    high: float
+    edges: tuple[float, ...]
+    outliers: tuple[tuple[int, float], ...]
+    before_outside: int
+
+
+def histogram_view(ids: Sequence[int], before: Sequence[float], after: Sequence[float],
+                   band: tuple[float, float] | None, integer: bool) -> HistogramView:
+    """The after-distribution at its own scale (the module doc): the range spans the band and
+    the after-values inside it (without a band: the middle 90 % of them), padded by 5 %;
+    brokers outside the band are outliers, drawn as marks at the edge and named, so a few hot
+    brokers no longer squeeze every other one into a bin or two."""
+    import numpy as np
+
+    pairs = sorted(zip(after, ids, strict=True))
+    values = [v for v, _ in pairs] or [0.0]
+    if band is not None:
+        lo, hi = band
+        inside = [v for v in values if lo <= v <= hi]
+        core = [*inside, lo, hi] if inside else [*values[len(values) // 20:len(values) - len(values) // 20], lo, hi]
+        outliers = [(b, v) for v, b in pairs if not lo <= v <= hi]
+        centre = (lo + hi) / 2
+    else:
+        core = values[len(values) // 20:len(values) - len(values) // 20] or values
+        outliers = [(b, v) for v, b in pairs if not core[0] <= v <= core[-1]]
+        centre = (core[0] + core[-1]) / 2
+    low, high = min(core), max(core)
+    pad = max((high - low) * 0.05, 1.0 if integer else 1e-9)
+    low, high = low - pad, high + pad
+    if integer:
+        low, high = float(np.floor(low)) - 0.5, float(np.ceil(high)) + 0.5
+        width = max(1, -(-int(high - low) // 60))
+        edges = tuple(float(e) for e in np.arange(low, high + width, width))
+        high = edges[-1]
+    else:
+        edges = tuple(float(e) for e in np.linspace(low, high, 61))
+    outliers.sort(key=lambda o: (-abs(o[1] - centre), o[0]))
+    return HistogramView(low, high, edges, tuple(outliers), sum(not low <= v <= high for v in before))
+
+
+def _histogram(ax: Axes, status: list[str], ids: list[int], before: list[float], after: list[float],
+               unit: str, integer: bool, band: tuple[float, float] | None) -> tuple[str, list[Artist]]:
+    """How many alive brokers hold each count, after (filled) and before (outline), over the
+    range of :func:`histogram_view`; brokers outside the band marked at the edges and named."""
     import numpy as np
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    alive_before = [v for v, s in zip(before, status, strict=True) if s == "alive"]
-    alive_after = [v for v, s in zip(after, status, strict=True) if s == "alive"]
-    values = alive_before + alive_after or [0.0]
-    low, high = min(values), max(values)
-    if integer:
-        width = max(1, -(-int(high - low + 1) // 60))
-        edges = np.arange(np.floor(low), np.floor(high) + width + 1, width) - 0.5
-    else:
-        edges = np.linspace(low, high if high > low else low + 1, 61)
-    ax.stairs(np.histogram(alive_after, bins=edges)[0], edges, fill=True, color=COLOURS["alive"], alpha=0.8,
-              zorder=2)
-    ax.stairs(np.histogram(alive_before, bins=edges)[0], edges, color="black", linewidth=1.2, zorder=3)
+    alive = [k for k, s in enumerate(status) if s == "alive"]
+    alive_ids = [ids[k] for k in alive]
+    alive_before, alive_after = [before[k] for k in alive], [after[k] for k in alive]
+    view = histogram_view(alive_ids, alive_before, alive_after, band, integer)
+    edges = np.array(view.edges)
+    counts_after, counts_before = np.histogram(alive_after, bins=edges)[0], np.histogram(alive_before, bins=edges)[0]
+    ax.stairs(counts_after, edges, fill=True, color=COLOURS["alive"], alpha=0.8, zorder=2)
+    ax.stairs(counts_before, edges, color="black", linewidth=1.2, zorder=3)
+    ax.set_xlim(view.low, view.high)
+    ax.set_ylim(0, max(int(counts_after.max()), int(counts_before.max()), 1) * (1.2 if view.outliers else 1.05))
     handles: list[Artist] = [Patch(color=COLOURS["alive"], alpha=0.8, label="after"),
-                             Line2D([], [], color="black", linewidth=1.2, label="before")]
-    return f"{unit} per alive broker", handles
+                             Line2D([], [], color="black", linewidth=1.2,
+                                    label="before" + (f" ({view.before_outside} off the axis)"
+                                                      if view.before_outside else ""))]
+    if view.outliers:
+        shown = view.outliers[:OUTLIERS_NAMED]
+        xs = [min(max(v, view.low), view.high) for _, v in view.outliers]
+        ax.plot(xs, [0.0] * len(xs), linestyle="none", marker="v", markersize=7, color=COLOURS["dead"],
+                clip_on=False, zorder=4)
+        digits = 0 if integer else 1
+        names = ", ".join(f"{b} ({v:.{digits}f})" for b, v in shown)
+        more = f", +{len(view.outliers) - len(shown)} more" if len(view.outliers) > len(shown) else ""
+        handles.append(Line2D([], [], linestyle="none", marker="v", markersize=7, color=COLOURS["dead"],
+                              label=f"outside the band after: {len(view.outliers)}"))
+        ax.text(0.01, 0.98, f"outside the band: {names}{more}", transform=ax.transAxes, fontsize=7,
+                va="top", ha="left", wrap=True, zorder=5,
+                bbox={"facecolor": "white", "edgecolor": "#cccccc", "alpha": 0.9})
+    return f"{unit} per alive broker (scale of the after-distribution)", handles
 
 
 def _chart(fig_before: Figures, fig_after: Figures, plan: Plan, settings: PlanSettings, which: str) -> Figure:
@@ -183,7 +250,8 @@ def _chart(fig_before: Figures, fig_after: Figures, plan: Plan, settings: PlanSe
         if integer:
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     else:
-        xlabel, handles = _histogram(ax, status, before, after, unit, integer)
+        xlabel, handles = _histogram(ax, status, ids, before, after, unit, integer,
+                                     None if band is None else (band[0], band[1]))
         ax.set_ylabel("alive brokers")
         if band is not None:
             ax.axvspan(band[0] - pad, band[1] + pad, color=BAND, alpha=0.25, zorder=1)

@@ -30,8 +30,11 @@ Constraints
 Algorithm
     One loop: apply a control request if any; start what the schedule allows; sleep one poll
     interval; list the reassignments in progress; those of ours no longer listed are checked
-    against Metadata and finished; throttles follow the moves in flight. When none are left, a
-    preferred leader election for ``leader-election.json``, then the throttles are removed.
+    against Metadata and finished; throttles follow the moves in flight. When none are left and
+    ``reassignment.json`` names log directories (JBOD, :mod:`planner.disks`), each replica is
+    moved into its directory (AlterReplicaLogDirs) and waited for (DescribeLogDirs: there, no
+    future copy); then a preferred leader election for ``leader-election.json``, then the
+    throttles are removed.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from .executor_throttles import ThrottleKeeper
 __all__ = ["Cluster", "ExecutePlan", "Executor", "Refused", "cancel_and_settle"]
 
 Key = tuple[str, int]
+Replica = tuple[str, int, int]     # topic, partition, broker
 UNSETTLED_POLLS = 10     # polls a partition may show stale replicas after its reassignment ended
 
 
@@ -75,6 +79,8 @@ class Cluster(Protocol):
                       topics: Mapping[str, Mapping[str, str | None]] = ...) -> Mapping[str, str]: ...
     def min_isr(self, topics: Sequence[str]) -> Mapping[str, int]: ...
     def elect_preferred(self, keys: Sequence[Key]) -> tuple[list[Key], Mapping[Key, str]]: ...
+    def log_dirs(self, topics: Sequence[str]) -> tuple[Mapping[Replica, str], set[Replica]]: ...
+    def alter_log_dirs(self, replicas: Mapping[Replica, str]) -> Mapping[Replica, str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +100,7 @@ class ExecutePlan:
     elect_leaders: bool = True
     poll_interval_s: float = 1.0
     patience_s: float = 300.0
+    log_dirs: Mapping[Replica, str] = field(default_factory=dict)   # reassignment.json's log_dirs
 
 
 Emit = Callable[[str, dict[str, Any]], None]
@@ -182,6 +189,8 @@ class Executor:
                                             "throttle": st.throttle})
             self.sync_throttles()
             status = self.loop()
+            if status == "done" and self.plan.log_dirs and not self.place_log_dirs():
+                status = "failed" if not self.stop.is_set() else "stopped"
             if status == "done" and self.plan.elect_leaders:
                 self.elect_leaders()
         finally:
@@ -322,6 +331,36 @@ class Executor:
         for key in keys:
             schedule.finish(key)
         return "cancelled" if reason == "cancelled" else "stopped"
+
+    def place_log_dirs(self) -> bool:
+        """Move replicas into the directories ``reassignment.json`` names (AlterReplicaLogDirs),
+        once every reassignment ended, and wait until DescribeLogDirs shows each there with no
+        copy under way; asked again for those not there nor moving. False when some are refused
+        or not there within ``patience_s``, or on a stop."""
+        wanted = dict(self.plan.log_dirs)
+        topics = sorted({t for t, _, _ in wanted})
+        deadline = time.monotonic() + self.plan.patience_s
+        asked: dict[Replica, str] = {}
+        while True:
+            where, future = self.cluster.log_dirs(topics)
+            left = {k: d for k, d in wanted.items() if where.get(k) != d or k in future}
+            if not left:
+                self.emit("log_dirs_placed", {"replicas": len(wanted), "asked": len(asked)})
+                return True
+            ask = {k: d for k, d in left.items() if k not in future}
+            if ask:
+                refused = self.cluster.alter_log_dirs(ask)
+                asked.update(ask)
+                if refused:
+                    self.emit("log_dir_moves_refused", {"replicas": {f"{t}-{p}@{b}": why for (t, p, b), why
+                                                                     in sorted(refused.items())}})
+                    return False
+                self.emit("log_dir_moves_submitted", {"replicas": len(ask), "left": len(left)})
+            if time.monotonic() > deadline:
+                self.emit("log_dirs_unplaced", {"replicas": [f"{t}-{p}@{b}" for t, p, b in sorted(left)]})
+                return False
+            if self.stop.wait(self.plan.poll_interval_s):
+                return False
 
     def elect_leaders(self) -> None:
         keys = list(self.plan.leader_election)

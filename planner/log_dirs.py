@@ -9,7 +9,8 @@ The tool prints two lines of text, then one JSON document::
 
 :func:`parse_log_dirs` accepts the text with or without the leading lines and returns each
 partition's size in bytes; :func:`merge_sizes` puts them into a snapshot's
-``PartitionEntry.size_bytes`` (replacing what the snapshot said).
+``PartitionEntry.size_bytes`` (replacing what the snapshot said). :func:`parse_placement` reads
+the directory of every replica (JBOD, :mod:`planner.disks`); :func:`merge_log_dirs` does both.
 
 - A partition is named ``<topic>-<partition>``; topic names may contain ``-``, so the name is
   split at its *last* ``-``.
@@ -29,12 +30,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from itertools import compress, repeat
 from operator import itemgetter, not_
 from typing import Any
 
-from cluster.snapshot import ClusterSnapshot, PartitionEntry, gc_paused
+from cluster.snapshot import ClusterSnapshot, PartitionEntry, gc_paused, with_log_dirs
 
 from .sources import SourceError
 
@@ -139,33 +140,61 @@ def _largest(names: list[str], sizes: list[int]) -> dict[str, int]:
     return largest
 
 
+def _walk(text: str, where: str) -> Iterator[tuple[int, str | None, list[str], list[int]]]:
+    """Every log directory's ``(broker, directory, names, sizes)``, future replicas left out."""
+    data = _document(text, where)
+    for i, broker in enumerate(_list(data, where, "brokers")):
+        here = f"{where}: brokers[{i}]"
+        broker_id = broker.get("broker") if isinstance(broker, Mapping) else None
+        if isinstance(broker_id, bool) or not isinstance(broker_id, int):
+            raise SourceError(f"{here}: {FORMAT} (no integer 'broker')")
+        for j, log_dir in enumerate(_list(broker, here, "logDirs")):
+            in_dir = f"{here}.logDirs[{j}]"
+            failed = isinstance(log_dir, Mapping) and log_dir.get("error") is not None
+            if failed and not log_dir.get("partitions"):
+                continue
+            replicas = _list(log_dir, in_dir, "partitions")
+            name = log_dir.get("logDir")
+            path = name if isinstance(name, str) and name.startswith("/") and not failed else None
+            if not replicas:
+                yield broker_id, path, [], []
+                continue
+            dir_names, dir_sizes, futures = _columns(replicas) or _checked_columns(replicas, in_dir)
+            if any(futures):
+                yield (broker_id, path, list(compress(dir_names, map(not_, futures))),
+                       list(compress(dir_sizes, map(not_, futures))))
+            else:
+                yield broker_id, path, dir_names, dir_sizes
+
+
 def parse_log_dirs(text: str, where: str = "log dirs") -> dict[tuple[str, int], int]:
     """The size in bytes of every partition the output reports, by ``(topic, partition)``."""
     with gc_paused():
-        data = _document(text, where)
         names: list[str] = []
         sizes: list[int] = []
-        for i, broker in enumerate(_list(data, where, "brokers")):
-            here = f"{where}: brokers[{i}]"
-            broker_id = broker.get("broker") if isinstance(broker, Mapping) else None
-            if isinstance(broker_id, bool) or not isinstance(broker_id, int):
-                raise SourceError(f"{here}: {FORMAT} (no integer 'broker')")
-            for j, log_dir in enumerate(_list(broker, here, "logDirs")):
-                in_dir = f"{here}.logDirs[{j}]"
-                failed = isinstance(log_dir, Mapping) and log_dir.get("error") is not None
-                if failed and not log_dir.get("partitions"):
-                    continue
-                replicas = _list(log_dir, in_dir, "partitions")
-                if not replicas:
-                    continue
-                dir_names, dir_sizes, futures = _columns(replicas) or _checked_columns(replicas, in_dir)
-                if any(futures):
-                    names.extend(compress(dir_names, map(not_, futures)))
-                    sizes.extend(compress(dir_sizes, map(not_, futures)))
-                else:
-                    names.extend(dir_names)
-                    sizes.extend(dir_sizes)
+        for _, _, dir_names, dir_sizes in _walk(text, where):
+            names.extend(dir_names)
+            sizes.extend(dir_sizes)
         return _by_partition(_largest(names, sizes), where)
+
+
+Placement = dict[tuple[str, int], dict[int, str]]
+
+
+def parse_placement(text: str, where: str = "log dirs") -> tuple[Placement, dict[int, list[str]]]:
+    """Where each replica lives: ``(topic, partition) -> broker -> directory``, and each
+    broker's directories (in the tool's order, those without replicas too; failed ones left
+    out). The input of :func:`cluster.snapshot.with_log_dirs`."""
+    placement: Placement = {}
+    dirs: dict[int, list[str]] = {}
+    with gc_paused():
+        for broker, path, names, _ in _walk(text, where):
+            if path is None:
+                continue
+            dirs.setdefault(broker, []).append(path)
+            for key in _by_partition(dict.fromkeys(names, 0), where):
+                placement.setdefault(key, {})[broker] = path
+    return placement, dirs
 
 
 def merge_sizes(snapshot: ClusterSnapshot, sizes: Mapping[tuple[str, int], int],
@@ -185,17 +214,28 @@ def merge_sizes(snapshot: ClusterSnapshot, sizes: Mapping[tuple[str, int], int],
             continue
         matched += 1
         partitions.append(p if size == p.size_bytes else
-                          PartitionEntry(p.topic, p.partition, p.replicas, p.leader, p.isr, size))
+                          PartitionEntry(p.topic, p.partition, p.replicas, p.leader, p.isr, size, p.log_dirs))
     if snapshot.partitions and not matched:
         raise SourceError(f"{where}: names none of the cluster's {len(snapshot.partitions)} partitions")
     return ClusterSnapshot(snapshot.brokers, tuple(partitions))
 
 
-def read_log_dirs(path: str) -> dict[tuple[str, int], int]:
-    """:func:`parse_log_dirs` of a file."""
+def read_log_dirs_text(path: str) -> str:
     try:
         with open(path, encoding="utf-8") as f:
-            text = f.read()
+            return f.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"cannot read log dirs {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    return parse_log_dirs(text, path)
+
+
+def read_log_dirs(path: str) -> dict[tuple[str, int], int]:
+    """:func:`parse_log_dirs` of a file."""
+    return parse_log_dirs(read_log_dirs_text(path), path)
+
+
+def merge_log_dirs(snapshot: ClusterSnapshot, text: str, where: str = "log dirs") -> ClusterSnapshot:
+    """``snapshot`` with the sizes (:func:`merge_sizes`) and the log directories of every
+    replica and broker the output reports (:func:`parse_placement`)."""
+    sized = merge_sizes(snapshot, parse_log_dirs(text, where), where)
+    placement, dirs = parse_placement(text, where)
+    return with_log_dirs(sized, placement, dirs)

@@ -2,7 +2,9 @@
 
 :data:`RULES` maps each mode to the balancing rule that plans it, in the order the command
 line lists them (:data:`MODES`); a new mode is a rule module and one row here. :func:`make_plan`
-dispatches :class:`~planner.settings.PlanSettings` to the rule of its mode. The command line
+dispatches :class:`~planner.settings.PlanSettings` to the rule of its mode, then (when the input
+names log directories) places replicas in the directories of their brokers
+(:mod:`planner.disks`). The command line
 and the Spark pipeline both plan through :func:`make_plan`, so one snapshot and one set of
 settings give the same plan everywhere.
 """
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 from cluster.snapshot import ClusterSnapshot
 
 from .cluster_balance import cluster_balance
+from .disks import balance_disks
 from .leader_balance import leader_balance
 from .plan import Plan
 from .repair_rule import repair
@@ -57,4 +60,8 @@ MODES = tuple(RULES)
 def make_plan(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
     """The plan a mode asks for: the one entry point of the command line and the pipeline
     (``settings`` has a mode of :data:`MODES`: :class:`~planner.settings.PlanSettings` checks it)."""
-    return RULES[settings.mode](snapshot, settings)
+    plan = RULES[settings.mode](snapshot, settings)
+    if settings.mode == "leader":  # no data moves, so no directory changes either
+        return plan
+    return balance_disks(plan, threshold=settings.threshold, scope=settings.scope,
+                         intra=settings.mode != "repair")

@@ -1,7 +1,10 @@
 """The files a plan becomes, as bytes: Kafka's own formats first, then the report and charts.
 
 - ``reassignment.json``: ``kafka-reassign-partitions.sh --execute --reassignment-json-file``
-  input (version 1), only the partitions that change, in plan order. Written even when nothing
+  input (version 1), only the partitions that change, in plan order. When the input names log
+  directories (:mod:`planner.disks`), each entry carries Kafka's ``log_dirs`` (one per replica,
+  ``"any"`` where unknown), and partitions that only change directories (intra-broker moves)
+  follow, with their unchanged replicas; with batches they go into the last batch file. Written even when nothing
   changes (an empty ``partitions`` list). With a batch size, a per-broker move limit or a byte
   limit, also ``reassignment-0001.json``, ... (:mod:`planner.execution`; run them in order).
 - ``rollback.json``: the partitions that change with their current replicas, those only whose
@@ -34,7 +37,8 @@ from typing import Any
 from cluster.snapshot import PartitionEntry
 
 from .charts import render_charts
-from .execution import Execution, Limits, execution
+from .disks import ANY, intra_only, report_lines
+from .execution import Execution, Limits, execution, fingerprint
 from .figures import plan_figures
 from .plan import Plan
 from .plan_report import render_report
@@ -50,6 +54,10 @@ def _lines(head: str, items: Iterable[str], tail: str) -> str:
 
 
 def _partition_line(p: PartitionEntry) -> str:
+    if p.log_dirs is not None:
+        dirs = ",".join(json.dumps(ANY if d is None else d) for d in p.log_dirs)
+        return (f'{{"topic":{json.dumps(p.topic)},"partition":{p.partition},'
+                f'"replicas":[{",".join(map(str, p.replicas))}],"log_dirs":[{dirs}]}}')
     return (f'{{"topic":{json.dumps(p.topic)},"partition":{p.partition},'
             f'"replicas":[{",".join(map(str, p.replicas))}]}}')
 
@@ -116,18 +124,33 @@ def render_outputs(plan: Plan, settings: PlanSettings, *, charts: bool = True) -
     """Every output file of a plan, by name, in a fixed order."""
     run = execution(plan, limits_of(settings), settings.throttle)
     memo: dict[int, str] = {}
-    files: dict[str, bytes] = {"reassignment.json": reassignment_json(run.targets, memo).encode()}
+    disks = intra_only(plan)     # empty without log directories
+    files: dict[str, bytes] = {"reassignment.json": reassignment_json((*run.targets, *disks), memo).encode()}
     if run.limits.any:
-        for n, batch in enumerate(run.batches or (None,), 1):
-            files[f"reassignment-{n:04d}.json"] = reassignment_json(batch.partitions if batch else (),
-                                                                    memo).encode()
-    files["rollback.json"] = reassignment_json(run.rollback, memo).encode()
-    files["starting-replicas.json"] = reassignment_json(run.starting, memo).encode()
+        batches = run.batches or (None,)
+        for n, batch in enumerate(batches, 1):
+            entries = (*(batch.partitions if batch else ()), *(disks if n == len(batches) else ()))
+            files[f"reassignment-{n:04d}.json"] = reassignment_json(entries, memo).encode()
+    if disks:
+        current = {(p.topic, p.partition): p for p in plan.before.partitions}
+        back = tuple(current[(p.topic, p.partition)] for p in disks)
+        files["rollback.json"] = reassignment_json((*run.rollback, *back), memo).encode()
+        files["starting-replicas.json"] = reassignment_json((*run.starting, *back), memo).encode()
+    else:
+        files["rollback.json"] = reassignment_json(run.rollback, memo).encode()
+        files["starting-replicas.json"] = reassignment_json(run.starting, memo).encode()
     files["leader-election.json"] = leader_election_json(run.leader_changed).encode()
     files["moves.csv"] = moves_csv(plan).encode()
-    files["summary.json"] = (json.dumps(summary(plan, settings, run), indent=2) + "\n").encode()
+    totals = summary(plan, settings, run)
+    if disks:   # verify-plan and execute check starting-replicas.json against this fingerprint
+        totals["starting_replicas_sha256"] = fingerprint(
+            {(p.topic, p.partition): p.replicas for p in (*run.starting, *disks)})
+        totals["partitions_only_changing_log_dirs"] = len(disks)
+    files["summary.json"] = (json.dumps(totals, indent=2) + "\n").encode()
     before, after = plan_figures(plan)
-    files["report.md"] = render_report(plan, settings, figures=(before, after), run=run).encode()
+    report = render_report(plan, settings, figures=(before, after), run=run)
+    section = report_lines(plan, settings.threshold)
+    files["report.md"] = (report + "\n" + "\n".join(section) if section else report).encode()
     if charts:
         files.update(render_charts(plan, settings, figures=(before, after)))
     return files

@@ -37,7 +37,7 @@ if __name__ == "__main__" and not __package__:
     # ``spark-submit planner/pipeline.py``: import the package from its root, not this folder
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, check_log_dirs
 from planner.modes import MODES, make_plan
 from planner.outputs import render_outputs, write_outputs
 from planner.plan import Scope
@@ -50,9 +50,10 @@ if TYPE_CHECKING:
 
 APP_NAME = "replica-assignor-planner"
 
-BROKER_TYPE = "struct<id:long,rack:string,alive:boolean,host:string,port:long,capacity_bytes:long>"
+BROKER_TYPE = ("struct<id:long,rack:string,alive:boolean,host:string,port:long,capacity_bytes:long,"
+               "log_dirs:array<string>>")
 PARTITION_TYPE = ("struct<topic:string,partition:long,replicas:array<long>,leader:long,"
-                  "isr:array<long>,size_bytes:long>")
+                  "isr:array<long>,size_bytes:long,log_dirs:array<string>>")
 SNAPSHOT_SCHEMA = (f"cluster_id string, brokers array<{BROKER_TYPE}>, "
                    f"partitions array<{PARTITION_TYPE}>, _corrupt_record string")
 
@@ -156,7 +157,8 @@ def normalise(raw: DataFrame) -> DataFrame:
         b["id"].alias("id"),
         F.when(F.trim(b["rack"]) == "", None).otherwise(b["rack"]).alias("rack"),
         F.coalesce(b["alive"], F.lit(True)).alias("alive"),
-        b["host"].alias("host"), b["port"].alias("port"), b["capacity_bytes"].alias("capacity_bytes")))
+        b["host"].alias("host"), b["port"].alias("port"), b["capacity_bytes"].alias("capacity_bytes"),
+        b["log_dirs"].alias("log_dirs")))
     return (raw.withColumn("cluster_id", F.trim("cluster_id"))
             .withColumn("brokers", brokers))
 
@@ -166,7 +168,8 @@ def broker_rows(clusters: DataFrame) -> DataFrame:
 
     return (clusters.select("cluster_id", F.explode_outer("brokers").alias("b"))
             .where(F.col("b").isNotNull())
-            .select("cluster_id", "b.id", "b.rack", "b.alive", "b.host", "b.port", "b.capacity_bytes"))
+            .select("cluster_id", "b.id", "b.rack", "b.alive", "b.host", "b.port", "b.capacity_bytes",
+                    "b.log_dirs"))
 
 
 def partition_rows(clusters: DataFrame) -> DataFrame:
@@ -174,7 +177,7 @@ def partition_rows(clusters: DataFrame) -> DataFrame:
 
     return (clusters.select("cluster_id", F.explode("partitions").alias("p"))
             .select("cluster_id", "p.topic", "p.partition", "p.replicas", "p.leader", "p.isr",
-                    "p.size_bytes"))
+                    "p.size_bytes", "p.log_dirs"))
 
 
 def validation_errors(clusters: DataFrame, brokers: DataFrame, partitions: DataFrame) -> DataFrame:
@@ -202,6 +205,20 @@ def validation_errors(clusters: DataFrame, brokers: DataFrame, partitions: DataF
         partitions.where(F.col("size_bytes") < 0)
         .select("cluster_id", F.concat(F.col("topic"), F.lit("-"), F.col("partition").cast("string"),
                                        F.lit(" has a negative size_bytes")).alias("error")),
+        brokers.where(F.exists("log_dirs", lambda d: d.isNull() | ~d.startswith("/")))
+        .select("cluster_id", F.concat(F.lit("broker "), F.col("id").cast("string"),
+                                       F.lit(" log_dirs: a log directory must be an absolute path")).alias("error")),
+        brokers.where(F.size(F.array_distinct("log_dirs")) != F.size("log_dirs"))
+        .select("cluster_id", F.concat(F.lit("broker "), F.col("id").cast("string"),
+                                       F.lit(" log_dirs: a log directory listed twice")).alias("error")),
+        partitions.where(F.col("log_dirs").isNotNull() & (F.size("log_dirs") != F.size("replicas")))
+        .select("cluster_id", F.concat(F.col("topic"), F.lit("-"), F.col("partition").cast("string"),
+                                       F.lit(": log_dirs has "), F.size("log_dirs").cast("string"),
+                                       F.lit(" entries for "), F.size("replicas").cast("string"),
+                                       F.lit(" replicas (one per replica)")).alias("error")),
+        partitions.where(F.exists("log_dirs", lambda d: d.isNotNull() & ~d.startswith("/")))
+        .select("cluster_id", F.concat(F.col("topic"), F.lit("-"), F.col("partition").cast("string"),
+                                       F.lit(": a log directory must be an absolute path")).alias("error")),
         partitions.where(F.size(F.array_distinct("replicas")) != F.size("replicas"))
         .select("cluster_id", F.concat(F.col("topic"), F.lit("-"), F.col("partition").cast("string"),
                                        F.lit(" lists a broker twice")).alias("error")),
@@ -276,18 +293,33 @@ def cluster_snapshot(brokers: pd.DataFrame, partitions: pd.DataFrame) -> Cluster
     def text(value: Any) -> str | None:
         return value if isinstance(value, str) else None
 
+    def paths(values: Any) -> tuple[str | None, ...] | None:
+        return None if values is None else tuple(map(text, values))
+
+    def checked(topic: str, number: int, replicas: tuple[int, ...], dirs: tuple[str | None, ...] | None
+                ) -> tuple[str | None, ...] | None:
+        problem = None if dirs is None else check_log_dirs(replicas, dirs)
+        if problem:     # the rows were validated already: the same check as a snapshot file's
+            raise ValueError(f"{topic}-{number}: {problem}")
+        return dirs
+
+    broker_dirs = [paths(d) for d in (brokers["log_dirs"].tolist() if "log_dirs" in brokers else [None] * len(brokers))]
+    partition_dirs = [paths(d) for d in (partitions["log_dirs"].tolist() if "log_dirs" in partitions
+                                         else [None] * len(partitions))]
     return ClusterSnapshot(
-        tuple(BrokerEntry(int(i), text(rack), bool(alive), text(host), _optional(port), _optional(capacity))
-              for i, rack, alive, host, port, capacity in zip(
+        tuple(BrokerEntry(int(i), text(rack), bool(alive), text(host), _optional(port), _optional(capacity),
+                          dirs)   # validated: no null in a broker's list
+              for i, rack, alive, host, port, capacity, dirs in zip(
                   brokers["id"].tolist(), brokers["rack"].tolist(), brokers["alive"].tolist(),
                   brokers["host"].tolist(), brokers["port"].tolist(), brokers["capacity_bytes"].tolist(),
-                  strict=True)),
+                  broker_dirs, strict=True)),
         tuple(PartitionEntry(topic, int(number), _ids(replicas), _optional(leader),
-                             None if isr is None else _ids(isr), _optional(size))
-              for topic, number, replicas, leader, isr, size in zip(
+                             None if isr is None else _ids(isr), _optional(size),
+                             checked(topic, int(number), _ids(replicas), dirs))
+              for topic, number, replicas, leader, isr, size, dirs in zip(
                   partitions["topic"].tolist(), partitions["partition"].tolist(),
                   partitions["replicas"].tolist(), partitions["leader"].tolist(),
-                  partitions["isr"].tolist(), partitions["size_bytes"].tolist(), strict=True)),
+                  partitions["isr"].tolist(), partitions["size_bytes"].tolist(), partition_dirs, strict=True)),
     )
 
 

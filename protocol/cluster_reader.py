@@ -67,7 +67,7 @@ from typing import Any
 
 import kafka.errors as kafka_errors
 
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, SnapshotError
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, SnapshotError, with_log_dirs
 
 #: partition errors that still come with the controller's replica list
 AVAILABILITY_ERRORS = frozenset({
@@ -170,6 +170,27 @@ def sizes_from_log_dirs(answers: Iterable[Mapping[str, Any]]) -> dict[tuple[str,
     return sizes
 
 
+def placement_from_log_dirs(answers: Iterable[Mapping[str, Any]]) -> tuple[
+        dict[tuple[str, int], dict[int, str]], dict[int, list[str]]]:
+    """Where each replica lives (``(topic, partition) -> broker -> directory``, future replicas
+    left out) and each broker's directories, from the same answer; directories with an error
+    are left out. The input of :func:`cluster.snapshot.with_log_dirs`."""
+    placement: dict[tuple[str, int], dict[int, str]] = {}
+    dirs: dict[int, list[str]] = {}
+    for answer in answers:
+        broker = int(answer["broker"])
+        for log_dir in answer.get("log_dirs") or ():
+            path = log_dir.get("log_dir")
+            if log_dir.get("error_code") or not isinstance(path, str):
+                continue
+            dirs.setdefault(broker, []).append(path)
+            for t in log_dir.get("topics") or ():
+                for p in t.get("partitions") or ():
+                    if not p.get("is_future_key"):
+                        placement.setdefault((t["name"], int(p["partition_index"])), {})[broker] = path
+    return placement, dirs
+
+
 def snapshot_with_sizes(snapshot: ClusterSnapshot, sizes: Mapping[tuple[str, int], int]) -> ClusterSnapshot:
     """``snapshot`` with each partition's ``size_bytes`` taken from ``sizes`` (None if absent)."""
     return ClusterSnapshot(snapshot.brokers, tuple(
@@ -200,7 +221,7 @@ def _read_sizes(admin: Any, read: ClusterRead) -> ClusterRead:
         return dataclasses.replace(read, sizes_note=(
             f"partition sizes unknown: DescribeLogDirs failed: {type(exc).__name__}: {exc}"))
     sizes = sizes_from_log_dirs(answers)
-    snapshot = snapshot_with_sizes(read.snapshot, sizes)
+    snapshot = with_log_dirs(snapshot_with_sizes(read.snapshot, sizes), *placement_from_log_dirs(answers))
     missing = sum(p.size_bytes is None for p in snapshot.partitions)
     note = (f"partition sizes unknown for {missing} of {len(snapshot.partitions)} partition(s): "
             "no log directory reported them" if missing else None)
@@ -268,6 +289,7 @@ __all__ = [
     "open_admin_client",
     "read_cluster",
     "read_live_cluster",
+    "placement_from_log_dirs",
     "sizes_from_log_dirs",
     "snapshot_from_metadata",
     "snapshot_with_sizes",

@@ -21,6 +21,7 @@ from .cluster_reader import ClusterRead, read_cluster
 __all__ = ["Ongoing", "ReassignmentAdmin"]
 
 Key = tuple[str, int]
+Replica = tuple[str, int, int]      # topic, partition, broker
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,34 @@ class ReassignmentAdmin:
             return {}
         request = {TopicPartition(t, p): (None if r is None else list(r)) for (t, p), r in targets.items()}
         return _errors(self.admin.alter_partition_reassignments(request))
+
+    def log_dirs(self, topics: Iterable[str]) -> tuple[dict[Replica, str], set[Replica]]:
+        """Where each replica of ``topics`` lives (DescribeLogDirs to every broker), and the
+        replicas with a future copy (an intra-broker move under way)."""
+        where: dict[Replica, str] = {}
+        future: set[Replica] = set()
+        for answer in self.admin.describe_log_dirs(sorted(set(topics))):
+            broker = int(answer["broker"])
+            for log_dir in answer.get("log_dirs") or ():
+                if log_dir.get("error_code"):
+                    continue
+                for t in log_dir.get("topics") or ():
+                    for p in t.get("partitions") or ():
+                        key = (t["name"], int(p["partition_index"]), broker)
+                        if p.get("is_future_key"):
+                            future.add(key)
+                        else:
+                            where[key] = log_dir["log_dir"]
+        return where, future
+
+    def alter_log_dirs(self, replicas: Mapping[Replica, str]) -> dict[Replica, str]:
+        """AlterReplicaLogDirs: move each replica ``(topic, partition, broker)`` to its
+        directory; the replicas refused, with why."""
+        if not replicas:
+            return {}
+        answer = self.admin.alter_replica_log_dirs(dict(replicas))
+        return {(tpr.topic, tpr.partition, tpr.broker_id): getattr(err, "__name__", str(err))
+                for tpr, err in answer.items() if err is not None and err is not kafka_errors.NoError}
 
     def alter_configs(self, brokers: Mapping[int, Mapping[str, str | None]] = {},
                       topics: Mapping[str, Mapping[str, str | None]] = {}) -> dict[str, str]:

@@ -155,3 +155,41 @@ def test_parquet_fleet_without_the_optional_fields(spark, tmp_path):
     clusters = normalise(read_snapshots(spark, str(path)))
     assert [(r.id, r.capacity_bytes) for r in broker_rows(clusters).collect()] == [(1, None), (2, None)]
     assert [r.size_bytes for r in partition_rows(clusters).collect()] == [None]
+
+
+def jbod_dict(seed: int) -> dict:
+    """``snapshot_dict`` with two log directories per broker, replicas crowded into the first."""
+    data = snapshot_dict(10, 80, 2, seed=seed)
+    for b in data["brokers"]:
+        b["log_dirs"] = ["/data/a", "/data/b"]
+    for n, p in enumerate(data["partitions"]):
+        p["size_bytes"] = (n % 7 + 1) << 20
+        p["log_dirs"] = ["/data/a" if n % 5 else "/data/b", None, "/data/a"]
+    return data
+
+
+def test_log_dirs_plan_like_the_core_and_are_validated_alike(spark, tmp_path):
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    good = [jbod_dict(k) for k in range(2)]
+    short = jbod_dict(5)
+    short["partitions"][4]["log_dirs"] = ["/data/a"]
+    relative = jbod_dict(6)
+    relative["partitions"][2]["log_dirs"][0] = "data/a"
+    lines = [json.dumps({"cluster_id": f"c{k}", **d}) for k, d in enumerate(good)]
+    lines += [json.dumps({"cluster_id": "short", **short}), json.dumps({"cluster_id": "relative", **relative})]
+    (fleet / "fleet.jsonl").write_text("\n".join(lines) + "\n")
+    settings = PlanSettings("cluster", exact_seconds=0)
+    out = tmp_path / "plans"
+    summary = run_pipeline(str(fleet), str(out), settings, charts=False, spark=spark)
+    assert "2 of 4 cluster(s) planned" in summary
+    for k, d in enumerate(good):
+        expected = render_outputs(make_plan(ClusterSnapshot.from_dict(d), settings), settings, charts=False)
+        assert b'"log_dirs"' in expected["reassignment.json"]
+        assert {name: (out / f"c{k}" / name).read_bytes() for name in expected} == expected
+    errors = sorted((e.cluster_id, e.error) for e in spark.read.parquet(str(out / "_tables" / "errors")).collect())
+    assert errors == [("relative", "t2-2: a log directory must be an absolute path"),
+                      ("short", "t4-4: log_dirs has 1 entries for 3 replicas (one per replica)")]
+    for cluster, message in errors:      # the snapshot file's own check says the same
+        with pytest.raises(ValueError, match=message.split(": ", 1)[1].replace("(", r"\(").replace(")", r"\)")):
+            ClusterSnapshot.from_dict(json.loads(next(x for x in lines if f'"{cluster}"' in x)))

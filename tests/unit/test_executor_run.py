@@ -201,3 +201,55 @@ def test_order_under_min_isr_starts_the_partitions_at_min_isr_first(tmp_path: Pa
     ex.run(*ex.prepare())
     assert cluster.sent[0] == ("t", 6)
     assert BROKER_RATES  # the names are Kafka's (see test_executor_throttles)
+
+
+class FakeJbodCluster(FakeCluster):
+    """Two directories per broker; an intra-broker move takes ``polls`` looks (a future copy
+    meanwhile); replicas arriving on a broker start in ``/d0``."""
+
+    def __init__(self, replicas: dict[Key, tuple[int, ...]], refuse: frozenset[int] = frozenset()) -> None:
+        super().__init__(replicas)
+        self.dirs: dict[tuple[str, int, int], str] = {(t, p, b): "/d0" for (t, p), r in replicas.items() for b in r}
+        self.copying: dict[tuple[str, int, int], list[Any]] = {}
+        self.refuse = refuse
+        self.asked: list[tuple[str, int, int]] = []
+
+    def log_dirs(self, topics: Sequence[str]) -> tuple[dict[tuple[str, int, int], str], set[tuple[str, int, int]]]:
+        for key, entry in list(self.copying.items()):
+            entry[1] -= 1
+            if entry[1] <= 0:
+                self.dirs[key] = entry[0]
+                del self.copying[key]
+        where = {}
+        for (t, p), r in self.now.items():
+            for b in r:
+                where[(t, p, b)] = self.dirs.setdefault((t, p, b), "/d0")
+        return where, set(self.copying)
+
+    def alter_log_dirs(self, replicas: Mapping[tuple[str, int, int], str]) -> dict[tuple[str, int, int], str]:
+        refused = {k: "KafkaStorageError" for k in replicas if k[2] in self.refuse}
+        for key, d in replicas.items():
+            if key not in refused:
+                self.asked.append(key)
+                self.copying[key] = [d, 2]
+        return refused
+
+
+def test_log_dirs_are_placed_after_the_moves_and_waited_for(tmp_path: Path) -> None:
+    wanted = {("t", p, TARGET[("t", p)][1]): "/d1" for p in range(8)}     # every arriving replica
+    wanted[("t", 0, 0)] = "/d1"                                            # one that stays: intra-broker
+    cluster = FakeJbodCluster(START)
+    ex = executor(tmp_path, cluster, log_dirs=wanted)
+    assert ex.run(*ex.prepare()) == "done"
+    assert cluster.now == TARGET and {k: cluster.dirs[k] for k in wanted} == wanted
+    assert sorted(cluster.asked) == sorted(wanted)                         # each asked once
+    names = [e for e, _ in ex.events]  # type: ignore[attr-defined]
+    assert names.index("log_dir_moves_submitted") > names.index("moves_finished")
+    assert names.index("log_dirs_placed") < names.index("leaders_elected")
+    refusing = FakeJbodCluster(START, refuse=frozenset({0}))
+    (tmp_path / "again").mkdir()
+    ex = executor(tmp_path / "again", refusing, log_dirs=wanted)
+    assert ex.run(*ex.prepare()) == "failed"
+    [refused] = [f for e, f in ex.events if e == "log_dir_moves_refused"]  # type: ignore[attr-defined]
+    assert refused == {"replicas": {"t-0@0": "KafkaStorageError", "t-3@0": "KafkaStorageError"}}
+    assert refusing.configs == {}
