@@ -64,7 +64,7 @@ def make_plan(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
                                forgotten=settings.forgotten, exact_seconds=settings.exact_seconds,
                                scope=settings.scope)
     if settings.mode == "repair":
-        return repair(snapshot, settings.forgotten, max_moves=settings.max_moves)
+        return repair(snapshot, settings.forgotten, max_moves=settings.max_moves, scope=settings.scope)
     return cluster_balance(snapshot, threshold=settings.threshold, max_moves=settings.max_moves,
                            max_leader_changes=settings.max_leader_changes, forgotten=settings.forgotten,
                            exact_seconds=settings.exact_seconds, scope=settings.scope)
