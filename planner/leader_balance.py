@@ -528,6 +528,7 @@ def _leadable(work: Working, baseline: ClusterSnapshot | None) -> _Leadable:
     add_member, add_cand, add_base, add_start, add_current, add_topic = (
         members.append, cand.append, base.append, start.append, current.append, topic.append)
     frozen = work.frozen
+    cands: tuple[int, ...]
     for i in work.order:
         reps = replicas[i]
         if i in frozen:

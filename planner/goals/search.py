@@ -116,7 +116,8 @@ def make_room(m: Model, x: int) -> bool:
     that makes the room) to a third broker with room: a chain of two moves. Looks at the
     :data:`PARTNERS` largest replicas of ``x``, the brokers of :meth:`roomiest` and
     :data:`NEAR` replicas of each, so it costs ``O(PARTNERS^2 * NEAR)`` checks."""
-    for key in m.held[x][::-1][:PARTNERS]:
+    largest = m.held[x][::-1][:PARTNERS]
+    for key in sorted(largest, key=lambda k: (-(k // m.parts), m.reps[m.partition(k)][0] == x)):
         i, w = m.partition(key), key // m.parts
         if not m.leader_ok(i, x):
             continue
@@ -176,11 +177,13 @@ def transfer(m: Model, x: int, y: int, gap: int) -> bool:
     best: tuple[int, int, int | None] | None = None     # (miss, give, take)
     start = bisect_left(give_list, want * p)
     if (over > 0 or m.counts[x] > m.lo and m.counts[y] < m.hi) and m.budget_left():
+        led = 2                 # of two moves as near to ``want``, the follower's (no leader change)
         for key in give_list[max(0, start - NEAR):start + NEAR]:
             w, i = key // p, m.partition(key)
-            if least <= w <= most and m.fits(i, x, y, caps=over <= 0) \
-                    and (best is None or abs(w - want) < best[0]):
-                best = (abs(w - want), i, None)
+            lead = m.reps[i][0] == x
+            if least <= w <= most and (best is None or (abs(w - want), lead) < (best[0], led)) \
+                    and m.fits(i, x, y, caps=over <= 0):
+                best, led = (abs(w - want), i, None), lead
     if m.budget_left(extra=1):   # the smallest pair first: fewest bytes moved
         for key_a in give_list[start:start + SCAN] + give_list[max(0, start - SCAN):start][::-1]:
             if best is not None and best[0] * 8 <= want:
