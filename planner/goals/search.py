@@ -176,11 +176,11 @@ def transfer(m: Model, x: int, y: int, gap: int) -> bool:
     least = max(1, min(need, give_list[-1] // p) // 4)   # no slivers: the pass stays short
     best: tuple[int, int, int | None] | None = None     # (miss, give, take)
     start = bisect_left(give_list, want * p)
+    led = 3                     # leader replicas the best moves: at equal bytes, fewer wins
     if (over > 0 or m.counts[x] > m.lo and m.counts[y] < m.hi) and m.budget_left():
-        led = 2                 # of two moves as near to ``want``, the follower's (no leader change)
         for key in give_list[max(0, start - NEAR):start + NEAR]:
             w, i = key // p, m.partition(key)
-            lead = m.reps[i][0] == x
+            lead = int(m.reps[i][0] == x)
             if least <= w <= most and (best is None or (abs(w - want), lead) < (best[0], led)) \
                     and m.fits(i, x, y, caps=over <= 0):
                 best, led = (abs(w - want), i, None), lead
@@ -193,15 +193,20 @@ def transfer(m: Model, x: int, y: int, gap: int) -> bool:
             a_moves: bool | None = None         # may a go to y? (asked once, when needed)
             for key_b in take_list[max(0, k - NEAR):k + NEAR]:
                 delta = w_a - key_b // p
-                if not least <= delta <= most or (best is not None and abs(delta - want) >= best[0]):
+                if not least <= delta <= most or (best is not None and abs(delta - want) > best[0]):
                     continue
+                b = m.partition(key_b)
+                lead = (m.reps[a][0] == x) + (m.reps[b][0] == y)
+                if best is not None and abs(delta - want) == best[0] and not (
+                        best[2] is not None and w_a + m.size[b] == m.size[best[1]] + m.size[best[2]]
+                        and lead < led):
+                    continue        # as near: only a swap of the same bytes with fewer leaders wins
                 if a_moves is None:
                     a_moves = moves_to(m, a, x, y)
                 if not a_moves:
                     break
-                b = m.partition(key_b)
                 if swap_fits(m, a, x, b, y, caps=over <= 0):
-                    best = (abs(delta - want), a, b)
+                    best, led = (abs(delta - want), a, b), lead
     if best is None:
         return False
     _, give, take = best
