@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .goal import ReportView, Target, blame
+from .goal import Goal, ReportView, Target, blame
 from .model import Model
 from .search import exchange
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..figures import Figures
 
 
-class CapacityGoal:
+class CapacityGoal(Goal):
     """Keep and bring every broker under its ``capacity_bytes`` (module doc)."""
 
     name = "capacity"

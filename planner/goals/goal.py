@@ -24,8 +24,9 @@ Example
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from ..figures import Figures
@@ -58,24 +59,31 @@ class ReportView:
     after: Figures
 
 
-class Goal(Protocol):
-    """A balancing goal over the shared model (module doc)."""
+class Goal(ABC):
+    """A balancing goal over the shared model (module doc). ``name`` names it in notes and docs."""
 
-    name: str
+    name: ClassVar[str]
 
+    @abstractmethod
     def optimize(self) -> int:
         """Propose and make moves towards the goal, each accepted by the goals before it;
         returns the moves made."""
-        ...
 
+    @abstractmethod
     def accepts(self, i: int, source: int, destination: int) -> bool:
         """Whether moving partition ``i``'s replica from ``source`` to ``destination`` keeps
         this goal (its hard rule, or what it has reached)."""
-        ...
 
-    def explain(self) -> None:
+    def record_bounds(self) -> None:  # noqa: B027 - a goal without a lower bound records none
+        """Record the goal's lower bounds on the plan (from the cluster before any move)."""
+
+    def explain(self) -> None:  # noqa: B027 - a goal that leaves nothing says nothing
         """Notes (or a refusal) for what the goal left unreached, with the constraint that stops it."""
-        ...
+
+    @staticmethod
+    @abstractmethod
+    def targets(view: ReportView) -> tuple[Target, ...]:
+        """The goal's figures for a plan: the report's rows and its targets not reached."""
 
 
 def blame(view: ReportView, data: bool, related: str | None) -> str:

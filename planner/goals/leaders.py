@@ -28,14 +28,14 @@ from assignors.snapshot import ClusterSnapshot
 
 from ..leader_balance import balance_leaders
 from ..plan import Working
-from .goal import ReportView, Target, blame, eligible_values
+from .goal import Goal, ReportView, Target, blame, eligible_values
 
 if TYPE_CHECKING:
     from ..figures import Figures
     from ..plan import Plan
 
 
-class LeaderGoal:
+class LeaderGoal(Goal):
     """Even the preferred leaders (module doc)."""
 
     name = "leaders"

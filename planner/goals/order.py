@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 
 from ..plan import Working
 from .capacity import CapacityGoal
-from .goal import ReportView, Target
+from .goal import Goal, ReportView, Target
 from .leaders import LeaderGoal
 from .model import Model
 from .rack_diversity import RackDiversityGoal
@@ -62,8 +62,9 @@ if TYPE_CHECKING:
     from ..settings import PlanSettings
 
 ModelGoal = ScopeGoal | RackDiversityGoal | CapacityGoal | TopicSpreadGoal | ReplicaCountGoal | ReplicaBytesGoal
+"""The goals that run on the shared model (repair and leaders run on the working lists)."""
 
-GOALS = (RepairGoal, ScopeGoal, RackDiversityGoal, CapacityGoal, TopicSpreadGoal, ReplicaCountGoal,
+GOALS: tuple[type[Goal], ...] = (RepairGoal, ScopeGoal, RackDiversityGoal, CapacityGoal, TopicSpreadGoal, ReplicaCountGoal,
          ReplicaBytesGoal, LeaderGoal)
 """Every goal, highest rank first (the module doc says why)."""
 
@@ -88,16 +89,12 @@ def balance(work: Working, threshold: Fraction, *, max_moves: int | None = None,
     if not work.eligible:
         work.notes.append("no alive broker: nothing to balance")
         return None
-    goals = {cls: cls(model) for cls in (*ONCE, *REPEATED)}
+    goals: dict[type[ModelGoal], ModelGoal] = {cls: cls(model) for cls in (*ONCE, *REPEATED)}
     ranked = [goals[cls] for cls in GOALS if cls in goals]
-    capacity = goals[CapacityGoal]
-    assert isinstance(capacity, CapacityGoal)
-    capacity.check_total()
+    CapacityGoal(model).check_total()
     model.set_bands()
     for goal in ranked:
-        record = getattr(goal, "record_bounds", None)
-        if record is not None:
-            record()
+        goal.record_bounds()
     model.set_targets()
     for cls in ONCE:
         goals[cls].optimize()

@@ -26,12 +26,12 @@ Example
 from __future__ import annotations
 
 from ..plan import MoveKind
-from .goal import ReportView, Target, blame
+from .goal import Goal, ReportView, Target, blame
 from .model import Model
 from .search import ANY, ANY_UNCAPPED, receiver
 
 
-class RackDiversityGoal:
+class RackDiversityGoal(Goal):
     """Repair rack diversity; refuse any move that reduces it (module doc)."""
 
     name = "rack diversity"

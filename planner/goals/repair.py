@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from ..plan import Working
 from ..repair import repair_working
-from .goal import ReportView, Target, blame
+from .goal import Goal, ReportView, Target, blame
 
 
-class RepairGoal:
+class RepairGoal(Goal):
     """Repair the replicas that cannot serve (module doc)."""
 
     name = "repair"

@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..plan import MoveKind
-from .goal import ReportView, Target, blame, eligible_values
+from .goal import Goal, ReportView, Target, blame, eligible_values
 from .model import Model
 from .search import exchange
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..figures import Figures
 
 
-class ReplicaBytesGoal:
+class ReplicaBytesGoal(Goal):
     """Bring every broker's bytes into the byte band (module doc)."""
 
     name = "replica bytes"

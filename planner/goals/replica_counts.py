@@ -30,7 +30,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from typing import TYPE_CHECKING
 
-from .goal import ReportView, Target, blame, eligible_values
+from .goal import Goal, ReportView, Target, blame, eligible_values
 from .model import Model
 from .search import TAKER, receiver
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..figures import Figures
 
 
-class ReplicaCountGoal:
+class ReplicaCountGoal(Goal):
     """Bring every broker's replica count into the band (module doc)."""
 
     name = "replica counts"

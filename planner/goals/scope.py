@@ -26,11 +26,11 @@ Example
 
 from __future__ import annotations
 
-from .goal import ReportView, Target
+from .goal import Goal, ReportView, Target
 from .model import Model
 
 
-class ScopeGoal:
+class ScopeGoal(Goal):
     """The operator's scope as a hard rule (module doc)."""
 
     name = "scope"

@@ -31,14 +31,14 @@ Example
 
 from __future__ import annotations
 
-from .goal import ReportView, Target, blame
+from .goal import Goal, ReportView, Target, blame
 from .model import Model
 from .search import TOPIC, receiver
 
 TOPIC_CAP = "max(ceil(R/B), ceil(R_rack/B_rack)) + 1"
 
 
-class TopicSpreadGoal:
+class TopicSpreadGoal(Goal):
     """Bring every topic under its cap at every node (module doc)."""
 
     name = "topic spread"
