@@ -2,7 +2,9 @@
 per rack, moves, and how to run it.
 
 Every bound and band names the threshold it uses (the balance band is ``avg * (1 +- threshold)``;
-the *ideal* is the band at threshold 0). Every target that the plan leaves unreached gets a line
+the *ideal* is the band at threshold 0). The objectives and the targets not reached are the
+goals' own figures (:func:`planner.goals.order.targets`: each goal says its figure, its target and
+whether the plan reaches it). Every target that the plan leaves unreached gets a line
 under "Targets not reached" naming what stops it (the mode, a budget, the brokers alive, or the
 constraints in the planner's notes), so the notes never say "every target was reached" next to a
 figure that misses its target.
