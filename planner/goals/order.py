@@ -15,7 +15,8 @@ Constraints
     3. *Rack diversity*: losing a rack loses availability; a diversity repair may push a topic
        above its cap or a broker out of a band, never the reverse.
     4. *Capacity*: a full disk stops a broker; relieving one may break the topic caps and the
-       bands (which rank after), never diversity.
+       bands (which rank after), never diversity. No move of any goal exceeds a capacity; the
+       relief itself runs in the byte exchange (:mod:`planner.goals.capacity` says why).
     5. *Topic spread*: a topic crowded on one broker or rack is a hot spot under load; counts
        and bytes are evened only by moves that keep every topic under its cap.
     6. *Replica counts*, then 7. *bytes*: the count band first (a swap evens bytes without
@@ -72,6 +73,8 @@ ONCE = (ScopeGoal, RackDiversityGoal)
 """Replica goals that run once: what they repair stays repaired."""
 
 REPEATED = (CapacityGoal, TopicSpreadGoal, ReplicaCountGoal, ReplicaBytesGoal)
+"""(Capacity's own pass is empty: a broker above its disk is relieved in the byte exchange, see
+:mod:`planner.goals.capacity`.)"""
 """Replica goals that run in rounds: one goal's moves may open room for another's."""
 
 ROUNDS = 4

@@ -18,7 +18,9 @@ Algorithm
     replica for a smaller one whose difference is closest to what evens the pair (at least the
     out-of-band broker's distance to the band, as far as the partner stays in it), found by
     binary search in size-sorted replica lists. Each transfer lowers the sum of squared bytes
-    by at least a quarter of what it aims at, so the pass ends in few transfers. Lower bound:
+    by at least a quarter of what it aims at, so the pass ends in few transfers. Bytes above a
+    broker's capacity count as outside the band: the same exchange relieves full disks, with the
+    capacity goal's rank (:mod:`planner.goals.capacity`). Lower bound:
     ``max(bytes repaired + bytes above the band or capacity, bytes missing below the band)``.
 
 Example
