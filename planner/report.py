@@ -284,9 +284,8 @@ def render_report(plan: Plan, settings: PlanSettings, *, figures: tuple[Figures,
         lines += ["## Lower bounds and optima", "", "| bound | value |", "|---|---|"]
         lines += [_row([BOUND_TEXT[k].format(t=t) if k in BOUND_TEXT else k, v]) for k, v in plan.bounds]
         lines.append("")
-    unreached = [g.missed for g in goal_targets if not g.reached]
     lines += ["## Targets not reached", ""]
-    lines += [f"- {u}" for u in unreached] or ["- none: every target was reached."]
+    lines += [f"- {g.missed}" for g in goal_targets if not g.reached] or ["- none: every target was reached."]
     lines += ["", "## Notes", ""]
     lines += [f"- {n}" for n in plan.notes] or ["- none."]
     lines.append("")

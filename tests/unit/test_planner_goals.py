@@ -131,12 +131,14 @@ def scoped_leader_cluster() -> ClusterSnapshot:
     return ClusterSnapshot(brokers, parts)
 
 
+@pytest.mark.parametrize("exact_seconds", [0, 5])
 @pytest.mark.parametrize("mode", ["cluster", "leader", "replica", "repair"])
-def test_topics_scope_keeps_out_of_scope_leaders_in_every_mode(mode):
+def test_topics_scope_keeps_out_of_scope_leaders_in_every_mode(mode, exact_seconds):
     # --topics move: keep-0..2 stay led by 1 (and count there); the optimum hands move-0..2 to
-    # 2 and 3: 1 keeps 3 (its fixed ones), 2 and 3 lead the rest, 2 or 3 changes
+    # 2 and 3: 1 keeps 3 (its fixed ones), 2 and 3 lead the rest, 3 changes; the same through
+    # the exact path
     snap = scoped_leader_cluster()
-    settings = PlanSettings(mode, exact_seconds=0, scope=Scope(topics="move"))
+    settings = PlanSettings(mode, exact_seconds=exact_seconds, scope=Scope(topics="move"))
     plan = make_plan(snap, settings)
     check_plan(plan, scope=Scope(topics="move"), data_moves=mode != "leader")
     kept = [p for p in plan.after.partitions if p.topic == "keep"]
