@@ -21,6 +21,8 @@ Constraints
       outside the band and why.
     - ``max_leader_changes`` caps the number of changed partitions (the most useful first);
       partitions whose baseline leader is dead do not count (their change is a repair).
+    - Partitions out of the operator's scope (``--topics``, ``--exclude-topics``) keep their
+      order: their leader is their only candidate (it still counts in its broker's leaders).
     - ``baseline``: the snapshot whose leaders count as unchanged (cluster-balance passes the
       snapshot before its replica moves; by default the input itself).
 
@@ -525,9 +527,16 @@ def _leadable(work: Working, baseline: ClusterSnapshot | None) -> _Leadable:
     get = index.get
     add_member, add_cand, add_base, add_start, add_current, add_topic = (
         members.append, cand.append, base.append, start.append, current.append, topic.append)
+    frozen = work.frozen
+    cands: tuple[int, ...]
     for i in work.order:
         reps = replicas[i]
-        if eligible_set.issuperset(reps):
+        if i in frozen:
+            # out of scope: its leader stays, and keeps counting as a leader of its broker
+            if reps[0] not in index:
+                continue
+            cands = (index[reps[0]],)
+        elif eligible_set.issuperset(reps):
             cands = tuple(map(index.__getitem__, reps))
         else:
             # Kafka cannot reassign a list naming a dead or unknown broker: the order stays,

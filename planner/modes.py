@@ -45,7 +45,7 @@ def _cluster(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
 
 
 def _repair(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
-    return repair(snapshot, settings.forgotten, max_moves=settings.max_moves)
+    return repair(snapshot, settings.forgotten, max_moves=settings.max_moves, scope=settings.scope)
 
 
 RULES: dict[str, Callable[[ClusterSnapshot, PlanSettings], Plan]] = {

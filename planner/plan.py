@@ -100,8 +100,8 @@ class Scope:
     every topic) less ``exclude_topics``; ``exclude_brokers`` neither give nor take replicas;
     ``add_brokers``, when given, are the only brokers that take replicas (the others only give);
     ``demote_brokers`` lead only the partitions no other alive replica can lead (leader rule).
-    Partitions out of scope keep their replica sets (and still count in every figure); the leader
-    rule of cluster mode may still reorder them (no data moves)."""
+    Partitions out of scope keep their replica lists, order included, in every mode (no replica
+    move, no repair, no preferred-leader change), and still count in every figure."""
 
     topics: str | None = None
     exclude_topics: str | None = None

@@ -2,7 +2,9 @@
 per rack, moves, and how to run it.
 
 Every bound and band names the threshold it uses (the balance band is ``avg * (1 +- threshold)``;
-the *ideal* is the band at threshold 0). Every target that the plan leaves unreached gets a line
+the *ideal* is the band at threshold 0). The objectives and the targets not reached are the
+goals' own figures (:func:`planner.goals.order.targets`: each goal says its figure, its target and
+whether the plan reaches it). Every target that the plan leaves unreached gets a line
 under "Targets not reached" naming what stops it (the mode, a budget, the brokers alive, or the
 constraints in the planner's notes), so the notes never say "every target was reached" next to a
 figure that misses its target.
@@ -14,6 +16,9 @@ from __future__ import annotations
 
 from .execution import Execution, Limits, execution
 from .figures import Figures, plan_figures
+from .goals.goal import Target
+from .goals.leaders import LeaderGoal
+from .goals.order import targets
 from .plan import MoveKind, Plan
 from .settings import PlanSettings
 
@@ -21,7 +26,6 @@ MOVES_SHOWN = 100
 BATCHES_SHOWN = 100
 COMMANDED_BATCHES = 20     # batches whose commands are written out one by one
 NAMES_SHOWN = 20
-TOPIC_CAP = "max(ceil(R/B), ceil(R_rack/B_rack)) + 1"
 
 BOUND_TEXT = {
     "repairs_needed": "replicas to repair (placeholders, dead, unknown or forgotten brokers)",
@@ -44,9 +48,9 @@ BOUND_TEXT = {
     "leader_changes_optimum": "leader changes, proven minimum for the plan's own replica lists",
     "bytes_moved_optimum": "bytes moved, the exact program's optimum (HiGHS, within 0.1 %) for the targets it keeps",
     "replica_moves_optimum": "replica moves, the exact program's optimum (HiGHS, within 0.1 %) for the targets it keeps",
-    "leaders_floor": "leader band floor(P/B) (ideal; P the partitions the leader rule may reorder, B the alive "
+    "leaders_floor": "leader band floor(P/B) (ideal; P the partitions the leader rule counts, B the alive "
                      "brokers not forgotten; the threshold applies to replicas and bytes)",
-    "leaders_ceil": "leader band ceil(P/B) (ideal; P the partitions the leader rule may reorder, B the alive "
+    "leaders_ceil": "leader band ceil(P/B) (ideal; P the partitions the leader rule counts, B the alive "
                     "brokers not forgotten; the threshold applies to replicas and bytes)",
 }
 
@@ -60,29 +64,13 @@ def _range(fig: Figures, which: str) -> str:
     return f"{s.min}-{s.max}"
 
 
-def _bytes(fig: Figures) -> str:
-    alive = [b.bytes for b in fig.brokers if b.alive]
-    mean = sum(alive) / len(alive) if alive else 0
-    if not mean:
-        return "-"
-    return f"{min(alive) / mean:.2f}-{max(alive) / mean:.2f} x mean"
-
-
-def _over_capacity(fig: Figures) -> int:
-    return sum(1 for b in fig.brokers
-               if b.alive and b.capacity_bytes is not None and b.bytes > b.capacity_bytes)
-
-
 def _threshold(settings: PlanSettings) -> str:
     return f"{settings.threshold}%"
 
 
 def _leader_band(plan: Plan, fig: Figures) -> tuple[int, int]:
-    """The ideal leader band: the leader rule's (its partitions and brokers) when it ran, else
-    ``floor``-``ceil`` of the partitions with an alive replica over the alive brokers."""
-    floor, ceil = plan.bound("leaders_floor"), plan.bound("leaders_ceil")
-    s = fig.leaders_spread
-    return (s.floor if floor is None else floor), (s.ceil if ceil is None else ceil)
+    """The ideal leader band: one definition, the leader goal's."""
+    return LeaderGoal.band(plan, fig)
 
 
 def _ideal(fig: Figures, which: str, plan: Plan | None = None) -> str:
@@ -96,27 +84,16 @@ def _ideal(fig: Figures, which: str, plan: Plan | None = None) -> str:
     return text
 
 
-def _objectives(plan: Plan, settings: PlanSettings, before: Figures, after: Figures, run: Execution) -> list[str]:
-    """Each objective of :mod:`planner.replica_balance` before and after, with its target or
-    lower bound (and the threshold it is taken at)."""
+def _objectives(plan: Plan, settings: PlanSettings, goal_targets: list[Target], run: Execution) -> list[str]:
+    """Each goal's figures before and after (:func:`planner.goals.order.targets`), with its
+    target, then the costs of the plan with their lower bounds (and the threshold they are taken at)."""
     t = _threshold(settings)
-    lo, hi = plan.bound("replicas_band_lo"), plan.bound("replicas_band_hi")
-    blo, bhi = plan.bound("bytes_band_lo"), plan.bound("bytes_band_hi")
     moves_bound = max((plan.bound(k) or 0) for k in
                       ("replica_moves_tight_bound", "diversity_repairs_needed", "repairs_needed"))
     bytes_bound = max((plan.bound(k) or 0) for k in ("bytes_moved_lower_bound", "diversity_bytes_needed"))
-    rows: list[list[object]] = [
-        ["1. partitions lacking rack diversity", before.not_diverse, after.not_diverse, 0],
-        ["1. replicas on dead or unknown brokers, placeholders", before.misplaced, after.misplaced, 0],
-        ["1. brokers above capacity_bytes", _over_capacity(before), _over_capacity(after), 0],
-        ["2. replicas per alive broker", _range(before, "replicas"), _range(after, "replicas"),
-         f"{lo}-{hi} (band at threshold {t})" if lo is not None else "-"],
-        ["2. bytes per alive broker", _bytes(before), _bytes(after),
-         f"{blo}-{bhi} bytes (band at threshold {t})" if blo is not None else "-"],
-        [f"2. worst topic: replicas on one broker above its cap {TOPIC_CAP}", max(0, before.topic_excess),
-         max(0, after.topic_excess), 0],
-        ["3. preferred leaders per alive broker", _range(before, "leaders"), _range(after, "leaders"),
-         "{}-{} (ideal)".format(*_leader_band(plan, after))],
+    rows: list[list[object]] = [[f"{g.section}. {g.label}", g.before, g.after, g.target]
+                                 for g in goal_targets if g.section]
+    rows += [
         ["4. replica moves", "", plan.replica_moves, f">= {moves_bound} (threshold {t}, no budget)"
          + _optimum(plan, "replica_moves_optimum")],
         ["4. bytes moved", "", run.bytes_moved,
@@ -133,73 +110,6 @@ def _objectives(plan: Plan, settings: PlanSettings, before: Figures, after: Figu
 def _optimum(plan: Plan, name: str) -> str:
     value = plan.bound(name)
     return "" if value is None else f"; the exact program's optimum {value} (within 0.1 %)"
-
-
-def _blame(plan: Plan, settings: PlanSettings, data: bool, related: str | None) -> str:
-    """What stops a target: the mode, a budget, or the constraints in the planner's notes."""
-    if data and settings.mode == "leader":
-        return "leader mode moves no replicas (use --mode cluster)"
-    if settings.mode == "repair" and related != "repair":
-        return "repair mode only replaces replicas that cannot serve (use --mode cluster)"
-    if data and settings.max_moves is not None and plan.replica_moves >= settings.max_moves:
-        return f"the move budget is spent (--max-moves {settings.max_moves})"
-    if not data and settings.max_leader_changes is not None \
-            and plan.leader_changes >= settings.max_leader_changes:
-        return f"the leader-change budget is spent (--max-leader-changes {settings.max_leader_changes})"
-    if related is not None and any(related in n for n in plan.notes):
-        return "see the notes (the constraint that stops it)"
-    if data and settings.scope.narrowed:
-        return ("the scope of the plan (--topics, --exclude-topics, --exclude-brokers, --add-brokers) leaves "
-                "the replicas that would reach it in place")
-    return ("no move keeps the hard constraints (rack diversity never reduced, no broker above its "
-            "capacity, topic caps)")
-
-
-def _unreached(plan: Plan, settings: PlanSettings, after: Figures) -> list[str]:
-    """One line per target the plan does not reach, with what stops it."""
-    out: list[str] = []
-    alive = sum(b.alive for b in after.brokers)
-    if after.not_diverse:
-        out.append(f"partitions lacking rack diversity: {after.not_diverse} after the plan, target 0: "
-                   + _blame(plan, settings, True, "diversity"))
-    if after.misplaced:
-        why = _blame(plan, settings, True, "repair")
-        if after.wider_than_alive and not (settings.mode == "leader" or "budget" in why):
-            why = (f"{after.wider_than_alive} partition(s) have more replicas than the {alive} alive "
-                   f"broker(s)")
-        out.append(f"replicas on dead or unknown brokers and placeholders: {after.misplaced} after the "
-                   f"plan, target 0: {why}")
-    over = _over_capacity(after)
-    if over:
-        out.append(f"brokers above capacity_bytes: {over} after the plan, target 0: "
-                   + _blame(plan, settings, True, "capacity"))
-    forgotten = set(settings.forgotten)
-    eligible = [b for b in after.brokers if b.alive and b.id not in forgotten]
-    t = _threshold(settings)
-    checks: list[tuple[str, list[int], int | None, int | None, str, bool, str]] = [
-        ("replicas per alive broker", [b.replicas for b in eligible], plan.bound("replicas_band_lo"),
-         plan.bound("replicas_band_hi"), f"band at threshold {t}", True, "replicas, outside"),
-        ("bytes per alive broker", [b.bytes for b in eligible], plan.bound("bytes_band_lo"),
-         plan.bound("bytes_band_hi"), f"band at threshold {t}", True, "bytes, outside"),
-    ]
-    if settings.mode in ("leader", "cluster"):
-        floor, ceil = _leader_band(plan, after)
-        checks.append(("preferred leaders per alive broker", [b.leaders for b in eligible],
-                       floor, ceil, "ideal band", False, "leader"))
-    for label, values, low, high, band, data, related in checks:
-        if low is None or high is None or not values or low <= min(values) and max(values) <= high:
-            continue
-        out.append(f"{label}: {min(values)}-{max(values)} after the plan, {band} {low}-{high}: "
-                   + _blame(plan, settings, data, related))
-    if after.topic_excess > 0:
-        out.append(f"worst topic: {after.topic_excess} replica(s) on one broker above its cap {TOPIC_CAP} after "
-                   "the plan, target 0: " + _blame(plan, settings, True, "topic"))
-    rs = after.replicas_spread
-    if after.wider_than_alive:
-        out.append(f"the ideal replicas per alive broker ({rs.floor}-{rs.ceil}) is unreachable: "
-                   f"{after.wider_than_alive} partition(s) have more replicas than the {alive} alive "
-                   f"broker(s), and a broker holds one replica of a partition at most")
-    return out
 
 
 def _size(n: int) -> str:
@@ -386,15 +296,15 @@ def render_report(plan: Plan, settings: PlanSettings, *, figures: tuple[Figures,
         "(see \"Applying it\")",
         "",
     ]
-    lines += _objectives(plan, settings, before, after, run)
+    goal_targets = targets(plan, settings, before, after)
+    lines += _objectives(plan, settings, goal_targets, run)
     if plan.bounds:
         t = _threshold(settings)
         lines += ["## Lower bounds and optima", "", "| bound | value |", "|---|---|"]
         lines += [_row([BOUND_TEXT[k].format(t=t) if k in BOUND_TEXT else k, v]) for k, v in plan.bounds]
         lines.append("")
-    unreached = _unreached(plan, settings, after)
     lines += ["## Targets not reached", ""]
-    lines += [f"- {u}" for u in unreached] or ["- none: every target was reached."]
+    lines += [f"- {g.missed}" for g in goal_targets if not g.reached] or ["- none: every target was reached."]
     lines += ["", "## Notes", ""]
     lines += [f"- {n}" for n in plan.notes] or ["- none."]
     lines.append("")

@@ -14,6 +14,8 @@ Constraints
       unknown or forgotten broker or a placeholder (``keep`` is empty).
     - The rack tree is the planner's own (:class:`planner.racks.RackTree`, the same rule as
       :func:`planner.replica_repair.rack_levels`).
+    - The operator's scope (:class:`~planner.plan.Scope`): partitions out of it keep their
+      lists, excluded brokers take no replacement (their own replicas stay).
     - Partitions that cannot be filled, and the replicas left over when ``max_moves`` is
       reached, are reported in the plan's notes; ``repairs_needed`` is a bound of the plan.
 
@@ -41,14 +43,15 @@ from collections.abc import Iterable
 from cluster.snapshot import ClusterSnapshot, gc_paused
 from planner.replica_repair import repair_lists
 
-from .plan import MoveKind, Plan, Working
+from .plan import MoveKind, Plan, Scope, Working
 
 
 def repair(snapshot: ClusterSnapshot, forgotten: Iterable[int] = frozenset(), *,
-           max_moves: int | None = None) -> Plan:
-    """Replace placeholders and replicas on dead, unknown or forgotten brokers (see module doc)."""
+           max_moves: int | None = None, scope: Scope | None = None) -> Plan:
+    """Replace placeholders and replicas on dead, unknown or forgotten brokers (see module doc).
+    ``scope``: partitions out of it stay as they are, excluded brokers take no replacement."""
     with gc_paused():
-        work = Working(snapshot, forgotten)
+        work = Working(snapshot, forgotten, scope)
         repair_working(work, max_moves=max_moves)
         return work.plan()
 

@@ -214,22 +214,23 @@ def plan_violations(plan: Plan, *, forgotten: Iterable[int] = (), max_moves: int
 
 
 def _scope_violations(plan: Plan, scope: Scope, forgotten: Iterable[int]) -> list[str]:
-    """Out-of-scope partitions keep their replica sets, excluded brokers neither give nor take,
-    only added brokers take (repairs aside), demoted brokers lead nothing another replica can."""
+    """Out-of-scope partitions keep their replica lists (order included: the scope ranks before
+    demotion and leader balance), excluded brokers neither give nor take, only added brokers take
+    (repairs aside), demoted brokers lead nothing another replica can."""
     errors = []
     frozen = scope.frozen(plan.before)
     usable = {b.id for b in plan.before.brokers if b.alive and b.id not in set(forgotten)}
     for i, (a, b) in enumerate(zip(plan.before.partitions, plan.after.partitions, strict=True)):
         name = f"{a.topic}-{a.partition}"
-        if i in frozen and set(a.replicas) != set(b.replicas):
-            errors.append(f"{name} is out of scope but moved: {list(a.replicas)} -> {list(b.replicas)}")
+        if i in frozen and a.replicas != b.replicas:    # no move, no repair, no leader change
+            errors.append(f"{name} is out of scope but changed: {list(a.replicas)} -> {list(b.replicas)}")
         for x in set(scope.exclude_brokers) & usable:
             if (x in a.replicas) != (x in b.replicas):
                 errors.append(f"{name}: excluded broker {x} gave or took a replica")
         came = set(b.replicas) - set(a.replicas)
         if scope.add_brokers and usable.issuperset(a.replicas) and not came <= set(scope.add_brokers):
             errors.append(f"{name}: replicas moved onto {sorted(came - set(scope.add_brokers))}, not added brokers")
-        if b.replicas and b.replicas[0] in scope.demote_brokers and usable.issuperset(b.replicas) \
+        if i not in frozen and b.replicas and b.replicas[0] in scope.demote_brokers and usable.issuperset(b.replicas) \
                 and any(x not in scope.demote_brokers for x in b.replicas):
             errors.append(f"{name} is led by demoted broker {b.replicas[0]}")
     return errors

@@ -238,7 +238,7 @@ def scopes(draw, snap: ClusterSnapshot) -> Scope:
 
 
 @FAST
-@given(st.data(), st.sampled_from(["replica", "cluster", "leader"]))
+@given(st.data(), st.sampled_from(["replica", "cluster", "leader", "repair"]))
 def test_every_mode_keeps_its_scope_and_is_deterministic(data, mode):
     snap = data.draw(clusters())
     scope = data.draw(scopes(snap))
@@ -248,6 +248,6 @@ def test_every_mode_keeps_its_scope_and_is_deterministic(data, mode):
     except ValueError as exc:           # a scope can leave a capacity out of reach
         assert "capacity" in str(exc)
         return
-    led = scope if mode != "replica" else replace(scope, demote_brokers=())   # demotion is the leader rule's
+    led = scope if mode in ("cluster", "leader") else replace(scope, demote_brokers=())   # the leader rule's
     check_plan(plan, scope=led, data_moves=mode != "leader")
     assert make_plan(snap, settings) == plan

@@ -1,0 +1,127 @@
+"""Rack diversity: a partition's replicas span as many racks (at every level) as they can.
+
+Goals
+    Every partition whose replicas span fewer groups at some level of the rack tree
+    (:mod:`planner.racks`) than they could is *repaired*; diversity is never reduced by any move
+    of any goal (:meth:`RackDiversityGoal.accepts`, a hard rule).
+
+Constraints
+    - Ranks after :mod:`planner.goals.lost_replicas` (a replica on a dead broker is repaired first, onto
+      a rack the partition lacks) and before capacity, topic spread, counts and bytes: a repair
+      may push a topic above its cap (the receiver honours the caps when one fits).
+    - Partitions out of scope and replicas on excluded brokers stay.
+
+Algorithm
+    For a partition whose replicas span fewer groups at some level than they could, a replica
+    of a doubled group (a follower, on the most loaded broker) moves to the least loaded broker
+    of an unused group (:func:`planner.goals.search.receiver`). A replica leaving a doubled
+    group for a new one keeps every level's diversity. Lower bounds: one replica move (and its
+    bytes) per group a partition lacks.
+
+Example
+    Brokers 1, 2 in rack a, 3 in rack b; ``y-1 [1, 2]`` lacks rack b: its follower leaves 2 for
+    3 -> ``y-1 [1, 3]``: one move, the bound.
+"""
+
+from __future__ import annotations
+
+from ..plan import MoveKind
+from .goal import Goal, ReportView, Target, blame
+from .model import Model
+from .search import ANY, ANY_UNCAPPED, receiver
+
+
+class RackDiversityGoal(Goal):
+    """Repair rack diversity; refuse any move that reduces it (module doc)."""
+
+    name = "rack diversity"
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+
+    def accepts(self, i: int, source: int, destination: int) -> bool:
+        m = self.model
+        return destination not in m.reps[i] and m.leaf[destination] in m.allowed_leaves(i, source)
+
+    def record_bounds(self) -> None:
+        """One move (and its bytes) per group a partition lacks, whatever the plan."""
+        m = self.model
+        work = m.work
+        groups = m.tree.groups(work.eligible)
+        work.bounds["diversity_repairs_needed"] = sum(self.diversity_gap(i, groups) for i in work.order)
+        if m.sized:
+            fixed = {i for i, _, _, kind in work.moves if kind is MoveKind.REPAIR}
+            repaired = sum(m.size[i] for i, _, _, kind in work.moves if kind is MoveKind.REPAIR)
+            work.bounds["diversity_bytes_needed"] = repaired + sum(
+                m.size[i] * self.diversity_gap(i, groups) for i in work.order if i not in fixed)
+
+    def optimize(self) -> int:
+        before = self.model.moved
+        self.repair_diversity()
+        return self.model.moved - before
+
+    def explain(self) -> None:
+        """The note of :meth:`repair_diversity` says what is left."""
+
+    @staticmethod
+    def targets(view: ReportView) -> tuple[Target, ...]:
+        before, after = view.before.not_diverse, view.after.not_diverse
+        missed = (f"partitions lacking rack diversity: {after} after the plan, target 0: "
+                  + blame(view, True, "diversity")) if after else ""
+        return (Target("partitions lacking rack diversity", before, after, 0, not after, 1, missed),)
+
+    def diversity_gap(self, i: int, groups: tuple[int, ...]) -> int:
+        """Groups partition ``i`` could still span at its worst level (0 when diverse)."""
+        m = self.model
+        tree = m.tree
+        reps = m.reps[i]
+        if tree.depth == 0 or len(reps) < 2 or not m.work.eligible_set.issuperset(reps):
+            return 0
+        keys = [tree.keys[b] for b in reps]
+        return max(min(len(reps), groups[lv]) - len({k[lv] for k in keys}) for lv in range(tree.depth))
+
+
+    def repair_diversity(self) -> None:
+        m = self.model
+        tree = m.tree
+        if tree.depth == 0:
+            return
+        groups = m.tree.groups(m.work.eligible)
+        stuck = 0
+        for i in m.work.order:
+            reps = m.reps[i]
+            if len(reps) < 2 or not m.work.eligible_set.issuperset(reps) or i in m.work.frozen:
+                continue
+            while m.budget_left():
+                keys = [tree.keys[b] for b in reps]
+                level = next((lv for lv in range(tree.depth)
+                              if len({k[lv] for k in keys}) < min(len(reps), groups[lv])), None)
+                if level is None:
+                    break
+                if not self.fix_diversity(i, level):
+                    stuck += 1
+                    break
+        if stuck:
+            m.work.notes.append(
+                f"{stuck} partition(s) still lack rack diversity: the heuristic found no broker of "
+                "the racks they lack with room (capacity_bytes) for a replica allowed to leave its "
+                "doubled rack (max leader changes); a search, not a proof that none exists")
+
+    def fix_diversity(self, i: int, level: int) -> bool:
+        m = self.model
+        tree = m.tree
+        reps = m.reps[i]
+        seen: dict[int, int] = {}
+        for b in reps:
+            key = tree.keys[b][level]
+            seen[key] = seen.get(key, 0) + 1
+        sources = sorted((b for b in reps if seen[tree.keys[b][level]] > 1 and b not in m.work.excluded),
+                         key=lambda b: (b == reps[0], -m.load_key(b)[0], -m.sizes[b], b))
+        free = [leaf for leaf, members in m.leaf_members.items() if tree.keys[members[0]][level] not in seen]
+        for with_caps in (True, False):   # diversity comes before the topic caps
+            for x in sources:
+                best = receiver(m, i, x, free, mode=ANY if with_caps else ANY_UNCAPPED)
+                if best is not None:
+                    m.do_move(i, x, best)
+                    return True
+        return False

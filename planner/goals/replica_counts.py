@@ -1,0 +1,228 @@
+"""Replica counts: every broker holds between ``lo`` and ``hi`` replicas.
+
+Goals
+    Every eligible broker's replica count within ``[lo, hi]`` = ``avg * (1 -+ threshold)``
+    (``[floor(avg), ceil(avg)]`` at threshold 0; :func:`planner.bands.band`), with the fewest
+    replica moves: ``sum(max(0, count - target))`` for the water-filled targets.
+
+Constraints
+    - Ranks after repair, rack diversity, capacity and topic spread: its moves keep them all
+      (:meth:`planner.goals.model.Model.fits`). Bytes rank after it: a byte transfer keeps a
+      broker inside the count band (:meth:`ReplicaCountGoal.accepts`).
+    - Followers move before leaders (a leader replica moved is a leader change).
+
+Algorithm
+    Targets: every count clamped into ``[lo, hi]``, the difference with the total spread by
+    water filling. Each broker above its target gives followers first, then replicas of the
+    topics it holds most of (more than one above the topic's average, then above it), each time
+    the one nearest its wanted size, to the broker below target holding the fewest of that topic
+    among the first few emptiest that stay in the byte band. Brokers still outside the band then
+    level with any broker at least two replicas away. Lower bounds (before repair):
+    ``repairs + sum(max(0, count - hi))`` and ``sum(max(0, lo - count))``.
+
+Example
+    Brokers 1..6 hold 4, 3, 2, 3, 0, 0 replicas (12, band [2, 2]): 1 gives two followers, 2 and
+    4 one each, to 5 and 6: 4 moves, the bound.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from typing import TYPE_CHECKING
+
+from .goal import Goal, ReportView, Target, blame, eligible_values
+from .model import Model
+from .search import TAKER, receiver
+
+if TYPE_CHECKING:
+    from ..figures import Figures
+
+
+class ReplicaCountGoal(Goal):
+    """Bring every broker's replica count into the band (module doc)."""
+
+    name = "replica counts"
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+
+    def accepts(self, i: int, source: int, destination: int) -> bool:
+        """No broker inside the band leaves it."""
+        m = self.model
+        return (m.counts[source] > m.lo or m.counts[source] < m.lo) and \
+            (m.counts[destination] < m.hi or m.counts[destination] > m.hi)
+
+    def record_bounds(self) -> None:
+        """Lower bounds of the plan, from the counts before repair."""
+        m = self.model
+        work, lo, hi = m.work, m.lo, m.hi
+        repairs = work.bounds.get("repairs_needed", 0)
+        pre_over = sum(max(0, c - hi) for c in m.pre.values())
+        pre_under = sum(max(0, lo - c) for c in m.pre.values())
+        work.bounds["replica_moves_lower_bound"] = repairs + pre_over
+        work.bounds["replica_moves_tight_bound"] = max(repairs + pre_over, pre_under)
+        work.bounds["replicas_band_lo"] = lo
+        work.bounds["replicas_band_hi"] = hi
+
+    def optimize(self) -> int:
+        m = self.model
+        before = m.moved
+        m.set_targets()
+        self.balance_counts()
+        return m.moved - before
+
+    def explain(self) -> None:
+        m = self.model
+        m.note_outside("replicas", m.counts, m.lo, m.hi)
+
+    @staticmethod
+    def targets(view: ReportView) -> tuple[Target, ...]:
+        plan, before, after = view.plan, view.before, view.after
+        lo, hi = plan.bound("replicas_band_lo"), plan.bound("replicas_band_hi")
+        values = eligible_values(view, "replicas")
+        band = f"band at threshold {view.settings.threshold}%"
+        reached = lo is None or hi is None or not values or lo <= min(values) and max(values) <= hi
+        missed = "" if reached else (f"replicas per alive broker: {min(values)}-{max(values)} after the plan, "
+                                     f"{band} {lo}-{hi}: " + blame(view, True, "replicas, outside"))
+        rows = [Target("replicas per alive broker", spread(before), spread(after),
+                       f"{lo}-{hi} ({band})" if lo is not None else "-", reached, 2, missed)]
+        if after.wider_than_alive:
+            rs = after.replicas_spread
+            alive = sum(b.alive for b in after.brokers)
+            rows.append(Target(
+                "ideal replicas per alive broker", "", f"{rs.min}-{rs.max}", f"{rs.floor}-{rs.ceil}", False, 0,
+                f"the ideal replicas per alive broker ({rs.floor}-{rs.ceil}) is unreachable: "
+                f"{after.wider_than_alive} partition(s) have more replicas than the {alive} alive "
+                f"broker(s), and a broker holds one replica of a partition at most"))
+        return tuple(rows)
+
+    def topic_class(self, t: int, x: int) -> int:
+        """How much giving a replica of ``t`` evens the topic: 0 when ``x`` holds more than one
+        above the topic's average, 1 above it, 2 otherwise."""
+        m = self.model
+        gain = m.n(t, m.chain[x][-1]) * m.members[0] - m.topic_total[t]
+        return 0 if gain > m.members[0] else 1 if gain > 0 else 2
+
+    def balance_counts(self) -> None:
+        m = self.model
+        need = sum(max(0, m.targets[b] - c) for b, c in m.counts.items())
+        donors = sorted((b for b in m.work.eligible if m.counts[b] > m.targets[b]),
+                        key=lambda b: (m.targets[b] - m.counts[b], b))
+        for x in donors:
+            if need <= 0 or not m.budget_left():
+                break
+            need -= self.give(x)
+        self.level_counts()
+
+    def give(self, x: int) -> int:
+        """Broker ``x`` gives replicas until it reaches its target: followers first, then the
+        topics it holds most of (:meth:`topic_class`), then the replica nearest :meth:`want`,
+        each to the taker of :meth:`receiver`. Returns the replicas given."""
+        m = self.model
+        buckets: list[list[int]] = [[] for _ in range(6)]
+        per_topic: dict[int, list[int]] = {}
+        cls: dict[int, int] = {}
+        for key in m.held[x]:
+            i = m.partition(key)
+            t = m.topic[i]
+            if t not in cls:
+                cls[t] = self.topic_class(t, x)
+            per_topic.setdefault(t, []).append(key)
+            buckets[3 * (m.reps[i][0] == x) + cls[t]].append(key)   # stays sorted
+        given = 0
+        while m.counts[x] > m.targets[x] and m.budget_left():
+            bucket = next((b for b in buckets if b), None)
+            if bucket is None:
+                break
+            key = bucket.pop(m.nearest(bucket, m.want(x)))
+            i = m.partition(key)
+            if not m.leader_ok(i, x):
+                continue
+            y = receiver(m, i, x, m.allowed_leaves(i, x), mode=TAKER)
+            if y is None:
+                continue            # tried once, like every other replica of x
+            room = m.room(y)
+            if m.size[i] > room and bucket:     # y could not fill its count in the band
+                k = m.nearest(bucket, room)
+                j = m.partition(bucket[k])
+                if m.size[j] < m.size[i] and m.leader_ok(j, x) and m.fits(j, x, y):
+                    insort(bucket, key)
+                    del bucket[bisect_left(bucket, m.slot[j])]
+                    i = j
+            m.do_move(i, x, y)
+            given += 1
+            t = m.topic[i]
+            new = self.topic_class(t, x)
+            if new != cls[t]:
+                for other in per_topic[t]:
+                    j = m.partition(other)
+                    if j == i or x not in m.reps[j]:
+                        continue
+                    lead = 3 * (m.reps[j][0] == x)
+                    old_bucket = buckets[lead + cls[t]]
+                    k = bisect_left(old_bucket, other)
+                    if k < len(old_bucket) and old_bucket[k] == other:
+                        del old_bucket[k]
+                        insort(buckets[lead + new], other)
+                cls[t] = new
+        return given
+
+    def candidates(self, donor: int) -> list[int]:
+        """The partitions on ``donor`` in giving order for the leveling fallback: followers
+        first, the replica whose removal most evens its topic first, the smallest first."""
+        m = self.model
+        per_topic: dict[int, list[int]] = {}
+        for i in m.on(donor):
+            per_topic.setdefault(m.topic[i], []).append(i)
+        keyed = []
+        brokers = m.members[0]
+        node = m.chain[donor][-1]
+        for t, items in per_topic.items():
+            items.sort(key=lambda i: (m.reps[i][0] == donor, m.slot[i]))
+            have = m.n(t, node)
+            for j, i in enumerate(items):
+                gain = (have - j) * brokers - m.topic_total[t]   # evenness won by giving it
+                keyed.append((m.reps[i][0] == donor, gain <= 0, -gain, m.slot[i], i))
+        keyed.sort()
+        return [k[-1] for k in keyed]
+
+    def level_counts(self) -> None:
+        """Brokers still outside ``[lo, hi]`` trade with any broker at least two replicas away
+        (each move lowers the sum of squared counts)."""
+        m = self.model
+        progress = True
+        while progress and m.budget_left():
+            progress = False
+            eligible = m.work.eligible
+            for x in sorted((b for b in eligible if m.counts[b] > m.hi),
+                            key=lambda b: (-m.counts[b], b)):
+                low = sorted(eligible, key=lambda y: (m.counts[y], m.sizes[y], y))
+                for i in self.candidates(x):
+                    if m.counts[x] <= m.hi or not m.budget_left():
+                        break
+                    if x not in m.reps[i]:
+                        continue
+                    y = next((y for y in low if m.counts[y] + 2 <= m.counts[x]
+                              and m.fits(i, x, y)), None)
+                    if y is not None:
+                        m.do_move(i, x, y)
+                        progress = True
+            for y in sorted((b for b in eligible if m.counts[b] < m.lo),
+                            key=lambda b: (m.counts[b], b)):
+                high = sorted(eligible, key=lambda x: (-m.counts[x], -m.sizes[x], x))
+                for x in high:
+                    if m.counts[x] < m.counts[y] + 2 or m.counts[y] >= m.lo:
+                        break
+                    for i in self.candidates(x):
+                        if m.counts[x] < m.counts[y] + 2 or not m.budget_left():
+                            break
+                        if x in m.reps[i] and m.fits(i, x, y):
+                            m.do_move(i, x, y)
+                            progress = True
+
+
+
+def spread(fig: Figures) -> str:
+    """A figure's replicas per alive broker as ``min-max``."""
+    s = fig.replicas_spread
+    return f"{s.min}-{s.max}"

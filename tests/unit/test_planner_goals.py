@@ -1,0 +1,167 @@
+"""The goals of planner.goals: the interface holds (the model's fast move check is the goals'
+own ``accepts``), the report's targets are the goals' figures, and the findings fixed with the
+split, each on a small hand-made cluster whose optimum is known."""
+
+from __future__ import annotations
+
+import ast
+import os
+from random import Random
+
+import pytest
+
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from planner.bands import parse_threshold
+from planner.figures import plan_figures
+from planner.goals.capacity import CapacityGoal
+from planner.goals.goal import ReportView
+from planner.goals.model import Model
+from planner.goals.order import GOALS, targets
+from planner.goals.rack_diversity import RackDiversityGoal
+from planner.goals.scope import ScopeGoal
+from planner.goals.topic_spread import TopicSpreadGoal
+from planner.plan import MoveKind, Scope, Working
+from planner.plan_report import render_report
+from planner.replica_balance import replica_balance
+from planner.settings import PlanSettings, make_plan
+from tests.property.plan_invariants import check_plan
+
+GOALS_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "planner", "goals")
+
+
+def random_cluster(rng: Random) -> ClusterSnapshot:
+    """A few racks (or none), some capacities, sizes, RF 2-3, one topic crowded on broker 1."""
+    n = rng.randint(4, 9)
+    racks = rng.choice((None, 2, 3))
+    brokers = []
+    for b in range(1, n + 1):
+        cap = rng.choice((None, None, rng.randint(300, 900)))
+        brokers.append(BrokerEntry(b, None if racks is None else f"r{b % racks}", capacity_bytes=cap))
+    parts = []
+    for t in range(rng.randint(2, 4)):
+        for p in range(rng.randint(3, 12)):
+            rf = rng.choice((2, 3))
+            reps = [1] if t == 0 else []
+            reps += rng.sample([b for b in range(1, n + 1) if b not in reps], rf - len(reps))
+            parts.append(PartitionEntry(f"t{t}", p, tuple(reps), size_bytes=rng.randint(1, 60)))
+    return ClusterSnapshot(tuple(brokers), tuple(parts))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_model_fits_is_the_conjunction_of_the_earlier_goals_accepts(seed):
+    # Model.fits is the fast path of every goal's acceptance check; on every offered replica and
+    # every broker, it says exactly what scope, diversity, capacity and topic spread say together
+    rng = Random(seed)
+    snap = random_cluster(rng)
+    scope = Scope(exclude_brokers=(2,)) if seed % 3 == 0 else None
+    work = Working(snap, (), scope)
+    model = Model(work, parse_threshold(10), None, None, work.counts(), work.byte_counts())
+    model.set_bands()
+    model.set_targets()
+    goals = [ScopeGoal(model), RackDiversityGoal(model), CapacityGoal(model), TopicSpreadGoal(model)]
+    checked = refused = 0
+    for x in work.eligible:
+        for i in model.on(x):
+            for y in work.eligible:
+                if y == x:
+                    continue
+                expected = all(g.accepts(i, x, y) for g in goals)
+                assert model.fits(i, x, y) == expected, (i, x, y)
+                checked += 1
+                refused += not expected
+    assert checked > 50 and 0 < refused < checked
+
+
+def test_goal_order_names_every_goal_module_once():
+    # one goal class per module, each ranked once in GOALS (the order is data, in one place)
+    classes = []
+    for name in sorted(os.listdir(GOALS_DIR)):
+        if not name.endswith(".py"):
+            continue
+        with open(os.path.join(GOALS_DIR, name), encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        goals = [c.name for c in tree.body if isinstance(c, ast.ClassDef) and c.name.endswith("Goal")
+                 and c.name != "Goal"]
+        assert len(goals) <= 1, (name, goals)
+        classes += goals
+    assert sorted(classes) == sorted(g.__name__ for g in GOALS)
+    assert len(set(GOALS)) == len(GOALS)
+
+
+def test_report_targets_not_reached_are_the_goals_own_figures():
+    # a move budget of 1 leaves counts off band: the report lists exactly the goals' missed targets
+    brokers = tuple(BrokerEntry(b, "a" if b < 3 else "b") for b in (1, 2, 3, 4))
+    parts = tuple(PartitionEntry("t", p, (1, 3), size_bytes=10) for p in range(6))
+    snap = ClusterSnapshot(brokers, parts)
+    settings = PlanSettings("replica", max_moves=1, exact_seconds=0)
+    plan = make_plan(snap, settings)
+    before, after = plan_figures(plan)
+    goal_targets = targets(plan, settings, before, after)
+    missed = [t.missed for t in goal_targets if not t.reached]
+    assert missed and all(m for m in missed)
+    report = render_report(plan, settings)
+    section = report.split("## Targets not reached", 1)[1].split("## Notes", 1)[0]
+    assert [line[2:] for line in section.strip().splitlines()] == missed
+    for t in goal_targets:
+        if t.section:
+            assert f"| {t.section}. {t.label} | {t.before} | {t.after} | {t.target} |" in report
+    counts = next(t for t in goal_targets if t.label == "replicas per alive broker")
+    assert not counts.reached and counts.after == "0-6"      # 6, 0, 6, 0 -> one move: 6, 0, 5, 1
+    view = ReportView(plan, settings, before, after)
+    assert all(len(cls.targets(view)) <= 2 for cls in GOALS)
+
+
+def test_follower_moves_before_leader_at_equal_bytes():
+    # broker 1 (20 bytes, band 6-16) must give 10 bytes to broker 4: a-0's leader or b-0's
+    # follower, both 10 bytes; the optimum moves the follower: 10 bytes, no leader change
+    brokers = tuple(BrokerEntry(b) for b in (1, 2, 3, 4))
+    parts = (PartitionEntry("a", 0, (1, 2), size_bytes=10), PartitionEntry("b", 0, (3, 1), size_bytes=10),
+             PartitionEntry("c", 0, (2, 3), size_bytes=1), PartitionEntry("d", 0, (4, 2), size_bytes=1))
+    plan = replica_balance(ClusterSnapshot(brokers, parts), threshold=50)
+    check_plan(plan)
+    assert [(m.topic, m.source, m.destination) for m in plan.moves] == [("b", 1, 4)]
+    assert plan.leader_changes == 0
+
+
+def scoped_leader_cluster() -> ClusterSnapshot:
+    """Broker 1 leads all six partitions; three are of topic ``keep``."""
+    brokers = tuple(BrokerEntry(b) for b in (1, 2, 3))
+    parts = (*(PartitionEntry("keep", p, (1, 2 + p % 2)) for p in range(3)),
+             PartitionEntry("move", 0, (1, 2)), PartitionEntry("move", 1, (1, 3)), PartitionEntry("move", 2, (1, 2, 3)))
+    return ClusterSnapshot(brokers, parts)
+
+
+@pytest.mark.parametrize("exact_seconds", [0, 5])
+@pytest.mark.parametrize("mode", ["cluster", "leader", "replica", "repair"])
+def test_topics_scope_keeps_out_of_scope_leaders_in_every_mode(mode, exact_seconds):
+    # --topics move: keep-0..2 stay led by 1 (and count there); the optimum hands move-0..2 to
+    # 2 and 3: 1 keeps 3 (its fixed ones), 2 and 3 lead the rest, 3 changes; the same through
+    # the exact path
+    snap = scoped_leader_cluster()
+    settings = PlanSettings(mode, exact_seconds=exact_seconds, scope=Scope(topics="move"))
+    plan = make_plan(snap, settings)
+    check_plan(plan, scope=Scope(topics="move"), data_moves=mode != "leader")
+    kept = [p for p in plan.after.partitions if p.topic == "keep"]
+    assert kept == [p for p in snap.partitions if p.topic == "keep"]
+    if mode in ("cluster", "leader"):
+        leaders = [p.replicas[0] for p in plan.after.partitions]
+        assert leaders.count(1) == 3 and plan.leader_changes == 3
+        assert sorted(leaders[3:]) == [2, 2, 3] or sorted(leaders[3:]) == [2, 3, 3]
+        report = render_report(plan, settings)
+        assert "out-of-scope partitions changed (replicas or their order) | 0 | 0 | 0 |" in report
+
+
+def test_repair_mode_honours_the_scope():
+    # broker 9 is dead: t-0 is out of scope and keeps it; u-0 is repaired, not onto the
+    # excluded broker 2 (the only one holding fewer replicas) but onto 3
+    brokers = (BrokerEntry(1, "a"), BrokerEntry(2, "b"), BrokerEntry(3, "b"), BrokerEntry(9, "c", alive=False))
+    parts = (PartitionEntry("t", 0, (9, 1)), PartitionEntry("u", 0, (9, 1)), PartitionEntry("v", 0, (3, 1)))
+    snap = ClusterSnapshot(brokers, parts)
+    scope = Scope(exclude_topics="t", exclude_brokers=(2,))
+    plan = make_plan(snap, PlanSettings("repair", scope=scope))
+    check_plan(plan, scope=scope)
+    assert [p.replicas for p in plan.after.partitions] == [(9, 1), (3, 1), (3, 1)]
+    assert [(m.topic, m.kind) for m in plan.moves] == [("u", MoveKind.REPAIR)]
+    unscoped = make_plan(snap, PlanSettings("repair"))
+    assert [p.replicas for p in unscoped.after.partitions][:2] == [(2, 1), (2, 1)] or \
+        unscoped.repairs == 2
