@@ -20,10 +20,11 @@ from planner.goals.order import GOALS, targets
 from planner.goals.rack_diversity import RackDiversityGoal
 from planner.goals.scope import ScopeGoal
 from planner.goals.topic_spread import TopicSpreadGoal
+from planner.modes import make_plan
 from planner.plan import MoveKind, Scope, Working
 from planner.plan_report import render_report
 from planner.replica_balance import replica_balance
-from planner.settings import PlanSettings, make_plan
+from planner.settings import PlanSettings
 from tests.property.plan_invariants import check_plan
 
 GOALS_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "planner", "goals")
