@@ -128,6 +128,7 @@ from itertools import islice
 from cluster.snapshot import ClusterSnapshot, gc_paused
 
 from .bands import band, byte_band, parse_threshold
+from .byte_bound import byte_lower_bound
 from .exact import improve
 from .plan import MoveKind, Plan, Scope, Working
 from .repair_rule import repair_working
@@ -577,6 +578,10 @@ class _Balancer:
             # a partition lacking g groups moves g of its replicas whatever the plan
             work.bounds["diversity_bytes_needed"] = repaired + sum(
                 self.size[i] * self.diversity_gap(i, groups) for i in work.order if i not in fixed)
+            lp = byte_lower_bound(work.snapshot, work.eligible, self.tree, self.threshold, self.capacity,
+                                  frozen=work.frozen, excluded=work.excluded, takers=work.takers)
+            if lp is not None:
+                work.bounds["bytes_moved_lp_bound" + "".join(f"_{k}" for k in lp.kept)] = lp.bytes
 
     def diversity_gap(self, i: int, groups: tuple[int, ...]) -> int:
         """Groups partition ``i`` could still span at its worst level (0 when diverse)."""
