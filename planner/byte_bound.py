@@ -217,35 +217,36 @@ class _Racks:
         self.deficit = np.zeros((depth, nkeys))
         self.holding = np.zeros((depth, n))     # replicas in a group with an excess, per broker
 
-    def add(self, level: int, k: np.ndarray, alive: np.ndarray, pos: np.ndarray, s: np.ndarray,
+    def add(self, level: int, k: np.ndarray, alive: np.ndarray, spot: np.ndarray, s: np.ndarray,
             use: np.ndarray) -> np.ndarray:
-        """Add partitions of one replication factor (rows of ``k``: their groups at ``level``,
-        a distinct negative key for a replica off the eligible brokers); the groups each lacks."""
-        rows, rf = k.shape
+        """Add partitions of one replication factor: ``k`` their groups at ``level`` (``nkeys + j``
+        for a replica ``j`` off the eligible brokers), ``spot`` their brokers' positions (``n``
+        when off); returns the groups each lacks."""
+        rf = k.shape[1]
         n, nkeys = self.holding.shape[1], self.excess.shape[1]
         g = self.groups[level]
         cap = 1 if rf <= g else rf - g + 1
+        cols = [k[:, j] for j in range(rf)]
         first = alive.copy()
-        count = np.zeros_like(k)
+        count = np.ones_like(k)
         for j in range(rf):
-            same = k == k[:, [j]]
-            count[:, j] = same.sum(axis=1)
-            if j:
-                first[:, j] &= ~same[:, :j].any(axis=1)
-        over = np.maximum(0, count - cap) * first * use[:, None]
-        crowded = alive & (count > cap) & use[:, None]
-        held = np.zeros(nkeys)
-        for j in range(rf):
-            m = crowded[:, j]
-            self.holding[level] += np.bincount(pos[m, j], weights=s[m], minlength=n)
-            w = s * over[:, j]
-            hit = w > 0
-            self.excess[level] += np.bincount(k[hit, j], weights=w[hit], minlength=nkeys)
-            m = first[:, j] & use
-            held += np.bincount(k[m, j], weights=s[m], minlength=nkeys)
+            for i in range(j):
+                same = cols[i] == cols[j]
+                count[:, i] += same
+                count[:, j] += same
+                first[:, j] &= ~same
+        weight = s[:, None] * use[:, None]
+        crowded = (count > cap) & alive
+        self.holding[level] += np.bincount(spot.ravel(), weights=(weight * crowded).ravel(), minlength=n + 1)[:n]
+        over = np.maximum(0, count - cap) * first
+        self.excess[level] += np.bincount(k.ravel(), weights=(weight * over).ravel(), minlength=nkeys + rf)[:nkeys]
         if rf >= g:
-            self.deficit[level] += float(s[use].sum()) - held
-        lacking: np.ndarray = np.maximum(0, min(rf, g) - first.sum(axis=1))
+            held = np.bincount(k.ravel(), weights=(weight * first).ravel(), minlength=nkeys + rf)[:nkeys]
+            self.deficit[level] += float(weight.sum()) - held
+        distinct = first[:, 0].astype(np.int64)
+        for j in range(1, rf):
+            distinct += first[:, j]
+        lacking: np.ndarray = np.maximum(0, min(rf, g) - distinct)
         return lacking
 
 
@@ -271,41 +272,39 @@ def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
     dead_count = 0
     free_pos: list[np.ndarray] = []
     free_size: list[np.ndarray] = []
-    dead = 0.0
-    gap = np.zeros(len(parts), dtype=np.int64)
+    dead = gap_bytes = 0.0
     depth = tree.depth
     keys = np.array([tree.keys[b] for b in eligible] if depth else [], dtype=np.int64).reshape(n, depth)
-    groups = tree.groups(eligible)
-    racks = _Racks(depth, len(tree.names), n, groups)
-    for rf in np.unique(rfs):
-        rf = int(rf)
+    nkeys = len(tree.names)
+    racks = _Racks(depth, nkeys, n, tree.groups(eligible))
+    for rf in map(int, np.unique(rfs)):
         rows = np.flatnonzero(rfs == rf)
         if rf == 0:
             continue
         reps = flat[offsets[rows][:, None] + np.arange(rf)]
         pos = np.searchsorted(ids, reps).clip(0, n - 1)
         alive = ids[pos] == reps
-        pos = np.where(alive, pos, -1)
+        spot = np.where(alive, pos, n)          # n: off the eligible brokers
         s = size[rows]
-        fixed = stay[rows]
+        use = ~stay[rows]
+        sw = np.broadcast_to(s[:, None], spot.shape).ravel()
+        before += np.bincount(spot.ravel(), weights=sw, minlength=n + 1)[:n]
+        counts += np.bincount(spot.ravel(), minlength=n + 1)[:n]
+        free = (alive & use[:, None]).ravel()
+        free_pos.append(spot.ravel()[free])
+        free_size.append(sw[free])
+        movable += np.bincount(free_pos[-1], weights=free_size[-1], minlength=n)
+        lost = np.full(len(rows), rf, dtype=np.int64)
         for j in range(rf):
-            a = alive[:, j]
-            before += np.bincount(pos[a, j], weights=s[a], minlength=n)
-            m = a & ~fixed
-            movable += np.bincount(pos[m, j], weights=s[m], minlength=n)
-            counts += np.bincount(pos[a, j], minlength=n)
-            free_pos.append(pos[m, j])
-            free_size.append(s[m])
-        lost = (~alive).sum(axis=1)
-        dead += float((s * lost)[~fixed].sum())
-        dead_count += int(lost[~fixed].sum())
+            lost -= alive[:, j]
+        dead += float((s * lost)[use].sum())
+        dead_count += int(lost[use].sum())
         if depth and rf >= 2:
-            use = ~fixed
-            whole = use & (lost == 0)
+            lacking = np.zeros(len(rows), dtype=np.int64)
             for level in range(depth):
-                k = np.where(alive, keys[np.maximum(pos, 0), level], -1 - np.arange(rf))   # dead: no group
-                lacking = racks.add(level, k, alive, pos, s, use)
-                gap[rows] = np.maximum(gap[rows], np.where(whole, lacking, 0))
+                k = np.where(alive, keys[np.minimum(spot, n - 1), level], nkeys + np.arange(rf))
+                lacking = np.maximum(lacking, racks.add(level, k, alive, spot, s, use))
+            gap_bytes += float((s * lacking)[use & (lost == 0)].sum())
     nodes: list[tuple[np.ndarray, float, float, np.ndarray]] = []
     for level in range(depth):
         for key in np.unique(keys[:, level]):
@@ -314,6 +313,6 @@ def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
     fpos = np.concatenate(free_pos) if free_pos else np.zeros(0, dtype=np.int64)
     fsize = np.concatenate(free_size) if free_size else np.zeros(0, dtype=np.int64)
     smallest = np.concatenate([[0.0], np.cumsum(np.sort(size[~stay]), dtype=float)])
-    return _Figures(before, movable, dead, float((size * gap).sum()), nodes,
+    return _Figures(before, movable, dead, gap_bytes, nodes,
                     int(before.sum() + dead), int(size.max(initial=0)), counts,
                     int(counts.sum()) + dead_count, fpos, fsize, smallest)
