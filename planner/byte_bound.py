@@ -4,7 +4,8 @@ Goals
     A sound and tight lower bound of the bytes moved by every plan that meets the targets of
     :mod:`planner.replica_balance`: every replica on an eligible broker (repair), full rack
     diversity at every level of the rack tree, each broker's bytes in the byte band
-    ``[blo, min(bhi, capacity_bytes)]`` (:func:`planner.bands.byte_band`), capacities kept. It
+    ``[blo, min(bhi, capacity_bytes)]`` (:func:`planner.bands.byte_band`), each broker's replica
+    count in ``[lo, hi]`` (:func:`planner.bands.band`), capacities kept. It
     sees what the per-broker bound ``max(repaired + above the band, below the band)`` and the
     per-partition bound (each partition's size times the racks it lacks) do not: diversity moves
     must leave given racks, and the bytes they take out of a broker must come back when that
@@ -18,7 +19,8 @@ Constraints
     - Scope: an excluded broker neither gives nor takes; with ``takers`` (added brokers) the
       other brokers only take repaired replicas.
     - Targets are dropped in the planner's reverse order when the program cannot keep them
-      together (the bytes band first, then diversity): the bound is then for plans meeting the
+      together (the byte band first, then the replica band, then diversity): the bound is then
+      for plans meeting the
       targets kept (:attr:`ByteBound.kept`). ``None`` when even the capacities alone cannot hold
       or nothing is sized.
 
@@ -30,15 +32,20 @@ Algorithm
     1. ``sum(in_b) = sum(out_b) + D``, ``D`` the bytes of the replicas on brokers that are not
        eligible;
     2. ``blo <= after_b <= min(bhi, capacity_b)`` (band), or ``after_b <= capacity_b``;
-    3. per node ``n`` of the rack tree (every level): ``sum(out_b, b in n) >= E_n`` and
-       ``sum(in_b, b not in n) >= E_n``; ``sum(in_b, b in n) >= F_n``;
+    3. per node ``n`` of the rack tree (every level): ``sum(d_nb, b in n) >= E_n`` with
+       ``0 <= d_nb <= min(out_b, X_nb)``, and ``sum(in_b, b not in n) >= E_n``;
+       ``sum(in_b, b in n) >= F_n``;
     4. ``sum(in_b) >= D + sum(size_p * gap_p)`` (``gap_p`` the groups partition ``p`` lacks at
-       its worst level, for partitions on eligible brokers only).
+       its worst level, for partitions on eligible brokers only);
+    5. (replica band) ``out_b >=`` the ``count_b - hi`` smallest replicas ``b`` may give,
+       ``in_b >=`` the ``lo - count_b`` smallest partitions that may move;
+    6. with ``takers``: ``sum(in_b, b not a taker) <= D``.
 
     With ``r`` replicas and ``G`` groups at a level, full diversity holds at most ``cap = 1``
     replica per group when ``r <= G`` (``r - G + 1`` otherwise), and at least one in every group
     when ``r >= G``. ``E_n`` sums, over the partitions, ``size * max(0, c - cap)`` (``c`` its
-    replicas on eligible brokers of ``n``); ``F_n`` the sizes of the partitions with ``r >= G``
+    replicas on eligible brokers of ``n``); ``X_nb`` the bytes of the replicas on ``b`` whose
+    partition has more than ``cap`` in ``n``; ``F_n`` the sizes of the partitions with ``r >= G``
     and no replica in ``n``.
 
     Soundness: take any plan meeting the targets kept, and let ``out_b`` (``in_b``) be the bytes
@@ -47,24 +54,26 @@ Algorithm
     change), and the dropped ones are those of eligible brokers or the ``D`` bytes: (1). (2) is
     the band of the final lists. A partition with ``c > cap`` replicas in ``n`` ends with at most
     ``cap``, so at least ``c - cap`` of its replicas leave ``n`` for brokers outside it: those
-    bytes are in ``out_b`` of brokers of ``n`` and in ``in_b`` of brokers outside; one with no
+    bytes are in ``out_b`` and ``X_nb`` of the brokers of ``n`` they leave (``d_nb``) and in
+    ``in_b`` of brokers outside; one with no
     replica in ``n`` and ``r >= G`` ends with one there, whose bytes are in ``in_b`` of a broker
     of ``n``. Summing over distinct partitions gives (3). A partition lacking ``g`` groups gains
-    them only by ``g`` replicas added, one group each: (4). So the plan's ``(out, in)`` is a
+    them only by ``g`` replicas added, one group each: (4). A broker above ``hi`` drops at least
+    ``count - hi`` distinct replicas, one below ``lo`` gains ``lo - count`` replicas of distinct
+    partitions: (5). A broker that is not a taker gains only repaired replicas, one per replica
+    dropped off the eligible brokers: (6). So the plan's ``(out, in, d)`` is a
     feasible point and its bytes moved are at least the program's minimum. The value returned is
     the solver's objective rounded down after a relative safety margin of ``1e-6`` (solver
     tolerances).
 
 Example
-    Brokers 1, 2 in rack a and 3, 4 in rack b, threshold 10 %, partitions of 100 bytes:
-    ``t-0 [1, 2]``, ``t-1 [1, 2]``, ``t-2 [3, 4]``, ``t-3 [3, 4]``. Each broker holds 200 bytes,
-    the band is ``[180, 220]``: the per-broker bound is 0, the per-partition bound 400 (four
-    partitions lack rack ``b`` or ``a``). Rack ``a`` holds an excess of 200 bytes (two
-    partitions, one replica too many each) and so does ``b``; the program needs ``out >= 200``
-    from each rack and ``in >= 200`` into each, 400 bytes in all: here both agree; with a
-    broker 5 in rack ``c`` holding ``t-4 [5, 1]`` of 40 bytes, the diversity leaving broker 1
-    must come back to keep it in the band, which only the program sees
-    (``tests/unit/test_byte_bound.py``).
+    Brokers 1, 2 in rack ``a`` and 3, 4 in rack ``b``, threshold 10 %, partitions ``x-0 [1, 2]``,
+    ``y-0 [3]``, ``y-1 [4]`` of 100 bytes each. Every broker holds 100 bytes (band ``[90,
+    110]``), so the per-broker bound is 0; ``x-0`` lacks rack ``b``, so the per-partition bound
+    is 100. The program: 100 bytes leave rack ``a`` and arrive in ``b`` (3); the brokers of ``a``
+    may fall by 10 bytes each and those of ``b`` rise by 10 each, so at least 80 bytes go back
+    from ``b`` to ``a``: the bound is 180. The best plan moves 200 (``x-0`` 1 -> 3, ``y-0`` 3 -> 1;
+    an enumeration agrees, ``tests/unit/test_byte_bound.py``).
 """
 
 from __future__ import annotations
