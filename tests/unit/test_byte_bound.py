@@ -93,6 +93,29 @@ def test_never_above_the_enumerated_optimum(seed, scope):
     assert found.bytes <= optimum
 
 
+def tiny_tree(seed: int) -> tuple[ClusterSnapshot, int, Scope | None]:
+    """4-5 brokers in one or two rack levels, capacities sometimes, RF 1-3, any threshold."""
+    rng = Random(seed)
+    n = rng.randint(4, 5)
+    dead = rng.choice((None, None, n, 1))
+    two = rng.random() < 0.5
+    cap = rng.choice((None, None, 250))
+    brokers = tuple(BrokerEntry(b, f"/d{b % 2}/r{b % 3}" if two else f"r{b % 2}", b != dead, None, None, cap)
+                    for b in range(1, n + 1))
+    parts = tuple(PartitionEntry(rng.choice("tu"), p, tuple(rng.sample(range(1, n + 1), rng.choice((1, 2, 2, 3)))),
+                                 None, None, rng.randint(1, 100)) for p in range(rng.randint(3, 5)))
+    return ClusterSnapshot(brokers, parts), rng.choice((0, 10, 20, 50)), rng.choice(SCOPES)
+
+
+@pytest.mark.parametrize("seed", [12, 19, 25, 26, 27, 30, 32, 35, 37, 41, 43, 50])
+def test_never_above_the_enumerated_optimum_with_levels_and_capacities(seed):
+    snap, threshold, scope = tiny_tree(seed)
+    found = bound(snap, threshold, scope)
+    optimum, _ = brute_force(snap, threshold, scope)
+    assert found is not None
+    assert found.bytes <= optimum
+
+
 def test_diversity_moves_paid_back_make_it_strictly_tighter():
     # racks a = {1, 2}, b = {3, 4}; x-0 lacks rack b, each broker holds 100 bytes (band [90, 110]):
     # one replica of x-0 leaves rack a, and 100 bytes must come back to the broker it left
