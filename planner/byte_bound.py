@@ -16,8 +16,9 @@ Constraints
       and not forgotten). Partitions with more replicas than eligible brokers (cannot be
       repaired) and partitions out of scope (``frozen``) stay as they are: they count in the
       brokers' bytes but never move.
-    - Scope: an excluded broker neither gives nor takes; with ``takers`` (added brokers) the
-      other brokers only take repaired replicas.
+    - Scope: an excluded broker neither gives nor takes (nor repaired replicas: a partition
+      with fewer other brokers free than replicas to repair stays as it is, as the repair
+      leaves it); with ``takers`` (added brokers) the other brokers only take repaired replicas.
     - Targets are dropped in the planner's reverse order when the program cannot keep them
       together (the byte band first, then the replica band, then diversity): the bound is then
       for plans meeting the
@@ -128,7 +129,7 @@ def byte_lower_bound(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: R
     parts = snapshot.partitions
     if not eligible or not any(p.size_bytes for p in parts):
         return None
-    fig = _figures(snapshot, eligible, tree, frozen)
+    fig = _figures(snapshot, eligible, tree, frozen, excluded)
     import highspy
 
     n = len(eligible)
@@ -260,7 +261,7 @@ class _Racks:
 
 
 def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
-             frozen: frozenset[int]) -> _Figures:
+             frozen: frozenset[int], excluded: frozenset[int] = frozenset()) -> _Figures:
     """Bytes per broker, the bytes to repair and the excess and deficit of every rack node
     (module doc), vectorised per replication factor."""
     parts = snapshot.partitions
@@ -296,6 +297,11 @@ def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
         spot = np.where(alive, pos, n)          # n: off the eligible brokers
         s = size[rows]
         use = ~stay[rows]
+        if excluded:    # repairs go to brokers not excluded: a partition short of them stays as it is
+            shut = np.array([b in excluded for b in eligible] + [True])[spot]
+            spare = n - len(excluded) - (alive & ~shut).sum(axis=1)
+            stay[rows] |= rf - alive.sum(axis=1) > spare
+            use = ~stay[rows]
         sw = np.broadcast_to(s[:, None], spot.shape).ravel()
         before += np.bincount(spot.ravel(), weights=sw, minlength=n + 1)[:n]
         counts += np.bincount(spot.ravel(), minlength=n + 1)[:n]
