@@ -48,7 +48,7 @@ BOUND_TEXT = {
                                       "capacities and rack diversity at every level (the bands cannot be "
                                       "kept with them; planner/byte_bound.py)",
     "bytes_moved_lp_bound": "bytes moved lower bound: a linear program over brokers (HiGHS) of repairs and "
-                            "capacities (the byte band and diversity cannot be kept with them; planner/byte_bound.py)",
+                            "capacities (the bands and diversity cannot be kept with them; planner/byte_bound.py)",
     "replicas_band_lo": "replica band low end (lo) at threshold {t}",
     "replicas_band_hi": "replica band high end (hi) at threshold {t}",
     "leader_changes_lower_bound": "leader changes lower bound for the plan's own replica lists (ideal band): "
@@ -122,7 +122,7 @@ def _objectives(plan: Plan, settings: PlanSettings, before: Figures, after: Figu
     blo, bhi = plan.bound("bytes_band_lo"), plan.bound("bytes_band_hi")
     moves_bound = max((plan.bound(k) or 0) for k in
                       ("replica_moves_tight_bound", "diversity_repairs_needed", "repairs_needed"))
-    bytes_bound, bytes_how = max(((plan.bound(k) or 0), k) for k in BYTE_BOUNDS)
+    bytes_bound, _, bytes_how = max(((plan.bound(k) or 0), i, k) for i, k in enumerate(BYTE_BOUNDS))
     rows: list[list[object]] = [
         ["1. partitions lacking rack diversity", before.not_diverse, after.not_diverse, 0],
         ["1. replicas on dead or unknown brokers, placeholders", before.misplaced, after.misplaced, 0],
