@@ -14,8 +14,10 @@ from bench.exact_optimum import TARGET_NAMES, check, generate
 from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from planner.byte_bound import MARGIN, ByteBound, byte_lower_bound
 from planner.plan import Scope, Working
+from planner.plan_report import render_report
 from planner.racks import RackTree
 from planner.replica_balance import balance_replicas, replica_balance
+from planner.settings import PlanSettings
 from tests.unit.test_planner_exact import brute_force
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "exact_optima.json")
@@ -129,6 +131,9 @@ def test_diversity_moves_paid_back_make_it_strictly_tighter():
     assert found.bytes <= brute_force(snap, 10)[0] == 200
     plan = replica_balance(snap, threshold=10)
     assert plan.bound("bytes_moved_lp_bound_band_counts_diversity") == found.bytes
+    report = render_report(plan, PlanSettings("replica"))
+    assert f">= {found.bytes} (LP, threshold 10%, no budget)" in report
+    assert "a linear program over brokers (HiGHS)" in report
 
 
 def test_nothing_sized_gives_no_bound():
