@@ -40,6 +40,19 @@ BOUND_TEXT = {
                                "the band or capacity, bytes missing below the band)",
     "diversity_bytes_needed": "bytes moved lower bound (any threshold): bytes repaired + each partition's "
                               "size times the racks it lacks",
+    "bytes_moved_lp_bound_band_counts_diversity": "bytes moved lower bound at threshold {t}: a linear program "
+                                                  "over brokers (HiGHS) of repairs, the byte and replica bands, "
+                                                  "capacities and rack diversity at every level "
+                                                  "(planner/byte_bound.py)",
+    "bytes_moved_lp_bound_counts_diversity": "bytes moved lower bound at threshold {t}: a linear program over "
+                                             "brokers (HiGHS) of repairs, the replica band, capacities and rack "
+                                             "diversity at every level (the byte band cannot be kept with them; "
+                                             "planner/byte_bound.py)",
+    "bytes_moved_lp_bound_diversity": "bytes moved lower bound: a linear program over brokers (HiGHS) of repairs, "
+                                      "capacities and rack diversity at every level (the bands cannot be "
+                                      "kept with them; planner/byte_bound.py)",
+    "bytes_moved_lp_bound": "bytes moved lower bound: a linear program over brokers (HiGHS) of repairs and "
+                            "capacities (the bands and diversity cannot be kept with them; planner/byte_bound.py)",
     "replicas_band_lo": "replica band low end (lo) at threshold {t}",
     "replicas_band_hi": "replica band high end (hi) at threshold {t}",
     "leader_changes_lower_bound": "leader changes lower bound for the plan's own replica lists (ideal band): "
@@ -53,6 +66,11 @@ BOUND_TEXT = {
     "leaders_ceil": "leader band ceil(P/B) (ideal; P the partitions the leader rule counts, B the alive "
                     "brokers not forgotten; the threshold applies to replicas and bytes)",
 }
+
+# the bytes-moved lower bounds, from the weakest to the strongest at equal value: the largest is shown
+BYTE_BOUNDS = {"diversity_bytes_needed": "racks lacking", "bytes_moved_lower_bound": "per-broker band",
+               "bytes_moved_lp_bound": "LP", "bytes_moved_lp_bound_diversity": "LP",
+               "bytes_moved_lp_bound_counts_diversity": "LP", "bytes_moved_lp_bound_band_counts_diversity": "LP"}
 
 
 def _row(cells: list[object]) -> str:
@@ -90,14 +108,15 @@ def _objectives(plan: Plan, settings: PlanSettings, goal_targets: list[Target], 
     t = _threshold(settings)
     moves_bound = max((plan.bound(k) or 0) for k in
                       ("replica_moves_tight_bound", "diversity_repairs_needed", "repairs_needed"))
-    bytes_bound = max((plan.bound(k) or 0) for k in ("bytes_moved_lower_bound", "diversity_bytes_needed"))
+    bytes_bound, _, bytes_how = max(((plan.bound(k) or 0), i, k) for i, k in enumerate(BYTE_BOUNDS))
     rows: list[list[object]] = [[f"{g.section}. {g.label}", g.before, g.after, g.target]
                                  for g in goal_targets if g.section]
     rows += [
         ["4. replica moves", "", plan.replica_moves, f">= {moves_bound} (threshold {t}, no budget)"
          + _optimum(plan, "replica_moves_optimum")],
         ["4. bytes moved", "", run.bytes_moved,
-         f">= {bytes_bound} (threshold {t}, no budget)" + _optimum(plan, "bytes_moved_optimum")],
+         f">= {bytes_bound} ({BYTE_BOUNDS[bytes_how]}, threshold {t}, no budget)"
+         + _optimum(plan, "bytes_moved_optimum")],
         ["4. leader changes", "", plan.leader_changes,
          f">= {plan.bound('leader_changes_lower_bound') or 0} (ideal band, no budget"
          + (")" if settings.mode == "leader" else "; for the plan's own replica lists)")],

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..byte_bound import byte_lower_bound
 from ..plan import MoveKind
 from .goal import Goal, ReportView, Target, blame, eligible_values
 from .model import Model
@@ -70,6 +71,10 @@ class ReplicaBytesGoal(Goal):
         work.bounds["bytes_band_lo"] = m.blo
         work.bounds["bytes_band_hi"] = m.bhi
         work.bounds["bytes_moved_lower_bound"] = max(repaired + leave, reach)
+        lp = byte_lower_bound(work.snapshot, work.eligible, m.tree, m.threshold, m.capacity,
+                              frozen=work.frozen, excluded=work.excluded, takers=work.takers)
+        if lp is not None:
+            work.bounds["bytes_moved_lp_bound" + "".join(f"_{k}" for k in lp.kept)] = lp.bytes
 
     def optimize(self) -> int:
         m = self.model

@@ -264,7 +264,25 @@ def _bound_violations(plan: Plan, usable: set[int], old: dict[tuple[str, int], t
             bound = plan.bound(label)
             if bound is not None and value < bound:
                 errors.append(f"{label} is {bound} but the plan does {value}")
+    errors += _lp_bound_violations(plan, usable, counts, sizes, moved_bytes, diverse=diverse)
     return errors
+
+
+def _lp_bound_violations(plan: Plan, usable: set[int], counts: Counter[int], sizes: Counter[int],
+                         moved_bytes: int, *, diverse: bool) -> list[str]:
+    """The linear-program bound (planner/byte_bound.py) holds for every plan meeting the
+    targets it kept (its label names them)."""
+    def within(values: Counter[int], lo_name: str, hi_name: str) -> bool:
+        lo, hi = plan.bound(lo_name), plan.bound(hi_name)
+        return lo is not None and hi is not None and all(lo <= values[x] <= hi for x in usable)
+
+    counts_ok = within(counts, "replicas_band_lo", "replicas_band_hi")
+    meets = {"bytes_moved_lp_bound": True, "bytes_moved_lp_bound_diversity": diverse,
+             "bytes_moved_lp_bound_counts_diversity": diverse and counts_ok,
+             "bytes_moved_lp_bound_band_counts_diversity":
+                 diverse and counts_ok and within(sizes, "bytes_band_lo", "bytes_band_hi")}
+    return [f"{label} is {plan.bound(label)} but the plan moves {moved_bytes} bytes"
+            for label, met in meets.items() if met and (plan.bound(label) or 0) > moved_bytes]
 
 
 def check_plan(plan: Plan, **kwargs: Any) -> None:

@@ -1,0 +1,333 @@
+"""A lower bound of the bytes any plan must move: a small linear program over brokers (HiGHS).
+
+Goals
+    A sound and tight lower bound of the bytes moved by every plan that meets the targets of
+    :mod:`planner.replica_balance`: every replica on an eligible broker (repair), full rack
+    diversity at every level of the rack tree, each broker's bytes in the byte band
+    ``[blo, min(bhi, capacity_bytes)]`` (:func:`planner.bands.byte_band`), each broker's replica
+    count in ``[lo, hi]`` (:func:`planner.bands.band`), capacities kept. It
+    sees what the per-broker bound ``max(repaired + above the band, below the band)`` and the
+    per-partition bound (each partition's size times the racks it lacks) do not: diversity moves
+    must leave given racks, and the bytes they take out of a broker must come back when that
+    leaves it below the band.
+
+Constraints
+    - Computed from the snapshot as it is (before any repair), for the eligible brokers (alive
+      and not forgotten). Partitions with more replicas than eligible brokers (cannot be
+      repaired) and partitions out of scope (``frozen``) stay as they are: they count in the
+      brokers' bytes but never move.
+    - Scope: an excluded broker neither gives nor takes (nor repaired replicas: a partition
+      with fewer other brokers free than replicas to repair stays as it is, as the repair
+      leaves it); with ``takers`` (added brokers) the other brokers only take repaired replicas.
+    - Targets are dropped in the planner's reverse order when the program cannot keep them
+      together (the byte band first, then the replica band, then diversity): the bound is then
+      for plans meeting the
+      targets kept (:attr:`ByteBound.kept`). ``None`` when even the capacities alone cannot hold
+      or nothing is sized.
+
+Algorithm
+    Per eligible broker ``b``: ``out_b`` the bytes of its replicas that leave it (at most the
+    bytes it may give), ``in_b`` the bytes of the replicas that arrive; ``after_b = before_b -
+    out_b + in_b``. Minimise ``sum(in_b)`` subject to
+
+    1. ``sum(in_b) = sum(out_b) + D``, ``D`` the bytes of the replicas on brokers that are not
+       eligible;
+    2. ``blo <= after_b <= min(bhi, capacity_b)`` (band), or ``after_b <= capacity_b``;
+    3. per node ``n`` of the rack tree (every level): ``sum(d_nb, b in n) >= E_n`` with
+       ``0 <= d_nb <= min(out_b, X_nb)``, and ``sum(in_b, b not in n) >= E_n``;
+       ``sum(in_b, b in n) >= F_n``;
+    4. ``sum(in_b) >= D + sum(size_p * gap_p)`` (``gap_p`` the groups partition ``p`` lacks at
+       its worst level, for partitions on eligible brokers only);
+    5. (replica band) ``out_b >=`` the ``count_b - hi`` smallest replicas ``b`` may give,
+       ``in_b >=`` the ``lo - count_b`` smallest partitions that may move;
+    6. with ``takers``: ``sum(in_b, b not a taker) <= D``.
+
+    With ``r`` replicas and ``G`` groups at a level, full diversity holds at most ``cap = 1``
+    replica per group when ``r <= G`` (``r - G + 1`` otherwise), and at least one in every group
+    when ``r >= G``. ``E_n`` sums, over the partitions, ``size * max(0, c - cap)`` (``c`` its
+    replicas on eligible brokers of ``n``); ``X_nb`` the bytes of the replicas on ``b`` whose
+    partition has more than ``cap`` in ``n``; ``F_n`` the sizes of the partitions with ``r >= G``
+    and no replica in ``n``.
+
+    Soundness: take any plan meeting the targets kept, and let ``out_b`` (``in_b``) be the bytes
+    of the replicas its final lists drop from (add to) broker ``b``. Bytes moved are the bytes
+    added, ``sum(in_b)``. Every replica added replaces one dropped (replication factors do not
+    change), and the dropped ones are those of eligible brokers or the ``D`` bytes: (1). (2) is
+    the band of the final lists. A partition with ``c > cap`` replicas in ``n`` ends with at most
+    ``cap``, so at least ``c - cap`` of its replicas leave ``n`` for brokers outside it: those
+    bytes are in ``out_b`` and ``X_nb`` of the brokers of ``n`` they leave (``d_nb``) and in
+    ``in_b`` of brokers outside; one with no
+    replica in ``n`` and ``r >= G`` ends with one there, whose bytes are in ``in_b`` of a broker
+    of ``n``. Summing over distinct partitions gives (3). A partition lacking ``g`` groups gains
+    them only by ``g`` replicas added, one group each: (4). A broker above ``hi`` drops at least
+    ``count - hi`` distinct replicas, one below ``lo`` gains ``lo - count`` replicas of distinct
+    partitions: (5). A broker that is not a taker gains only repaired replicas, one per replica
+    dropped off the eligible brokers: (6). So the plan's ``(out, in, d)`` is a
+    feasible point and its bytes moved are at least the program's minimum. The value returned is
+    the solver's objective rounded down after a relative safety margin of ``1e-6`` (solver
+    tolerances).
+
+Example
+    Brokers 1, 2 in rack ``a`` and 3, 4 in rack ``b``, threshold 10 %, partitions ``x-0 [1, 2]``,
+    ``y-0 [3]``, ``y-1 [4]`` of 100 bytes each. Every broker holds 100 bytes (band ``[90,
+    110]``), so the per-broker bound is 0; ``x-0`` lacks rack ``b``, so the per-partition bound
+    is 100. The program: 100 bytes leave rack ``a`` and arrive in ``b`` (3); the brokers of ``a``
+    may fall by 10 bytes each and those of ``b`` rise by 10 each, so at least 80 bytes go back
+    from ``b`` to ``a``: the bound is 180. The best plan moves 200 (``x-0`` 1 -> 3, ``y-0`` 3 -> 1;
+    an enumeration agrees, ``tests/unit/test_byte_bound.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from cluster.snapshot import ClusterSnapshot
+
+from .bands import band, byte_band
+from .racks import RackTree
+
+MARGIN = 1e-6       # relative margin taken off the solver's objective (its tolerances)
+KEPT_ORDER = (("band", "counts", "diversity"), ("counts", "diversity"), ("diversity",), ())  # dropped in reverse
+
+
+@dataclass(frozen=True, slots=True)
+class ByteBound:
+    """The bound (bytes) and the targets the program kept (``band``, ``diversity``)."""
+
+    bytes: int
+    kept: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class _Figures:
+    before: np.ndarray          # bytes per eligible broker (position in ``eligible``)
+    movable: np.ndarray         # of them, bytes that may leave
+    dead: float                 # bytes on brokers that are not eligible, to be repaired
+    gap_bytes: float            # sum of size * groups lacking, partitions on eligible brokers
+    nodes: list[tuple[np.ndarray, float, float, np.ndarray]]   # (members, E_n, F_n, X_n per broker)
+    total: int
+    largest: int
+    counts: np.ndarray          # replicas per eligible broker
+    replicas: int               # replicas once repaired (the count band's total)
+    free_pos: np.ndarray        # movable replicas on eligible brokers: broker position
+    free_size: np.ndarray       # and size
+    smallest_cum: np.ndarray    # running sums of the movable partitions' sizes, smallest first
+
+
+def byte_lower_bound(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree, threshold: Fraction,
+                     capacity: Mapping[int, int], *, frozen: frozenset[int] = frozenset(),
+                     excluded: frozenset[int] = frozenset(),
+                     takers: frozenset[int] = frozenset()) -> ByteBound | None:
+    """The bound of the module doc; ``capacity`` maps eligible brokers to ``capacity_bytes``."""
+    parts = snapshot.partitions
+    if not eligible or not any(p.size_bytes for p in parts):
+        return None
+    fig = _figures(snapshot, eligible, tree, frozen, excluded)
+    import highspy
+
+    n = len(eligible)
+    blo, bhi = byte_band(fig.total, n, threshold, fig.largest)
+    scale = max(1.0, fig.total / n)
+    before = fig.before / scale
+    caps = np.array([capacity.get(b, math.inf) for b in eligible], dtype=float) / scale
+    tops = np.minimum(caps, bhi / scale)
+    shut = np.array([b in excluded for b in eligible])
+    others = np.array([bool(takers) and b not in takers for b in eligible])
+    for kept in KEPT_ORDER:
+        h = highspy.Highs()  # type: ignore[no-untyped-call]
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        h.setOptionValue("random_seed", 0)
+        # columns: out_0..out_{n-1}, in_0..in_{n-1}
+        upper_out = np.where(shut, 0.0, fig.movable / scale)
+        upper_in = np.where(shut, 0.0, math.inf)
+        least_out, least_in = _count_floors(fig, band(fig.replicas, n, threshold)) if "counts" in kept else (0, 0)
+        h.addVars(2 * n, np.concatenate([least_out, least_in]) / scale if "counts" in kept else np.zeros(2 * n),
+                  np.concatenate([upper_out, upper_in]))
+        h.changeColsCost(2 * n, np.arange(2 * n, dtype=np.int32), np.concatenate([np.zeros(n), np.ones(n)]))
+        outs, ins = np.arange(n, dtype=np.int32), np.arange(n, 2 * n, dtype=np.int32)
+        dead = fig.dead / scale
+        # (1) conservation
+        h.addRow(dead, dead, 2 * n, np.concatenate([ins, outs]), np.concatenate([np.ones(n), -np.ones(n)]))
+        if others.any():     # brokers that are not added take repaired replicas only
+            idx = ins[others]
+            h.addRow(-math.inf, dead, len(idx), idx, np.ones(len(idx)))
+        # (2) band or capacity: after_b - before_b = in_b - out_b
+        lo = (blo / scale - before) if "band" in kept else np.full(n, -math.inf)
+        hi = (tops if "band" in kept else caps) - before
+        _pairs(h, ins, outs, lo, hi)
+        if "diversity" in kept:
+            for mask, excess, deficit, holding in fig.nodes:
+                if excess > 0:      # d_b <= min(out_b, X_n,b), sum(d_b, b in n) >= E_n
+                    members = np.flatnonzero(mask)
+                    first = h.getNumCol()
+                    h.addVars(len(members), np.zeros(len(members)), holding[members] / scale)
+                    ds = np.arange(first, first + len(members), dtype=np.int32)
+                    _pairs(h, ds, outs[members], np.full(len(ds), -math.inf), np.zeros(len(ds)))
+                    h.addRow(excess / scale, math.inf, len(ds), ds, np.ones(len(ds)))
+                    idx = ins[~mask]
+                    h.addRow(excess / scale, math.inf, len(idx), idx, np.ones(len(idx)))
+                if deficit > 0:
+                    idx = ins[mask]
+                    h.addRow(deficit / scale, math.inf, len(idx), idx, np.ones(len(idx)))
+            need = (fig.dead + fig.gap_bytes) / scale
+            h.addRow(need, math.inf, n, ins, np.ones(n))
+        h.run()
+        if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+            value = h.getInfo().objective_function_value * scale
+            return ByteBound(max(0, math.floor(value * (1 - MARGIN))), kept)
+    return None
+
+
+def _pairs(h: Any, plus: np.ndarray, minus: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+    """Rows ``lower[k] <= plus[k] - minus[k] <= upper[k]`` (those with a finite side), at once."""
+    keep = np.isfinite(lower) | np.isfinite(upper)
+    count = int(keep.sum())
+    index = np.stack([plus[keep], minus[keep]], axis=1).ravel().astype(np.int32)
+    value = np.tile([1.0, -1.0], count)
+    h.addRows(count, lower[keep], upper[keep], 2 * count, np.arange(0, 2 * count, 2, dtype=np.int32), index, value)
+
+
+def _count_floors(fig: _Figures, limits: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes each broker gives and takes at least to hold a count in ``[lo, hi]``: the ``count -
+    hi`` smallest replicas it may give, the ``lo - count`` smallest partitions that may move
+    (``inf`` when it has fewer to give)."""
+    lo, hi = limits
+    n = len(fig.counts)
+    over = np.maximum(0, fig.counts - hi)
+    under = np.maximum(0, lo - fig.counts)
+    out = np.zeros(n)
+    heavy = np.flatnonzero(over)
+    if len(heavy):      # sort only the replicas of the brokers above the band
+        pick = np.isin(fig.free_pos, heavy)
+        where, size = fig.free_pos[pick], fig.free_size[pick]
+        order = np.lexsort((size, where))
+        cum = np.concatenate([[0.0], np.cumsum(size[order], dtype=float)])
+        start, end = np.searchsorted(where[order], heavy), np.searchsorted(where[order], heavy, side="right")
+        enough = over[heavy] <= end - start
+        out[heavy] = np.where(enough, cum[np.minimum(start + over[heavy], end)] - cum[start], math.inf)
+    top = len(fig.smallest_cum) - 1
+    into = np.where(under <= top, fig.smallest_cum[np.minimum(under, top)], math.inf)
+    return out, into
+
+
+class _Racks:
+    """Excess ``E_n``, deficit ``F_n`` and the bytes per broker in a crowded group, per level."""
+
+    def __init__(self, depth: int, nkeys: int, n: int, groups: tuple[int, ...]) -> None:
+        self.groups = groups
+        self.excess = np.zeros((depth, nkeys))
+        self.deficit = np.zeros((depth, nkeys))
+        self.holding = np.zeros((depth, n))     # replicas in a group with an excess, per broker
+
+    def add(self, level: int, k: np.ndarray, alive: np.ndarray, spot: np.ndarray, s: np.ndarray,
+            use: np.ndarray) -> np.ndarray:
+        """Add partitions of one replication factor: ``k`` their groups at ``level`` (``nkeys + j``
+        for a replica ``j`` off the eligible brokers), ``spot`` their brokers' positions (``n``
+        when off); returns the groups each lacks."""
+        rf = k.shape[1]
+        n, nkeys = self.holding.shape[1], self.excess.shape[1]
+        g = self.groups[level]
+        cap = 1 if rf <= g else rf - g + 1
+        cols = [k[:, j] for j in range(rf)]
+        first = alive.copy()
+        count = np.ones_like(k)
+        for j in range(rf):
+            for i in range(j):
+                same = cols[i] == cols[j]
+                count[:, i] += same
+                count[:, j] += same
+                first[:, j] &= ~same
+        weight = s[:, None] * use[:, None]
+        crowded = (count > cap) & alive
+        self.holding[level] += np.bincount(spot.ravel(), weights=(weight * crowded).ravel(), minlength=n + 1)[:n]
+        over = np.maximum(0, count - cap) * first
+        self.excess[level] += np.bincount(k.ravel(), weights=(weight * over).ravel(), minlength=nkeys + rf)[:nkeys]
+        if rf >= g:
+            held = np.bincount(k.ravel(), weights=(weight * first).ravel(), minlength=nkeys + rf)[:nkeys]
+            self.deficit[level] += float(weight.sum()) - held
+        distinct = first[:, 0].astype(np.int64)
+        for j in range(1, rf):
+            distinct += first[:, j]
+        lacking: np.ndarray = np.maximum(0, min(rf, g) - distinct)
+        return lacking
+
+
+def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
+             frozen: frozenset[int], excluded: frozenset[int] = frozenset()) -> _Figures:
+    """Bytes per broker, the bytes to repair and the excess and deficit of every rack node
+    (module doc), vectorised per replication factor."""
+    parts = snapshot.partitions
+    n = len(eligible)
+    ids = np.array(eligible, dtype=np.int64)
+    size = np.fromiter((p.size_bytes or 0 for p in parts), dtype=np.int64, count=len(parts))
+    lists = [p.replicas for p in parts]
+    rfs = np.fromiter(map(len, lists), dtype=np.int64, count=len(parts))
+    flat = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(rfs.sum()))
+    offsets = np.cumsum(rfs) - rfs
+    stay = np.zeros(len(parts), dtype=bool)
+    if frozen:
+        stay[list(frozen)] = True
+    stay |= rfs > n
+    before = np.zeros(n)
+    movable = np.zeros(n)
+    counts = np.zeros(n, dtype=np.int64)
+    dead_count = 0
+    free_pos: list[np.ndarray] = []
+    free_size: list[np.ndarray] = []
+    dead = gap_bytes = 0.0
+    depth = tree.depth
+    keys = np.array([tree.keys[b] for b in eligible] if depth else [], dtype=np.int64).reshape(n, depth)
+    nkeys = len(tree.names)
+    racks = _Racks(depth, nkeys, n, tree.groups(eligible))
+    for rf in map(int, np.unique(rfs)):
+        rows = np.flatnonzero(rfs == rf)
+        if rf == 0:
+            continue
+        reps = flat[offsets[rows][:, None] + np.arange(rf)]
+        pos = np.searchsorted(ids, reps).clip(0, n - 1)
+        alive = ids[pos] == reps
+        spot = np.where(alive, pos, n)          # n: off the eligible brokers
+        s = size[rows]
+        use = ~stay[rows]
+        if excluded:    # repairs go to brokers not excluded: a partition short of them stays as it is
+            shut = np.array([b in excluded for b in eligible] + [True])[spot]
+            spare = n - len(excluded) - (alive & ~shut).sum(axis=1)
+            stay[rows] |= rf - alive.sum(axis=1) > spare
+            use = ~stay[rows]
+        sw = np.broadcast_to(s[:, None], spot.shape).ravel()
+        before += np.bincount(spot.ravel(), weights=sw, minlength=n + 1)[:n]
+        counts += np.bincount(spot.ravel(), minlength=n + 1)[:n]
+        free = (alive & use[:, None]).ravel()
+        free_pos.append(spot.ravel()[free])
+        free_size.append(sw[free])
+        movable += np.bincount(free_pos[-1], weights=free_size[-1], minlength=n)
+        lost = np.full(len(rows), rf, dtype=np.int64)
+        for j in range(rf):
+            lost -= alive[:, j]
+        dead += float((s * lost)[use].sum())
+        dead_count += int(lost[use].sum())
+        if depth and rf >= 2:
+            lacking = np.zeros(len(rows), dtype=np.int64)
+            for level in range(depth):
+                k = np.where(alive, keys[np.minimum(spot, n - 1), level], nkeys + np.arange(rf))
+                lacking = np.maximum(lacking, racks.add(level, k, alive, spot, s, use))
+            gap_bytes += float((s * lacking)[use & (lost == 0)].sum())
+    nodes: list[tuple[np.ndarray, float, float, np.ndarray]] = []
+    for level in range(depth):
+        for key in np.unique(keys[:, level]):
+            nodes.append((keys[:, level] == key, float(racks.excess[level, key]),
+                          float(racks.deficit[level, key]), racks.holding[level]))
+    fpos = np.concatenate(free_pos) if free_pos else np.zeros(0, dtype=np.int64)
+    fsize = np.concatenate(free_size) if free_size else np.zeros(0, dtype=np.int64)
+    smallest = np.concatenate([[0.0], np.cumsum(np.sort(size[~stay]), dtype=float)])
+    return _Figures(before, movable, dead, gap_bytes, nodes,
+                    int(before.sum() + dead), int(size.max(initial=0)), counts,
+                    int(counts.sum()) + dead_count, fpos, fsize, smallest)

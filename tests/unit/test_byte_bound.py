@@ -1,0 +1,143 @@
+"""The bytes-moved lower bound of :mod:`planner.byte_bound`: never above an optimum, never below
+the planner's other bounds, strictly tighter where diversity moves must be paid back."""
+
+from __future__ import annotations
+
+import json
+import os
+from fractions import Fraction
+from random import Random
+
+import pytest
+
+from bench.exact_optimum import TARGET_NAMES, check, generate
+from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from planner.byte_bound import MARGIN, ByteBound, byte_lower_bound
+from planner.plan import Scope, Working
+from planner.plan_report import render_report
+from planner.racks import RackTree
+from planner.replica_balance import balance_replicas, replica_balance
+from planner.settings import PlanSettings
+from tests.unit.test_planner_exact import brute_force
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "exact_optima.json")
+OLD = ("bytes_moved_lower_bound", "diversity_bytes_needed")
+
+
+def bound(snap: ClusterSnapshot, threshold: int, scope: Scope | None = None) -> ByteBound | None:
+    work = Working(snap, scope=scope)
+    capacity = {b.id: b.capacity_bytes for b in snap.brokers if b.alive and b.capacity_bytes is not None}
+    return byte_lower_bound(snap, work.eligible, work.tree, Fraction(threshold, 100), capacity,
+                            frozen=work.frozen, excluded=work.excluded, takers=work.takers)
+
+
+def old_bound(snap: ClusterSnapshot, threshold: int) -> int:
+    work = Working(snap)
+    balance_replicas(work, threshold=threshold)
+    return max(work.bounds.get(k, 0) for k in OLD)
+
+
+def test_never_above_the_stored_optima():
+    with open(DATA) as f:
+        stored = [c for c in json.load(f) if c["metric"] == "bytes_moved"]
+    assert stored
+    for case in stored:
+        snap = ClusterSnapshot.from_dict(case["snapshot"])
+        found = bound(snap, case["threshold"])
+        assert found is not None and found.kept == ("band", "counts", "diversity")
+        assert found.bytes <= case["optimum"], case["seed"]
+        assert found.bytes >= old_bound(snap, case["threshold"]) * (1 - 2 * MARGIN), case["seed"]
+
+
+@pytest.mark.parametrize("seed", range(0, 60, 3))
+def test_never_above_a_plan_meeting_every_target_nor_below_the_old_bounds(seed):
+    snap, threshold = generate(seed)
+    found = bound(snap, threshold)
+    if found is None:
+        assert not any(p.size_bytes for p in snap.partitions)
+        return
+    work = Working(snap)
+    try:
+        balance_replicas(work, threshold=threshold)
+    except ValueError:
+        return      # refused (capacity): nothing to compare with
+    old = max(work.bounds.get(k, 0) for k in OLD)
+    assert found.bytes >= old * (1 - 2 * MARGIN)
+    got = check(snap, threshold, [list(r) for r in work.replicas])
+    if found.kept == ("band", "counts", "diversity") and all(got[t] for t in TARGET_NAMES):
+        assert found.bytes <= got["bytes_moved"]
+
+
+def tiny(seed: int) -> tuple[ClusterSnapshot, int]:
+    """4-5 brokers in two racks, 4-5 sized partitions of RF 1-2, one dead broker sometimes."""
+    rng = Random(seed)
+    n = rng.randint(4, 5)
+    dead = rng.choice((None, None, n))
+    brokers = tuple(BrokerEntry(b, f"r{b % 2}", b != dead, None, None, None) for b in range(1, n + 1))
+    parts = tuple(PartitionEntry("t", p, tuple(rng.sample(range(1, n + 1), rng.choice((1, 2, 2)))), None, None,
+                                 rng.randint(1, 100)) for p in range(rng.randint(4, 5)))
+    return ClusterSnapshot(brokers, parts), rng.choice((10, 20, 50))
+
+
+SCOPES = [None, Scope(exclude_brokers=(1,)), Scope(add_brokers=(2, 3)), Scope(topics="u")]
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("scope", SCOPES, ids=["all", "exclude", "add", "topics"])
+def test_never_above_the_enumerated_optimum(seed, scope):
+    snap, threshold = tiny(seed)
+    found = bound(snap, threshold, scope)
+    try:
+        optimum, _ = brute_force(snap, threshold, scope)
+    except AssertionError:      # no plan meets every target: nothing to bound
+        return
+    assert found is not None
+    assert found.bytes <= optimum
+
+
+def tiny_tree(seed: int) -> tuple[ClusterSnapshot, int, Scope | None]:
+    """4-5 brokers in one or two rack levels, capacities sometimes, RF 1-3, any threshold."""
+    rng = Random(seed)
+    n = rng.randint(4, 5)
+    dead = rng.choice((None, None, n, 1))
+    two = rng.random() < 0.5
+    cap = rng.choice((None, None, 250))
+    brokers = tuple(BrokerEntry(b, f"/d{b % 2}/r{b % 3}" if two else f"r{b % 2}", b != dead, None, None, cap)
+                    for b in range(1, n + 1))
+    parts = tuple(PartitionEntry(rng.choice("tu"), p, tuple(rng.sample(range(1, n + 1), rng.choice((1, 2, 2, 3)))),
+                                 None, None, rng.randint(1, 100)) for p in range(rng.randint(3, 5)))
+    return ClusterSnapshot(brokers, parts), rng.choice((0, 10, 20, 50)), rng.choice(SCOPES)
+
+
+@pytest.mark.parametrize("seed", [12, 19, 25, 26, 27, 30, 32, 35, 37, 41, 43, 50])
+def test_never_above_the_enumerated_optimum_with_levels_and_capacities(seed):
+    snap, threshold, scope = tiny_tree(seed)
+    found = bound(snap, threshold, scope)
+    optimum, _ = brute_force(snap, threshold, scope)
+    assert found is not None
+    assert found.bytes <= optimum
+
+
+def test_diversity_moves_paid_back_make_it_strictly_tighter():
+    # racks a = {1, 2}, b = {3, 4}; x-0 lacks rack b, each broker holds 100 bytes (band [90, 110]):
+    # one replica of x-0 leaves rack a, and 100 bytes must come back to the broker it left
+    brokers = tuple(BrokerEntry(b, "a" if b < 3 else "b", True, None, None, None) for b in (1, 2, 3, 4))
+    parts = (PartitionEntry("x", 0, (1, 2), None, None, 100), PartitionEntry("y", 0, (3,), None, None, 100),
+             PartitionEntry("y", 1, (4,), None, None, 100))
+    snap = ClusterSnapshot(brokers, parts)
+    assert old_bound(snap, 10) == 100
+    found = bound(snap, 10)
+    assert found is not None and found.bytes > 100
+    assert found.bytes <= brute_force(snap, 10)[0] == 200
+    plan = replica_balance(snap, threshold=10)
+    assert plan.bound("bytes_moved_lp_bound_band_counts_diversity") == found.bytes
+    report = render_report(plan, PlanSettings("replica"))
+    assert f">= {found.bytes} (LP, threshold 10%, no budget)" in report
+    assert "a linear program over brokers (HiGHS)" in report
+
+
+def test_nothing_sized_gives_no_bound():
+    brokers = tuple(BrokerEntry(b, None, True, None, None, None) for b in (1, 2))
+    snap = ClusterSnapshot(brokers, (PartitionEntry("t", 0, (1,), None, None, None),))
+    assert bound(snap, 10) is None
+    assert RackTree.of({1: None, 2: None}).depth == 0
