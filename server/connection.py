@@ -246,8 +246,9 @@ class KafkaConnection(asyncio.Protocol):
 
     def update_reading(self) -> None:
         if not self.closing:
-            self.flow.update(self.blocked or self.failing is not None or self.turns.scheduled is not None
-                             or len(self.responses) >= self.turns.max_inflight)
+            turns = self.turns
+            self.flow.update(self.blocked or self.failing is not None or turns.scheduled is not None
+                             or turns.reading is not None or len(self.responses) >= turns.max_inflight)
 
     def count_unread(self) -> None:
         """The answers the client has not read yet, in queued.max.response.bytes."""
@@ -273,6 +274,7 @@ class KafkaConnection(asyncio.Protocol):
             self.transport.pause_reading()
             return
         self.last_active = self._loop.time()
-        if (self.frames.feed(data) and not self.blocked and self.failing is None and self.turns.scheduled is None
-                and tls is None):
+        if not self.frames.feed(data):
+            self.turns.read_large(len(data))  # a large frame being read
+        elif not self.blocked and self.failing is None and self.turns.scheduled is None and tls is None:
             self.turns.run()
