@@ -172,6 +172,16 @@ class FrameReader:
         self._on_timeout(len(self.buf) + self._chunked)
 
 
+def release_view(view: memoryview) -> None:
+    """Done with ``view``, a view of a frame, in a thread: release it, and unmap the frame's memory map
+    (a large frame's) now unless something else still uses it (:meth:`FrameReader.dispose` could not
+    while the view lived; the last view going on the loop would unmap it there)."""
+    owner = view.obj
+    view.release()
+    if isinstance(owner, mmap.mmap):
+        _unmap(owner)
+
+
 def _unmap(frame: mmap.mmap) -> None:
     try:
         frame.close()  # (munmap runs without the interpreter lock)
