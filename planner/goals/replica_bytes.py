@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..byte_bound import byte_lower_bound
 from ..plan import MoveKind
 from .goal import Goal, ReportView, Target, blame, eligible_values
 from .model import Model
@@ -71,6 +70,8 @@ class ReplicaBytesGoal(Goal):
         work.bounds["bytes_band_lo"] = m.blo
         work.bounds["bytes_band_hi"] = m.bhi
         work.bounds["bytes_moved_lower_bound"] = max(repaired + leave, reach)
+        from ..byte_bound import byte_lower_bound  # numpy and highspy: the planner extra, loaded when planning
+
         lp = byte_lower_bound(work.snapshot, work.eligible, m.tree, m.threshold, m.capacity,
                               frozen=work.frozen, excluded=work.excluded, takers=work.takers)
         if lp is not None:
