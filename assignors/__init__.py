@@ -1,6 +1,6 @@
 """Replica assignors: pure functions from (cluster view, request, random) to placements.
 
-Standard library only. See ``assignors.base`` for the plug-in interface.
+Standard library only. See ``kafka_replica_assignor.assignors.base`` for the plug-in interface.
 """
 
 from .base import ANONYMOUS, PlacementSpec, ReplicaAssignor, check_preconditions, place, validate_assignment

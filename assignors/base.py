@@ -3,7 +3,7 @@
 An assignor implements one method, :meth:`ReplicaAssignor.assign_replicas_to_brokers`.
 The framework (:func:`place`) checks the shared preconditions once, before any
 assignor runs, calls it, and validates its answer before anyone may send it (both
-rules live in :mod:`assignors.validate`; they are re-exported here for plug-ins):
+rules live in :mod:`kafka_replica_assignor.assignors.validate`; they are re-exported here for plug-ins):
 an assignor can refuse (raise :class:`ReplicaAssignorError`) but can never hand a
 wrong answer to a client.
 """
@@ -45,7 +45,7 @@ class ReplicaAssignor(abc.ABC):
     Implementations are pure: the answer depends only on the arguments and on
     ``rng`` (never the global random module, the clock or I/O), so the same seed
     gives the same answer. Speed-ups are optional capabilities declared apart
-    (:class:`assignors.memo.MemoizableAssignor`); this interface stays one method.
+    (:class:`kafka_replica_assignor.assignors.memo.MemoizableAssignor`); this interface stays one method.
     """
 
     #: the short name it is registered under (``replica.assignor.class.name``)
@@ -94,9 +94,9 @@ def place(
 def framework(assignor: object, spec: PlacementSpec, cluster: ClusterView,
               call: Callable[[], Mapping[int, Sequence[int]]]) -> Assignment:
     """The framework around one call of an assignor (:func:`place`, or the memo's
-    ``assign_drawn``): the request is checked once (:func:`assignors.validate.check_request`),
+    ``assign_drawn``): the request is checked once (:func:`kafka_replica_assignor.assignors.validate.check_request`),
     so assignors assume valid input; a plug-in's bug becomes :class:`ReplicaAssignorError`,
-    never a crash; the answer is checked by :func:`assignors.validate.validate_assignment`."""
+    never a crash; the answer is checked by :func:`kafka_replica_assignor.assignors.validate.validate_assignment`."""
     current = cluster.topic_assignment(spec.topic_name)
     check_request(spec.topic_name, spec.partitions, spec.replication_factor, cluster, current)
     try:

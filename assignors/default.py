@@ -12,7 +12,7 @@ Constraints
     - Validation order and messages are Kafka's: partitions > 0
       (:class:`InvalidPartitionsError`), then 0 < replication factor <= brokers
       (:class:`InvalidReplicationFactorError`), then rack information complete. The first
-      three are :mod:`assignors.validate`'s, checked once by :func:`assignors.base.place` for
+      three are :mod:`kafka_replica_assignor.assignors.validate`'s, checked once by :func:`kafka_replica_assignor.assignors.base.place` for
       :class:`DefaultReplicaAssignor` (which assumes valid input) and by
       :func:`assign_replicas_to_brokers` itself, Kafka's own entry point. A cluster
       where some brokers have a rack and some have none raises :class:`ReplicaAssignorError`
@@ -353,7 +353,7 @@ def extend_replicas(
     return out
 
 
-# the memo's keys (assignors.memo): a broker layout is (token, rack aware, broker count); a
+# the memo's keys (kafka_replica_assignor.assignors.memo): a broker layout is (token, rack aware, broker count); a
 # draw is (layout, first partition, partition count, replication factor, start index, shift)
 _Layout = tuple[object, bool, int]
 _DrawKey = tuple[_Layout, int, int, int, int, int]
@@ -369,7 +369,7 @@ class DefaultReplicaAssignor(ReplicaAssignor, MemoizableAssignor):
     name = "default"
 
     def __init__(self) -> None:
-        # memoization (assignors.memo): the layout key of the last view seen, and one token
+        # memoization (kafka_replica_assignor.assignors.memo): the layout key of the last view seen, and one token
         # per distinct broker layout, so that a key hashes in constant time
         self._last_view: tuple[ClusterView, _Layout | None] | None = None
         self._layouts: dict[tuple[tuple[int, str | None], ...], object] = {}
@@ -402,7 +402,7 @@ class DefaultReplicaAssignor(ReplicaAssignor, MemoizableAssignor):
         rng: random.Random,
     ) -> _DrawKey | None:
         """A new topic over consecutive ids: the answer depends on the brokers, the ids, the
-        replication factor and the two draws only (the memo's capability, assignors.memo)."""
+        replication factor and the two draws only (the memo's capability, kafka_replica_assignor.assignors.memo)."""
         if not (isinstance(partitions, range) and partitions.step == 1 and len(partitions)
                 and partitions.start >= 0):
             return None

@@ -1,6 +1,6 @@
 """Typed refusals raised by assignors and by the framework around them.
 
-Each class names the Kafka error it stands for; ``protocol.errors`` is the one
+Each class names the Kafka error it stands for; ``kafka_replica_assignor.protocol.errors`` is the one
 table that turns them into wire error codes. Nothing here knows a number.
 """
 

@@ -1,7 +1,7 @@
 """Where an assignment's replicas and preferred leaders landed, level by level of the rack tree.
 
 Pure functions for ``replica-assignor assign --explain``: :func:`explain` counts, per level
-of the tree that :mod:`assignors.multi_level` builds from the racks (the same rules, so
+of the tree that :mod:`kafka_replica_assignor.assignors.multi_level` builds from the racks (the same rules, so
 ``r1`` is ``/r1`` and shorter paths are padded), how many replicas and leaders each node
 holds; :func:`format_levels` prints that as plain text. Level 1 is the top of the rack
 paths, the last level the brokers; without racks there is only the broker level.

@@ -11,7 +11,7 @@ Constraints
       :class:`MemoizableAssignor` (an optional capability, declared by inheriting it). For
       the others, which are never asked to draw, and for requests an assignor's ``draw``
       declines, nothing changes.
-    - A hit returns exactly what :func:`assignors.base.place` would have returned with the
+    - A hit returns exactly what :func:`kafka_replica_assignor.assignors.base.place` would have returned with the
       same ``rng`` state (the property tests compare both paths draw for draw).
     - An entry is validated by :func:`validate_assignment` when it is computed; the key holds
       the exact broker layout it was validated against, so a hit needs no new check.
@@ -21,7 +21,7 @@ Constraints
 Algorithm
     For a :class:`MemoizableAssignor`, ``key = assignor.draw(...)``; on a miss,
     ``assignor.assign_drawn(key, ...)`` inside the framework of every placement (the shared
-    request checks, then validation: :func:`assignors.base.framework`), then the entry is
+    request checks, then validation: :func:`kafka_replica_assignor.assignors.base.framework`), then the entry is
     stored. Other layers may attach derived data (the encoded response) to an
     entry through :meth:`MemoEntry.derived`.
 
@@ -130,9 +130,9 @@ class PlacementMemo:
         """The entry for this request, or None when it must be placed the ordinary way.
 
         None is returned before any draw is made, so the caller can still call
-        :func:`assignors.base.place` with the same ``rng`` and get the same answer; always
+        :func:`kafka_replica_assignor.assignors.base.place` with the same ``rng`` and get the same answer; always
         for an assignor that is not a :class:`MemoizableAssignor`. A new entry goes through
-        the same framework as :func:`assignors.base.place` (:func:`assignors.base.framework`).
+        the same framework as :func:`kafka_replica_assignor.assignors.base.place` (:func:`kafka_replica_assignor.assignors.base.framework`).
         """
         partitions, replication_factor = spec.partitions, spec.replication_factor
         if (self.max_entries <= 0 or len(partitions) * replication_factor > self.max_replicas

@@ -892,7 +892,7 @@ def assign(topic_name: str | None, partitions: Sequence[int], replication_factor
     that check the plain ring walk gives the same answer where it is used);
     ``proportional=False`` compares siblings of different sizes by their replica counts (the
     literal ring) instead of per broker. The request is valid
-    (:func:`assignors.validate.check_request`, run once by :func:`assignors.base.place`)."""
+    (:func:`kafka_replica_assignor.assignors.validate.check_request`, run once by :func:`kafka_replica_assignor.assignors.base.place`)."""
     requested = sorted(set(partitions))
     tree = _Tree(rack_paths(cluster.brokers))
     current = cluster.topic_assignment(topic_name)

@@ -15,10 +15,10 @@ import importlib
 from .base import ReplicaAssignor
 
 REGISTERED: dict[str, str] = {
-    "default": "assignors.default.DefaultReplicaAssignor",
-    "striped": "assignors.striped.StripedReplicaAssignor",
-    "multi-level": "assignors.multi_level.MultiLevelRackAssignor",
-    "multi-level-ring": "assignors.multi_level.MultiLevelRingAssignor",
+    "default": "kafka_replica_assignor.assignors.default.DefaultReplicaAssignor",
+    "striped": "kafka_replica_assignor.assignors.striped.StripedReplicaAssignor",
+    "multi-level": "kafka_replica_assignor.assignors.multi_level.MultiLevelRackAssignor",
+    "multi-level-ring": "kafka_replica_assignor.assignors.multi_level.MultiLevelRingAssignor",
 }
 
 

@@ -17,10 +17,10 @@ Constraints (hard)
       itself checks the last two the other way round, as Kafka's does). These are the placer's
       own checks, kept with Kafka's words; the request-level rules (the replication factor of
       existing partitions only raised, their replicas on known brokers) are
-      :mod:`assignors.validate`'s, checked once by :func:`assignors.base.place`.
+      :mod:`kafka_replica_assignor.assignors.validate`'s, checked once by :func:`kafka_replica_assignor.assignors.base.place`.
     - Random draws come only from the injected ``rng`` (``rng.randrange(n)``, Java's
       ``nextInt(n)``) and :func:`java_shuffle`, in Kafka's order, so
-      :class:`assignors.java_random.JavaRandom` seeded like Kafka's ``java.util.Random`` gives
+      :class:`kafka_replica_assignor.assignors.java_random.JavaRandom` seeded like Kafka's ``java.util.Random`` gives
       Kafka's placements byte for byte (``tests/oracle`` compares them with Kafka's own code).
 
 Algorithm
@@ -49,7 +49,7 @@ Algorithm
     replication factor is being raised) keep their replicas as a prefix; after the new
     partitions are placed, each gets the striped order of *all* brokers for one more
     ``place`` and the missing replicas are taken from it, racks without a replica first
-    (:func:`assignors.default.extend_replicas`). Kafka's controller never raises a
+    (:func:`kafka_replica_assignor.assignors.default.extend_replicas`). Kafka's controller never raises a
     replication factor itself; this is our extension.
 
 Example

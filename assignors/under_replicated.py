@@ -9,7 +9,7 @@ Goals
 
 Constraints
     - Off by default (``enable.under.replicated.topic.creation``); when enough brokers are alive the
-      answer is exactly :func:`assignors.base.place` (placeholders are never used then).
+      answer is exactly :func:`kafka_replica_assignor.assignors.base.place` (placeholders are never used then).
     - At least ``min(min.insync.replicas, RF)`` brokers alive, and alive + offline observed >= RF;
       otherwise INVALID_REPLICATION_FACTOR with a message giving alive, observed, RF and min ISR.
     - A placeholder (or an offline broker) never leads a partition; placeholders are distinct
@@ -19,7 +19,7 @@ Constraints
 Algorithm
     1. Build the *observed view*: alive brokers plus the offline observed brokers (with their
        racks), the offline ones marked fenced, so a fencing-aware assignor already avoids them as
-       leaders. Run the assignor over it through :func:`assignors.base.place`.
+       leaders. Run the assignor over it through :func:`kafka_replica_assignor.assignors.base.place`.
     2. Every partition must be able to take writes with ``acks=all``: one with fewer than
        ``min(min.insync.replicas, RF)`` alive replicas has offline replicas replaced by alive
        brokers not yet in it, each from the offline replica's rack when there is one, else the
@@ -98,7 +98,7 @@ def place_under_replicated(
     enabled: bool,
     min_insync_replicas: int,
 ) -> Assignment:
-    """Place like :func:`assignors.base.place`, with KIP-409 placeholders when brokers are missing.
+    """Place like :func:`kafka_replica_assignor.assignors.base.place`, with KIP-409 placeholders when brokers are missing.
 
     The result maps each partition to ``replication_factor`` replicas; negative ids are
     placeholders, never first. Raises :class:`InvalidReplicationFactorError` when too few

@@ -2,7 +2,7 @@
 
 Goals
     One home for each rule, used by everyone who needs it: the server's request reader
-    (wire rules on ``NodeId`` and ``CurrentAssignment``), the framework (:func:`assignors.base.place`
+    (wire rules on ``NodeId`` and ``CurrentAssignment``), the framework (:func:`kafka_replica_assignor.assignors.base.place`
     and the KIP-409 path, before any assignor runs), the fast check every answer passes
     (:func:`validate_assignment`), the property tests and the conformance kit (the same
     placement rules as lists of messages, :func:`placement_violations`). Assignors assume
@@ -271,7 +271,7 @@ def check_existing_partitions(topic_name: str | None, partitions: Sequence[int],
 
 def check_request(topic_name: str | None, partitions: Sequence[int], replication_factor: int,
                   cluster: ClusterView, current: Mapping[int, Sequence[int]] | None = None) -> None:
-    """Every framework-level rule, in order: what :func:`assignors.base.place` checks once.
+    """Every framework-level rule, in order: what :func:`kafka_replica_assignor.assignors.base.place` checks once.
 
     ``current`` is ``cluster.topic_assignment(topic_name)``, when the caller has it already.
     """

@@ -1,6 +1,6 @@
 """Attacks on a live server, one at a time, while a bystander measures how long it waits.
 
-Each attack gets a fresh server (``python -m server.main`` in a subprocess, loopback, port 0,
+Each attack gets a fresh server (``python -m kafka_replica_assignor.server.main`` in a subprocess, loopback, port 0,
 ``queued.max.request.bytes`` small enough to show the cap, placements off the loop in worker
 processes as by default). A bystander client sends
 ApiVersions every 50 ms on its own connection during the attack; the server's resident memory
@@ -61,8 +61,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from protocol.frame import recv_exactly, uvarint_bytes  # noqa: E402
-from protocol.messages import ApiVersionsRequest, CreateReplicaAssignmentRequest  # noqa: E402
+from kafka_replica_assignor.protocol.frame import recv_exactly, uvarint_bytes  # noqa: E402
+from kafka_replica_assignor.protocol.messages import ApiVersionsRequest, CreateReplicaAssignmentRequest  # noqa: E402
 
 HOST = "127.0.0.1"
 
@@ -89,7 +89,7 @@ class Server:
     """The real server command on 127.0.0.1:0; its JSON log is read (and dropped) by a thread."""
 
     def __init__(self, overrides: dict[str, str]) -> None:
-        argv = [sys.executable, "-m", "server.main", "--override", "log.format=json"]
+        argv = [sys.executable, "-m", "kafka_replica_assignor.server.main", "--override", "log.format=json"]
         for key, value in {"listeners": f"PLAINTEXT://{HOST}:0", **overrides}.items():
             argv += ["--override", f"{key}={value}"]
         self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -525,7 +525,7 @@ def main(argv: list[str] | None = None) -> None:
     seconds = min(args.seconds, 120.0)
     connections = min(args.connections, 2_000)
     queued_max = max(args.queued_max_mib, 100) * 2**20
-    from server.security.users import scram_credential, write_users_file
+    from kafka_replica_assignor.server.security.users import scram_credential, write_users_file
 
     with tempfile.TemporaryDirectory() as tmp:
         users = os.path.join(tmp, "users.json")

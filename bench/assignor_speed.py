@@ -19,16 +19,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from assignors import BrokerMetadata, ClusterView, place  # noqa: E402
-from assignors.default import DefaultReplicaAssignor, assign_replicas_to_brokers  # noqa: E402
-from assignors.striped import StripedReplicaAssignor  # noqa: E402
+from kafka_replica_assignor.assignors import BrokerMetadata, ClusterView, place  # noqa: E402
+from kafka_replica_assignor.assignors.default import DefaultReplicaAssignor, assign_replicas_to_brokers  # noqa: E402
+from kafka_replica_assignor.assignors.striped import StripedReplicaAssignor  # noqa: E402
 
 # --- encode response -------------------------------------------------------------------------
-# "encode" is what the server sends: protocol.fast writes the response body straight from the
+# "encode" is what the server sends: kafka_replica_assignor.protocol.fast writes the response body straight from the
 # assignment (byte-identical to the schema codec: tests/conformance/test_fast_encode.py).
 # "codec" is kafka-python's schema codec on the same data, for reference.
-from protocol.fast import encode_assignment_body  # noqa: E402
-from protocol.messages import CreateReplicaAssignmentResponse  # noqa: E402
+from kafka_replica_assignor.protocol.fast import encode_assignment_body  # noqa: E402
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentResponse  # noqa: E402
 
 ENCODE_VERSION = 1
 

@@ -9,7 +9,7 @@ lines, whether anything was written, the seconds taken; then the totals.
 
     python bench/bad_inputs.py [--root CHECKOUT] [--only SUBSTRING] [--timeout S]
 
-``--root`` runs the command of another checkout (``python -m cli.main`` with that directory
+``--root`` runs the command of another checkout (``python -m kafka_replica_assignor.cli.main`` with that directory
 first on ``PYTHONPATH``), to compare before and after a change with the same cases and servers.
 """
 
@@ -183,7 +183,7 @@ def main() -> int:
     if args.root:
         root = Path(args.root).resolve()
         table.ROOT = root
-        table.command = lambda: [sys.executable, "-m", "cli.main"]  # the checkout's code, not the installed one
+        table.command = lambda: [sys.executable, "-m", "kafka_replica_assignor.cli.main"]  # the checkout's code, not the installed one
     import logging
 
     import structlog

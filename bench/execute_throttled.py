@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from planner.settings import PlanSettings  # noqa: E402
+from kafka_replica_assignor.planner.settings import PlanSettings  # noqa: E402
 from scripts.kafka_cluster import KafkaCluster  # noqa: E402
 from tests.kafka.test_execute import (  # noqa: E402
     REPO,
@@ -86,7 +86,7 @@ def run_once(bootstrap: str, topic: str, partitions: int, shift: int, throttle: 
     busiest = max([*inbound.values(), *outbound.values()])
     plan = write_plan(out / f"plan-{shift}", snap, targets, PlanSettings("replica", throttle=throttle))
     began = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "cli.main", "execute", "--plan", str(plan),
+    done = subprocess.run([sys.executable, "-m", "kafka_replica_assignor.cli.main", "execute", "--plan", str(plan),
                            "--bootstrap-server", bootstrap, "--max-moves-per-broker", str(per_broker),
                            "--poll-interval-ms", str(poll_ms)],
                           cwd=REPO, capture_output=True, text=True, timeout=3600)

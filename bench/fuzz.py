@@ -65,12 +65,12 @@ from kafka.protocol.sasl import (  # noqa: E402
     SaslHandshakeResponse,
 )
 
-from assignors import AssignmentError, validate_assignment  # noqa: E402
-from cluster.snapshot import ClusterSnapshot  # noqa: E402
-from protocol.frame import MalformedFrameError, peek_header, skip_tagged_fields  # noqa: E402
-from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse  # noqa: E402
-from server.config import default_cluster_file  # noqa: E402
-from server.handlers.create_replica_assignment import interpret  # noqa: E402
+from kafka_replica_assignor.assignors import AssignmentError, validate_assignment  # noqa: E402
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot  # noqa: E402
+from kafka_replica_assignor.protocol.frame import MalformedFrameError, peek_header, skip_tagged_fields  # noqa: E402
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse  # noqa: E402
+from kafka_replica_assignor.server.config import default_cluster_file  # noqa: E402
+from kafka_replica_assignor.server.handlers.create_replica_assignment import interpret  # noqa: E402
 
 _LEN = struct.Struct(">i")
 MAX_BYTES = 1 << 20  # socket.request.max.bytes of the fuzzed server
@@ -255,10 +255,10 @@ class Checker:
 
 # -- the server under test -------------------------------------------------------------------------
 class Server:
-    """``python -m server.main`` with JSON logs; ``closes`` maps a client port to the close reason."""
+    """``python -m kafka_replica_assignor.server.main`` with JSON logs; ``closes`` maps a client port to the close reason."""
 
     def __init__(self, *overrides: str) -> None:
-        argv = [sys.executable, "-m", "server.main", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+        argv = [sys.executable, "-m", "kafka_replica_assignor.server.main", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
                 "--override", "log.format=json", "--override", f"socket.request.max.bytes={MAX_BYTES}",
                 "--override", f"max.partitions.per.request={MAX_PARTITIONS}"]
         for item in overrides:
@@ -638,7 +638,7 @@ def run_campaign(frames: int, seed: int, concurrency: int, sasl_sessions: int, u
     if sasl_sessions:
         import tempfile
 
-        from server.security.users import scram_credential, write_users_file
+        from kafka_replica_assignor.server.security.users import scram_credential, write_users_file
 
         with tempfile.TemporaryDirectory() as tmp:
             path = users_file or os.path.join(tmp, "users.json")

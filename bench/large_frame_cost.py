@@ -33,10 +33,10 @@ def _rss_mib() -> int:
 async def _run(mib: int, repeat: int) -> None:
     from request_cost import _DroppingTransport
 
-    from protocol.messages import ApiVersionsRequest
-    from server.app import ReplicaAssignorServer
-    from server.config import load_config
-    from server.connection import KafkaConnection
+    from kafka_replica_assignor.protocol.messages import ApiVersionsRequest
+    from kafka_replica_assignor.server.app import ReplicaAssignorServer
+    from kafka_replica_assignor.server.config import load_config
+    from kafka_replica_assignor.server.connection import KafkaConnection
 
     server = ReplicaAssignorServer(load_config(None, {"listeners": "PLAINTEXT://127.0.0.1:0",
                                                        "replica.assignor.isolation": "thread"}))
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--mib", type=int, default=99, help="client software name, MiB (the frame is a bit more)")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    from server.logs import configure_logging
+    from kafka_replica_assignor.server.logs import configure_logging
 
     configure_logging("json", "info", stream=open(os.devnull, "w"))  # noqa: SIM115 - the process's log
     print(f"# large_frame_cost: one ApiVersions frame of {args.mib} MiB in reads of {READ >> 10} KiB, in-process "

@@ -4,7 +4,7 @@ Run: ``python bench/multi_level_speed.py [--partitions N] [--repeat R]``. Prints
 case: the best of ``R`` runs, microseconds per placed replica (target: <= 2 us for 100,000
 partitions x RF 3 on 1,000 brokers in 3 DCs x 4 zones), and the replica and leader spread
 (highest minus lowest count) at every level of the tree, top level first. Kafka's classic
-algorithm (``assignors.default``) runs on the same machine as a yardstick.
+algorithm (``kafka_replica_assignor.assignors.default``) runs on the same machine as a yardstick.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import random
 import time
 from collections.abc import Callable
 
-from assignors import BrokerMetadata, ClusterView
-from assignors.default import DefaultReplicaAssignor
-from assignors.explain import explain
-from assignors.multi_level import MultiLevelRackAssignor, MultiLevelRingAssignor, assign
+from kafka_replica_assignor.assignors import BrokerMetadata, ClusterView
+from kafka_replica_assignor.assignors.default import DefaultReplicaAssignor
+from kafka_replica_assignor.assignors.explain import explain
+from kafka_replica_assignor.assignors.multi_level import MultiLevelRackAssignor, MultiLevelRingAssignor, assign
 
 
 def zoned(n_brokers: int, dcs: int = 3, zones: int = 4) -> ClusterView:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from server.logs import LogStream
+    from kafka_replica_assignor.server.logs import LogStream
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -62,7 +62,7 @@ class _DroppingTransport:
 
 
 def _frame(api: str) -> bytes:
-    from protocol.messages import ApiVersionsRequest, CreateReplicaAssignmentRequest
+    from kafka_replica_assignor.protocol.messages import ApiVersionsRequest, CreateReplicaAssignmentRequest
 
     if api == "ApiVersions":
         request = ApiVersionsRequest(version=3, client_software_name="bench", client_software_version="1")
@@ -75,9 +75,9 @@ def _frame(api: str) -> bytes:
 
 async def _feed(api: str, batches: int, repeat: int, log_stream: LogStream) -> float:
     """Feed ``batches`` reads of ``DEPTH`` frames ``repeat`` times; the best CPU µs per request."""
-    from server.app import ReplicaAssignorServer
-    from server.config import load_config
-    from server.connection import KafkaConnection
+    from kafka_replica_assignor.server.app import ReplicaAssignorServer
+    from kafka_replica_assignor.server.config import load_config
+    from kafka_replica_assignor.server.connection import KafkaConnection
 
     server = ReplicaAssignorServer(load_config(None, {"listeners": "PLAINTEXT://127.0.0.1:0",
                                                        "replica.assignor.isolation": "thread"}),
@@ -99,7 +99,7 @@ async def _feed(api: str, batches: int, repeat: int, log_stream: LogStream) -> f
 
 
 def _child(api: str, batches: int) -> None:
-    from server.logs import configure_logging
+    from kafka_replica_assignor.server.logs import configure_logging
 
     log_stream = configure_logging("json", "info", stream=open(os.devnull, "w"))  # noqa: SIM115 - the process's log
     asyncio.run(_feed(api, batches, 1, log_stream))
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.child:
         _child(args.child, args.batches)
         return
-    from server.logs import configure_logging
+    from kafka_replica_assignor.server.logs import configure_logging
 
     log_stream = configure_logging("json", "info", stream=open(os.devnull, "w"))  # noqa: SIM115 - the process's log
     if args.callgrind and shutil.which("valgrind") is None:

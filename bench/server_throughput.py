@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from loadgen import LoadResult, request_frame, run_load  # noqa: E402
 
-from protocol.messages import (  # noqa: E402
+from kafka_replica_assignor.protocol.messages import (  # noqa: E402
     ApiVersionsRequest,
     ApiVersionsResponse,
     CreateReplicaAssignmentRequest,
@@ -101,7 +101,7 @@ def our_server(loop: str, cluster_file: str, log_level: str, overrides: tuple[st
     extra = [a for o in overrides for a in ("--override", o)]
     with tempfile.NamedTemporaryFile("w+", suffix=".log") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "server.main", "--loop", loop,
+            [sys.executable, "-m", "kafka_replica_assignor.server.main", "--loop", loop,
              "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", "log.format=json",
              "--override", f"log.level={log_level}", "--override", f"cluster.metadata.file={cluster_file}",
              *extra],

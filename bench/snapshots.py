@@ -37,7 +37,7 @@ from itertools import accumulate
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from cluster.snapshot import gc_paused  # noqa: E402
+from kafka_replica_assignor.cluster.snapshot import gc_paused  # noqa: E402
 
 # replication factors and their shares of topics
 RF_WEIGHTS = ((3, 0.70), (2, 0.22), (1, 0.05), (4, 0.03))
@@ -111,7 +111,7 @@ def _rack_alternating(ids: list[int], rack_of: dict[int, int]) -> list[int]:
 
 
 def generate(spec: SnapshotSpec) -> dict:
-    """The snapshot as decoded JSON (the shared format of :mod:`cluster.snapshot`)."""
+    """The snapshot as decoded JSON (the shared format of :mod:`kafka_replica_assignor.cluster.snapshot`)."""
     rng = random.Random(spec.seed)
     n_old = spec.brokers - spec.new
     rack_of = {b: b % spec.racks for b in range(spec.brokers)}

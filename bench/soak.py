@@ -39,7 +39,7 @@ if str(ROOT) not in sys.path:
 
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest  # noqa: E402
 
-from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse  # noqa: E402
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse  # noqa: E402
 
 _LEN = struct.Struct(">i")
 _CID = struct.Struct(">i")
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster = Path(tmp) / "cluster.json"
         cluster.write_text(json.dumps(CLUSTER))
         server = subprocess.Popen(
-            [sys.executable, "-m", "server.main", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+            [sys.executable, "-m", "kafka_replica_assignor.server.main", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
              "--override", "log.format=json", "--override", f"cluster.metadata.file={cluster}",
              "--override", "replica.assignor.random.seed=7",
              "--override", f"max.connections={args.connections + 100}",

@@ -58,7 +58,7 @@ sys.path.insert(0, str(ROOT))
 from loadgen import request_frame, run_load  # noqa: E402
 from server_throughput import API_VERSIONS, METADATA, Row, Target, cpu_seconds, measure, our_server  # noqa: E402
 
-from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse  # noqa: E402
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse  # noqa: E402
 from scripts.kafka_cluster import JVM_FLAGS, ClusterError, KafkaCluster, kafka_version  # noqa: E402
 
 BROKERS = 12

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from server.exit_codes import EXIT_USAGE
+from kafka_replica_assignor.server.exit_codes import EXIT_USAGE
 
 from .common import (
     EXIT_CODES,
@@ -72,7 +72,7 @@ def broker_list(text: str | None) -> list[int] | None:
 def run(args: argparse.Namespace) -> int:
     from kafka.errors import KafkaError
 
-    from protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
+    from kafka_replica_assignor.protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
 
     try:
         security = security_options(args.command_config)
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
 
 def read_cluster(path: str) -> Any:
     """The ``--cluster`` snapshot (bad file: exit 2, before anything is asked)."""
-    from cluster.snapshot import ClusterSnapshot, SnapshotError
+    from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, SnapshotError
 
     try:
         return ClusterSnapshot.from_dict(read_json(path, "cluster snapshot"))
@@ -125,7 +125,7 @@ def read_cluster(path: str) -> Any:
 
 
 def metadata_cluster(racks: Any) -> Any:
-    from cluster.snapshot import BrokerEntry, ClusterSnapshot
+    from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot
 
     return ClusterSnapshot(brokers=tuple(BrokerEntry(b, r, True) for b, r in sorted(dict(racks).items())),
                            partitions=())
@@ -142,7 +142,7 @@ def explain_levels(args: argparse.Namespace, assignment: Mapping[int, list[int]]
                    current: Mapping[int, list[int]] | None, cluster: Any) -> Any:
     """The per-level table of the topic after the change; a broker of unknown rack is refused
     (exit 2) before anything is printed."""
-    from assignors.explain import explain
+    from kafka_replica_assignor.assignors.explain import explain
 
     whole = dict(current or {})
     whole.update(assignment)
@@ -160,7 +160,7 @@ def explain_levels(args: argparse.Namespace, assignment: Mapping[int, list[int]]
 
 def write_explanation(args: argparse.Namespace, levels: Any) -> None:
     """Print the per-level table (and write the chart)."""
-    from assignors.explain import format_levels
+    from kafka_replica_assignor.assignors.explain import format_levels
 
     sys.stderr.write(format_levels(levels) + "\n")
     if args.explain_chart:

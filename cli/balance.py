@@ -6,9 +6,9 @@
 
 One snapshot is planned by the pure planner in this process (``--spark`` sends it through the
 Spark pipeline instead); ``--fleet`` always uses the pipeline. The files written are described
-in :mod:`planner.outputs`; ``--batch-size``, ``--max-moves-per-broker`` and
+in :mod:`kafka_replica_assignor.planner.outputs`; ``--batch-size``, ``--max-moves-per-broker`` and
 ``--max-bytes-per-batch`` split the plan into batches, ``--throttle`` times them
-(:mod:`planner.execution`); ``replica-assignor verify-plan`` checks a cluster before it runs. Bad input: one line on stderr, exit code 2, nothing written.
+(:mod:`kafka_replica_assignor.planner.execution`); ``replica-assignor verify-plan`` checks a cluster before it runs. Bad input: one line on stderr, exit code 2, nothing written.
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from planner.exact import EXACT_CELLS
-from planner.log_dirs import merge_log_dirs, read_log_dirs_text
-from planner.modes import MODES, make_plan
-from planner.plan import Scope
-from planner.settings import EXACT_SECONDS, PlanSettings
-from planner.sources import SourceError
+from kafka_replica_assignor.planner.exact import EXACT_CELLS
+from kafka_replica_assignor.planner.log_dirs import merge_log_dirs, read_log_dirs_text
+from kafka_replica_assignor.planner.modes import MODES, make_plan
+from kafka_replica_assignor.planner.plan import Scope
+from kafka_replica_assignor.planner.settings import EXACT_SECONDS, PlanSettings
+from kafka_replica_assignor.planner.sources import SourceError
 
 if TYPE_CHECKING:
-    from cluster.snapshot import ClusterSnapshot
+    from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
 
 from .cluster_input import add_input_arguments, check_local_input, input_name, load_input
 from .common import EXIT_CODES, CommandError, broker_ids, fail, positive, whole_number
@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         settings = settings_of(args)
         check_out(args.out)
         if getattr(args, "fleet", None) or args.spark:
-            from planner.pipeline import run_pipeline
+            from kafka_replica_assignor.planner.pipeline import run_pipeline
 
             if args.log_dirs:
                 raise SourceError("--log-dirs sizes the one cluster planned here, not with --fleet or --spark")
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         plan = make_plan(snapshot, settings)
         marks.append(("plan", time.perf_counter()))
         try:  # the report and charts need the planner extras (numpy, matplotlib); --help does not
-            from planner.outputs import render_outputs, write_outputs
+            from kafka_replica_assignor.planner.outputs import render_outputs, write_outputs
         except ModuleNotFoundError as exc:
             raise CommandError(f"the report needs the planner extras ({exc.name} is not installed): "
                                "pip install '.[planner]'", 2) from None

@@ -2,8 +2,8 @@
 (a live cluster, with ``--command-config``), ``--describe`` with ``--racks``, and for ``balance``
 ``--fleet``. Shared by ``state``, ``balance``, ``verify`` and ``repair``.
 
-Bad input (a missing file, a bad snapshot): :class:`planner.sources.SourceError` (exit code 2);
-a live cluster that cannot be reached or read: :class:`cli.common.CommandError` (exit code 1).
+Bad input (a missing file, a bad snapshot): :class:`kafka_replica_assignor.planner.sources.SourceError` (exit code 2);
+a live cluster that cannot be reached or read: :class:`kafka_replica_assignor.cli.common.CommandError` (exit code 1).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import dataclasses
 import sys
 from typing import TYPE_CHECKING
 
-from cluster.snapshot import ClusterSnapshot
-from planner.sources import SourceError, load_snapshot, read_describe
-from server.exit_codes import EXIT_USAGE
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.planner.sources import SourceError, load_snapshot, read_describe
+from kafka_replica_assignor.server.exit_codes import EXIT_USAGE
 
 from .common import CommandError, add_connection_arguments, check_regular_file, host_port, security_options
 
 if TYPE_CHECKING:
-    from protocol.cluster_reader import ClusterRead
+    from kafka_replica_assignor.protocol.cluster_reader import ClusterRead
 
 
 def add_input_arguments(parser: argparse.ArgumentParser, *, fleet: bool = False) -> None:
@@ -43,7 +43,7 @@ def read_live(args: argparse.Namespace, *, with_sizes: bool = False,
               client_id: str = "replica-assignor") -> ClusterRead:
     """Read the live cluster of ``--bootstrap-server`` with ``--command-config`` and
     ``--timeout-ms``. Unreachable or unreadable: a :class:`CommandError` (exit 1)."""
-    from protocol.cluster_reader import ClusterReadError, read_live_cluster
+    from kafka_replica_assignor.protocol.cluster_reader import ClusterReadError, read_live_cluster
 
     from .probe import ASSIGNOR, KAFKA, explain_failure, probe
 

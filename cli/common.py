@@ -12,10 +12,10 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from server.exit_codes import EXIT_FAILURE, EXIT_USAGE
+from kafka_replica_assignor.server.exit_codes import EXIT_FAILURE, EXIT_USAGE
 
 if TYPE_CHECKING:
-    from protocol.client_config import SecurityOptions
+    from kafka_replica_assignor.protocol.client_config import SecurityOptions
 
 EXIT_CODES = ("exit codes: 0 ok; 1 the operation failed (unreachable server or cluster, failed "
               "authentication, a refused request); 2 bad input or configuration (arguments, files, "
@@ -56,7 +56,7 @@ def error_message(exc: BaseException) -> str:
 
 def exit_code(exc: BaseException, default: int = EXIT_FAILURE) -> int:
     """2 for bad input or configuration, the code a :class:`CommandError` carries, else ``default``."""
-    from protocol.client_config import ClientConfigError
+    from kafka_replica_assignor.protocol.client_config import ClientConfigError
 
     if isinstance(exc, CommandError):
         return exc.code
@@ -189,7 +189,7 @@ def add_connection_arguments(parser: argparse.ArgumentParser, *, what: str = "th
 
 def security_options(path: str | None) -> SecurityOptions:
     """The :class:`SecurityOptions` of a ``--command-config`` file (exit 2 when it is bad)."""
-    from protocol.client_config import ClientConfigError, SecurityOptions
+    from kafka_replica_assignor.protocol.client_config import ClientConfigError, SecurityOptions
 
     if path is not None and os.path.exists(path):  # a missing file: from_file says so
         check_regular_file(path, "--command-config")

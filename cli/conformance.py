@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from .common import add_connection_arguments, help_text, host_port, timeout_ms
 
 if TYPE_CHECKING:
-    from conformance.vectors import VectorSet
-    from protocol.client_config import SecurityOptions
+    from kafka_replica_assignor.conformance.vectors import VectorSet
+    from kafka_replica_assignor.protocol.client_config import SecurityOptions
 
 
 def add_parser(sub: Any) -> None:
@@ -53,8 +53,8 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from kafka.errors import KafkaError
 
-    from conformance.vectors import VectorFileError, load_vectors
-    from protocol.client import parse_bootstrap
+    from kafka_replica_assignor.conformance.vectors import VectorFileError, load_vectors
+    from kafka_replica_assignor.protocol.client import parse_bootstrap
 
     from .common import CommandError, fail, security_options
 
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _opener(bootstrap: str, security: SecurityOptions, timeout_ms: int) -> Callable[[], socket.socket]:
     """Sets up one connection to the server under test (TCP, TLS, SASL), nothing else sent."""
-    from protocol.client import ReplicaAssignorAdminClient
+    from kafka_replica_assignor.protocol.client import ReplicaAssignorAdminClient
 
     def open_socket() -> socket.socket:
         client = ReplicaAssignorAdminClient(bootstrap, "replica-assignor-conformance", timeout_ms, security=security)
@@ -113,8 +113,8 @@ def _probe(opener: Callable[[], socket.socket], where: str, timeout_ms: int) -> 
     """One connection and an ApiVersions v0 that must get some answer in time: a server that
     is down or does not answer is one line, not a table of failures. What the answer says is
     for the checks to judge."""
-    from protocol.frame import recv_exactly
-    from protocol.messages import ApiVersionsRequest
+    from kafka_replica_assignor.protocol.frame import recv_exactly
+    from kafka_replica_assignor.protocol.messages import ApiVersionsRequest
 
     request = ApiVersionsRequest(version=0)
     request.with_header(correlation_id=1, client_id="replica-assignor-conformance")
@@ -131,7 +131,7 @@ def _probe(opener: Callable[[], socket.socket], where: str, timeout_ms: int) -> 
 
 def _check_server(vectors: Any, host: str, port: int, exact: bool, timeout: float,
                   opener: Callable[[], socket.socket] | None) -> int:
-    from conformance.runner import check_server
+    from kafka_replica_assignor.conformance.runner import check_server
 
     report = check_server(vectors, host, port, exact=exact, timeout=timeout, opener=opener)
     print(report.format(), flush=True)
@@ -139,7 +139,7 @@ def _check_server(vectors: Any, host: str, port: int, exact: bool, timeout: floa
 
 
 async def _listen(vectors: VectorSet, host: str, port: int, max_requests: int | None) -> int:
-    from conformance.listener import VectorListener
+    from kafka_replica_assignor.conformance.listener import VectorListener
 
     listener = VectorListener(vectors, host, port, max_requests=max_requests,
                               on_event=lambda line: print(line, flush=True))

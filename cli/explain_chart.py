@@ -1,7 +1,7 @@
-"""A PNG chart of :func:`assignors.explain.explain`: one panel per level of the rack tree.
+"""A PNG chart of :func:`kafka_replica_assignor.assignors.explain.explain`: one panel per level of the rack tree.
 
 Each panel is named by its level (data centre, zone, rack, broker, as the rack paths give them:
-:func:`assignors.explain.level_kind`) and shows, per node, its replicas and its preferred
+:func:`kafka_replica_assignor.assignors.explain.level_kind`) and shows, per node, its replicas and its preferred
 leaders as bars (integer ticks, the legend outside), with the spread (highest minus lowest) in
 its title; the figure has a title of its own. Uses matplotlib's object API with the Agg
 canvas (no pyplot, no global state, no display needed).
@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from assignors.explain import LevelLoad
+from kafka_replica_assignor.assignors.explain import LevelLoad
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

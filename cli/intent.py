@@ -23,7 +23,7 @@ Goals
 Constraints
     - A placeholder is filled only from brokers that came back (alive and unfenced now, not
       alive at creation); several candidates are ranked by the project's one repair algorithm
-      (:func:`planner.replica_repair.repair`: new racks first, then the least-loaded broker).
+      (:func:`kafka_replica_assignor.planner.replica_repair.repair`: new racks first, then the least-loaded broker).
     - All or nothing per partition: a partition whose placeholders cannot all be filled yet, or
       one of whose named brokers is down now, waits (it keeps, or gets back, its alive
       replicas only).
@@ -58,8 +58,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from planner.replica_repair import repair
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.planner.replica_repair import repair
 
 from .common import CommandError, error_message, print_json, reassignment_json, security_options
 
@@ -244,7 +244,7 @@ def plan_completion(intent: TopicIntent, snapshot: ClusterSnapshot, fenced: Iter
 def open_admin(bootstrap: str, timeout_ms: int, command_config: str | None) -> Any:
     import kafka.errors as kafka_errors
 
-    from protocol.cluster_reader import open_admin_client
+    from kafka_replica_assignor.protocol.cluster_reader import open_admin_client
 
     configs = {"client_id": CLIENT_ID, **security_options(command_config).kafka_configs()}
     try:
@@ -258,7 +258,7 @@ def reassign_and_wait(admin: Any, topic: str, targets: Mapping[int, Sequence[int
     progress and DescribeTopics shows every target (exit 1 naming what is not there in time)."""
     from kafka import TopicPartition
 
-    from protocol.cluster_reader import read_cluster
+    from kafka_replica_assignor.protocol.cluster_reader import read_cluster
 
     if not targets:
         return
@@ -308,7 +308,7 @@ def read_topic_back(admin: Any, topic: str, created: Mapping[int, Sequence[int]]
 
 
 def _read(admin: Any) -> Any:
-    from protocol.cluster_reader import read_cluster
+    from kafka_replica_assignor.protocol.cluster_reader import read_cluster
 
     return read_cluster(admin)
 

@@ -15,22 +15,22 @@ import logging
 import sys
 from typing import NoReturn
 
-from protocol.version import package_version
+from kafka_replica_assignor.protocol.version import package_version
 
 from .common import EXIT_CODES
 
 # module exposing add_parser(subparsers) and run(args) -> int, in --help order
 SUBCOMMAND_MODULES = (
-    "cli.assign",
-    "cli.topics",       # create-topic, add-partitions
-    "cli.state",
-    "cli.balance",
-    "cli.verify",       # verify-plan
-    "cli.execute",
-    "cli.repair",
-    "cli.observed",
-    "cli.conformance",
-    "cli.users",
+    "kafka_replica_assignor.cli.assign",
+    "kafka_replica_assignor.cli.topics",       # create-topic, add-partitions
+    "kafka_replica_assignor.cli.state",
+    "kafka_replica_assignor.cli.balance",
+    "kafka_replica_assignor.cli.verify",       # verify-plan
+    "kafka_replica_assignor.cli.execute",
+    "kafka_replica_assignor.cli.repair",
+    "kafka_replica_assignor.cli.observed",
+    "kafka_replica_assignor.cli.conformance",
+    "kafka_replica_assignor.cli.users",
 )
 
 

@@ -12,8 +12,13 @@ import sys
 import time
 from datetime import UTC, datetime
 
-from server.exit_codes import EXIT_USAGE
-from server.observed import DEFAULT_OBSERVED_PATH, ObservedBroker, ObservedBrokerStore, ObservedStoreError
+from kafka_replica_assignor.server.exit_codes import EXIT_USAGE
+from kafka_replica_assignor.server.observed import (
+    DEFAULT_OBSERVED_PATH,
+    ObservedBroker,
+    ObservedBrokerStore,
+    ObservedStoreError,
+)
 
 from .common import INT32_MAX, CommandError, check_regular_file, fail, print_json
 

@@ -15,12 +15,12 @@ import socket
 import ssl
 from typing import TYPE_CHECKING
 
-from server.exit_codes import EXIT_USAGE
+from kafka_replica_assignor.server.exit_codes import EXIT_USAGE
 
 from .common import CommandError, error_message, exit_code
 
 if TYPE_CHECKING:
-    from protocol.client_config import SecurityOptions
+    from kafka_replica_assignor.protocol.client_config import SecurityOptions
 
 #: seconds each question may take
 PROBE_TIMEOUT_S = 3.0
@@ -33,7 +33,7 @@ def probe(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
     ``HOST:PORT`` of ``address``, asked in plaintext."""
     import kafka.errors as kafka_errors
 
-    from protocol.client import NotAReplicaAssignorError, ReplicaAssignorAdminClient
+    from kafka_replica_assignor.protocol.client import NotAReplicaAssignorError, ReplicaAssignorAdminClient
 
     first = address.split(",")[0].strip()
     client = ReplicaAssignorAdminClient(first, request_timeout_ms=int(timeout_s * 1000))
@@ -97,7 +97,7 @@ def worth_probing(exc: BaseException) -> bool:
     timeout, no usable API version (not a refusal, not bad input)."""
     import kafka.errors as kafka_errors
 
-    from protocol.cluster_reader import ClusterReadError
+    from kafka_replica_assignor.protocol.cluster_reader import ClusterReadError
 
     if isinstance(exc, CommandError) and exit_code(exc) == EXIT_USAGE:
         return False

@@ -1,12 +1,12 @@
 """``replica-assignor repair``: a reassignment that fills KIP-409 placeholders.
 
 Reads the cluster from a snapshot file or a live cluster, replaces placeholders (negative ids)
-and replicas on forgotten or unknown brokers with alive ones (:func:`planner.replica_repair.repair`,
+and replicas on forgotten or unknown brokers with alive ones (:func:`kafka_replica_assignor.planner.replica_repair.repair`,
 the algorithm the balance planner's repair uses too, with the brokers expected back as
 ``keep``), and prints Kafka's reassignment JSON for ``kafka-reassign-partitions.sh --execute``.
 
 With ``--intent-file FILE --bootstrap-server KAFKA`` it completes the topics ``create-topic``
-created under-replicated (:mod:`cli.intent`): each placeholder of the recorded placement is
+created under-replicated (:mod:`kafka_replica_assignor.cli.intent`): each placeholder of the recorded placement is
 filled by a broker that came back since, and ``--execute`` applies that through
 AlterPartitionReassignments, waits for it and drops the completed topics from the record.
 
@@ -28,9 +28,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cluster.snapshot import ClusterSnapshot, SnapshotError
-from planner.replica_repair import RepairPlan, expected_back, repair
-from server.exit_codes import EXIT_USAGE
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, SnapshotError
+from kafka_replica_assignor.planner.replica_repair import RepairPlan, expected_back, repair
+from kafka_replica_assignor.server.exit_codes import EXIT_USAGE
 
 from .common import (
     EXIT_CODES,
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_intent(args: argparse.Namespace) -> int:
-    """``--intent-file``: complete the recorded topics (:func:`cli.intent.run_complete`)."""
+    """``--intent-file``: complete the recorded topics (:func:`kafka_replica_assignor.cli.intent.run_complete`)."""
     from .intent import run_complete
 
     prog = "replica-assignor repair"
@@ -121,8 +121,8 @@ def load_cluster(args: argparse.Namespace) -> tuple[ClusterSnapshot, frozenset[i
         snapshot = read.snapshot
     if args.observed_path is None:
         return snapshot, frozenset()
-    from server.cluster_source import observed_offline
-    from server.observed import ObservedStoreError
+    from kafka_replica_assignor.server.cluster_source import observed_offline
+    from kafka_replica_assignor.server.observed import ObservedStoreError
 
     from .observed import open_store
 

@@ -15,9 +15,9 @@ import argparse
 import json
 import sys
 
-from cluster.snapshot import ClusterSnapshot
-from planner.cluster_report import ClusterState, describe, render
-from planner.sources import SourceError
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.planner.cluster_report import ClusterState, describe, render
+from kafka_replica_assignor.planner.sources import SourceError
 
 from .cluster_input import add_input_arguments, load_input
 from .common import EXIT_CODES, CommandError, fail, help_text

@@ -187,7 +187,7 @@ def _ask_batch(args: argparse.Namespace, specs: list[NewTopicSpec], current: Map
     PendingTopics), so a batch is spread as one."""
     import kafka.errors as kafka_errors
 
-    from protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
+    from kafka_replica_assignor.protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
 
     security = security_options(args.assignor_command_config)
     options = CreateReplicaAssignmentOptions(force_simple_assignment=force_simple, timeout_ms=args.timeout_ms)
@@ -208,7 +208,7 @@ def _ask_batch(args: argparse.Namespace, specs: list[NewTopicSpec], current: Map
 def _kafka_admin(args: argparse.Namespace) -> Any:
     import kafka.errors as kafka_errors
 
-    from protocol.cluster_reader import open_admin_client
+    from kafka_replica_assignor.protocol.cluster_reader import open_admin_client
 
     configs = {"client_id": CLIENT_ID, **security_options(args.command_config).kafka_configs()}
     try:
@@ -329,7 +329,7 @@ def check_applied(args: argparse.Namespace, topic: str, assignment: Mapping[int,
 
 
 def current_assignment(read: Any, topic: str, bootstrap: str) -> dict[int, list[int]]:
-    """The topic's partitions and replicas in a :class:`~protocol.cluster_reader.ClusterRead`."""
+    """The topic's partitions and replicas in a :class:`~kafka_replica_assignor.protocol.cluster_reader.ClusterRead`."""
     current = {p.partition: list(p.replicas) for p in read.snapshot.partitions if p.topic == topic}
     left_out = [entry for entry in read.left_out if entry.startswith((f"topic {topic!r}", f"{topic}-"))]
     if left_out:
@@ -343,7 +343,7 @@ def current_assignment(read: Any, topic: str, bootstrap: str) -> dict[int, list[
 
 def run_add(args: argparse.Namespace) -> int:
     """Read the topic, ask for the new partitions' placement, then CreatePartitions."""
-    from protocol.cluster_reader import read_cluster
+    from kafka_replica_assignor.protocol.cluster_reader import read_cluster
 
     prog = "replica-assignor add-partitions"
     try:
@@ -406,8 +406,8 @@ def _one_line(exc: Exception) -> Exception:
     """Errors from the libraries as they are; anything unexpected keeps its type name."""
     import kafka.errors as kafka_errors
 
-    from protocol.client_config import ClientConfigError
-    from protocol.cluster_reader import ClusterReadError
+    from kafka_replica_assignor.protocol.client_config import ClientConfigError
+    from kafka_replica_assignor.protocol.cluster_reader import ClusterReadError
 
     if isinstance(exc, (CommandError, ClientConfigError, kafka_errors.KafkaError, ClusterReadError, OSError,
                         ValueError)):

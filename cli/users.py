@@ -49,13 +49,13 @@ def add_parser(sub: Any) -> None:
 
 def _iterations(text: str) -> int:
     """``--iterations``: checked here, before any hash is computed."""
-    from server.security.users import MAX_ITERATIONS, MIN_ITERATIONS
+    from kafka_replica_assignor.server.security.users import MAX_ITERATIONS, MIN_ITERATIONS
 
     return bounded(MIN_ITERATIONS, MAX_ITERATIONS, "SCRAM iterations")(text)
 
 
 def _read(path: str, must_exist: bool) -> Any:
-    from server.security.users import UsersFileError, read_users_file
+    from kafka_replica_assignor.server.security.users import UsersFileError, read_users_file
 
     if not Path(path).exists() and not must_exist:
         return {}
@@ -90,7 +90,7 @@ def _password(args: argparse.Namespace) -> str:
 
 def _write(path: str, users: Any) -> None:
     """Write the users file; a failure names the user's path, not the temporary file beside it."""
-    from server.security.users import write_users_file
+    from kafka_replica_assignor.server.security.users import write_users_file
 
     try:
         write_users_file(path, users)
@@ -99,7 +99,7 @@ def _write(path: str, users: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from server.security.users import DEFAULT_ITERATIONS, scram_credential
+    from kafka_replica_assignor.server.security.users import DEFAULT_ITERATIONS, scram_credential
 
     try:
         if args.action == "list":

@@ -35,7 +35,7 @@ from itertools import chain, repeat
 from operator import add, attrgetter, mul
 from typing import Any
 
-from assignors.model import BrokerMetadata, ClusterView
+from kafka_replica_assignor.assignors.model import BrokerMetadata, ClusterView
 
 
 class SnapshotError(ValueError):

@@ -1,6 +1,6 @@
 """One blocking connection to a Kafka-protocol server: a request frame in, the answer out.
 
-Used by the server role of the kit (:mod:`conformance.runner`) and by the generator, which
+Used by the server role of the kit (:mod:`kafka_replica_assignor.conformance.runner`) and by the generator, which
 records the reference server's answers through it.
 """
 
@@ -10,7 +10,7 @@ import socket
 import struct
 from collections.abc import Callable
 
-from protocol.frame import recv_exactly
+from kafka_replica_assignor.protocol.frame import recv_exactly
 
 MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 _LEN = struct.Struct(">i")

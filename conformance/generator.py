@@ -4,12 +4,12 @@ Most vectors come from the reference server (``source: "server"``): ``replica-as
 in deterministic mode (``replica.assignor.random.seed``) over the cluster written in the file,
 started in a subprocess. A few come from the codec alone (``source: "codec"``): responses no
 server gives on demand, such as REQUEST_TIMED_OUT; they are served to clients under test but
-not asked of servers. Every reference answer must pass :func:`conformance.properties.check_properties`
+not asked of servers. Every reference answer must pass :func:`kafka_replica_assignor.conformance.properties.check_properties`
 before it is recorded.
 
 Regenerate after a change to a schema, a handler or an assignor, and review the diff::
 
-    python -m conformance.generator --write
+    python -m kafka_replica_assignor.conformance.generator --write
 
 ``tests/conformance/test_vectors_fresh.py`` fails while the file differs from what this
 generator produces, so the file cannot drift from the code.
@@ -34,7 +34,7 @@ from typing import Any
 import kafka.errors as kafka_errors
 from kafka.protocol.api_header import RequestHeader
 
-from protocol.errors import ReplicaAssignorFailedError
+from kafka_replica_assignor.protocol.errors import ReplicaAssignorFailedError
 
 from .exchange import Exchange
 from .properties import check_properties
@@ -391,7 +391,7 @@ def reference_server(extra: Mapping[str, str] | None = None, timeout: float = 30
         cluster.write_text(json.dumps(reference["cluster"]), encoding="utf-8")
         props = {**reference["properties"], **(extra or {}), "listeners": "PLAINTEXT://127.0.0.1:0",
                  "log.format": "json", "cluster.metadata.file": str(cluster)}
-        argv = [sys.executable, "-m", "server.main"]
+        argv = [sys.executable, "-m", "kafka_replica_assignor.server.main"]
         for key, value in props.items():
             argv += ["--override", f"{key}={value}"]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -446,7 +446,7 @@ def generate() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.generator",
+    parser = argparse.ArgumentParser(prog="python -m kafka_replica_assignor.conformance.generator",
                                      description="Regenerate the published conformance vectors.")
     parser.add_argument("--write", action="store_true", help="write the file (default: print to stdout)")
     parser.add_argument("--output", metavar="FILE", help="where to write (default: the packaged vectors file)")

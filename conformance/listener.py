@@ -15,8 +15,8 @@ from typing import Any
 
 import kafka.errors as kafka_errors
 
-from protocol.frame import MalformedFrameError, patch_correlation_id, peek_header
-from protocol.messages import MetadataResponse
+from kafka_replica_assignor.protocol.frame import MalformedFrameError, patch_correlation_id, peek_header
+from kafka_replica_assignor.protocol.messages import MetadataResponse
 
 from .results import FAIL, PASS, SKIP, Outcome, Report
 from .vectors import (

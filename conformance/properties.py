@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from assignors.model import ClusterView
-from assignors.validate import placement_violations
+from kafka_replica_assignor.assignors.model import ClusterView
+from kafka_replica_assignor.assignors.validate import placement_violations
 
 from .vectors import API_VERSIONS, CREATE_REPLICA_ASSIGNMENT, METADATA, Vector, decode_response, response_frame
 
@@ -96,7 +96,7 @@ def _assignment_problems(vector: Vector, decoded: Any, version: int, frame: byte
 
 def _placement_problems(expect: Mapping[str, Any], assignment: dict[int, list[int]], order: list[int],
                         brokers: Mapping[int, str | None]) -> list[str]:
-    """The placement rules every answer passes (:func:`assignors.validate.placement_violations`),
+    """The placement rules every answer passes (:func:`kafka_replica_assignor.assignors.validate.placement_violations`),
     over the vector's allowed brokers as the cluster view (``racks_per_partition`` is
     ``min(rf, #racks)`` of those brokers: the rack-spread rule); a partition listed twice is
     the wire's own."""

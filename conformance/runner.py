@@ -8,7 +8,7 @@ answer judged:
   the default assignor, the vectors' cluster) can pass it: it is how the reference server
   is held to its own published bytes;
 * property mode (the default) checks what any correct implementation must do
-  (:mod:`conformance.properties`); requests a server must refuse close the connection.
+  (:mod:`kafka_replica_assignor.conformance.properties`); requests a server must refuse close the connection.
 
 Before that, ApiVersions tells which APIs the server has: CreateReplicaAssignment's apiKey
 missing fails every CreateReplicaAssignment vector with "not implemented" (nothing is sent
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from kafka.protocol.api_header import RequestHeader
 
-from protocol.frame import peek_header
+from kafka_replica_assignor.protocol.frame import peek_header
 
 from .exchange import Exchange
 from .properties import check_properties, expected_summary

@@ -8,7 +8,7 @@ which tagged fields were on the wire, and what a server must do (``expect``), so
 implementation that is not byte-identical can still be held to the same properties.
 
 Most vectors come from the reference server (``source: "server"``), a few from the codec
-alone (``source: "codec"``); :mod:`conformance.generator` records them. API keys and header
+alone (``source: "codec"``); :mod:`kafka_replica_assignor.conformance.generator` records them. API keys and header
 flexibility come from the message classes (that is, from the JSON schemas).
 """
 
@@ -26,8 +26,8 @@ from typing import Any, cast
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.schemas import BaseField
 
-from protocol.frame import peek_header, skip_tagged_fields
-from protocol.messages import (
+from kafka_replica_assignor.protocol.frame import peek_header, skip_tagged_fields
+from kafka_replica_assignor.protocol.messages import (
     REPLICA_ASSIGNMENT_FEATURE,
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -42,7 +42,7 @@ FORMAT_VERSION = 1
 VECTORS_RESOURCE = "vectors/create-replica-assignment-v1.json"
 CLIENT_ID = "conformance-kit"
 FEATURE_NAME = REPLICA_ASSIGNMENT_FEATURE
-REGENERATE = "python -m conformance.generator --write"
+REGENERATE = "python -m kafka_replica_assignor.conformance.generator --write"
 
 # the contract's APIs, in the order the file lists them
 _MESSAGES: tuple[tuple[type[ApiMessage], type[ApiMessage]], ...] = (
@@ -260,7 +260,7 @@ class VectorSet:
 
 
 def default_vectors_path() -> str:
-    import schemas
+    from kafka_replica_assignor import schemas
 
     return str(resources.files(schemas).joinpath(VECTORS_RESOURCE))
 

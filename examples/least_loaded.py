@@ -31,8 +31,8 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 
-from assignors import ANONYMOUS, ClusterView, ReplicaAssignor, ReplicaAssignorError
-from assignors.model import Assignment
+from kafka_replica_assignor.assignors import ANONYMOUS, ClusterView, ReplicaAssignor, ReplicaAssignorError
+from kafka_replica_assignor.assignors.model import Assignment
 
 
 class LeastLoadedAssignor(ReplicaAssignor):

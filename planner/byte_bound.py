@@ -2,10 +2,10 @@
 
 Goals
     A sound and tight lower bound of the bytes moved by every plan that meets the targets of
-    :mod:`planner.replica_balance`: every replica on an eligible broker (repair), full rack
+    :mod:`kafka_replica_assignor.planner.replica_balance`: every replica on an eligible broker (repair), full rack
     diversity at every level of the rack tree, each broker's bytes in the byte band
-    ``[blo, min(bhi, capacity_bytes)]`` (:func:`planner.bands.byte_band`), each broker's replica
-    count in ``[lo, hi]`` (:func:`planner.bands.band`), capacities kept. It
+    ``[blo, min(bhi, capacity_bytes)]`` (:func:`kafka_replica_assignor.planner.bands.byte_band`), each broker's replica
+    count in ``[lo, hi]`` (:func:`kafka_replica_assignor.planner.bands.band`), capacities kept. It
     sees what the per-broker bound ``max(repaired + above the band, below the band)`` and the
     per-partition bound (each partition's size times the racks it lacks) do not: diversity moves
     must leave given racks, and the bytes they take out of a broker must come back when that
@@ -88,7 +88,7 @@ from typing import Any
 
 import numpy as np
 
-from cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
 
 from .bands import band, byte_band
 from .racks import RackTree

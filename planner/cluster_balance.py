@@ -1,9 +1,9 @@
 """Cluster balance (KIP-166): replica balance, then leader balance, within budgets.
 
 Goals
-    Even replica counts with the fewest data moves (:mod:`planner.replica_balance`, repairs
+    Even replica counts with the fewest data moves (:mod:`kafka_replica_assignor.planner.replica_balance`, repairs
     first), then even preferred leaders with the fewest leader changes
-    (:mod:`planner.leader_balance`) counted against the leaders *before* the replica moves.
+    (:mod:`kafka_replica_assignor.planner.leader_balance`) counted against the leaders *before* the replica moves.
 
 Constraints
     - ``max_moves`` caps repairs plus replica moves; ``max_leader_changes`` caps the partitions
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cluster.snapshot import ClusterSnapshot, gc_paused
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, gc_paused
 
 from .leader_balance import balance_leaders
 from .plan import Plan, Scope

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
 
 from .racks import RackTree
 

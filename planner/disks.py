@@ -5,7 +5,7 @@ Goals
     When the input says where replicas live on disk (a snapshot's ``log_dirs``, ``--log-dirs``,
     or DescribeLogDirs of a live cluster), each broker's directories hold about the same bytes:
     every directory within its *disk band*, ``mean * (1 -+ threshold)`` of its broker's bytes
-    over its broker's directories (:func:`planner.bands.byte_band`, the band of the brokers, one
+    over its broker's directories (:func:`kafka_replica_assignor.planner.bands.byte_band`, the band of the brokers, one
     level down; its top is at least the largest replica on the broker, its bottom at most what
     the other directories can share beside that replica: :func:`dir_band`). Without log directory
     information, or when no broker has two directories, nothing here runs and every output
@@ -64,7 +64,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from itertools import islice, takewhile
 
-from cluster.snapshot import ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
 
 from .bands import byte_band, parse_threshold
 from .plan import Plan, Scope
@@ -102,7 +102,7 @@ class DiskMove:
 
 
 def dir_band(total: int, dirs: int, fraction: Fraction, largest: int) -> tuple[int, int]:
-    """The disk band of a broker's directories: :func:`planner.bands.byte_band` over them,
+    """The disk band of a broker's directories: :func:`kafka_replica_assignor.planner.bands.byte_band` over them,
     its bottom lowered to ``(total - largest) / (dirs - 1)`` when the largest replica leaves
     the other directories less than that to share (they cannot all hold more)."""
     lo, hi = byte_band(total, dirs, fraction, largest)

@@ -1,7 +1,7 @@
 """Replica balance as a mixed-integer program, solved with HiGHS: the exact path for small clusters.
 
 Goals
-    The objectives of :mod:`planner.replica_balance`, at its own targets, solved to optimality:
+    The objectives of :mod:`kafka_replica_assignor.planner.replica_balance`, at its own targets, solved to optimality:
     every replica repaired, rack diversity full, replica counts in ``[lo, hi]``, topics within
     their caps ``cap(t, g)``, bytes in ``[blo, min(bhi, capacity)]``, capacities kept; then the
     fewest bytes moved (replica moves when no partition is sized); then the fewest replica
@@ -18,7 +18,7 @@ Constraints
     - Only for clusters where every partition can be repaired and ``partitions x brokers`` is at
       most :data:`EXACT_CELLS`, without move or leader budgets; a time limit for the whole
       solve; ``None`` when nothing is found, and the caller keeps its own plan.
-    - Scope (:class:`planner.plan.Scope`): out-of-scope partitions and excluded brokers keep
+    - Scope (:class:`kafka_replica_assignor.planner.plan.Scope`): out-of-scope partitions and excluded brokers keep
       their replicas (fixed variables); with added brokers, the others only give.
 
 Algorithm
@@ -52,7 +52,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from cluster.snapshot import ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
 
 from .bands import band, byte_band
 from .plan import MoveKind, Working
@@ -68,7 +68,7 @@ TARGETS = ("diversity", "counts", "topics", "bytes")   # in the order they are k
 
 @dataclass(frozen=True, slots=True)
 class Targets:
-    """The targets of one cluster at one threshold (see :mod:`planner.replica_balance`)."""
+    """The targets of one cluster at one threshold (see :mod:`kafka_replica_assignor.planner.replica_balance`)."""
 
     lo: int
     hi: int
@@ -469,7 +469,7 @@ class ExactProblem:
 
 
 def targets_of(snapshot: ClusterSnapshot, eligible: Sequence[int], threshold: Fraction) -> Targets:
-    """The bands of :mod:`planner.replica_balance` for a fully repairable snapshot."""
+    """The bands of :mod:`kafka_replica_assignor.planner.replica_balance` for a fully repairable snapshot."""
     parts = snapshot.partitions
     total = sum(len(p.replicas) for p in parts)
     total_bytes = sum((p.size_bytes or 0) * len(p.replicas) for p in parts)
@@ -481,7 +481,7 @@ def targets_of(snapshot: ClusterSnapshot, eligible: Sequence[int], threshold: Fr
 
 def topic_excess(snapshot: ClusterSnapshot, lists: Sequence[Sequence[int]], eligible: Sequence[int],
                  tree: RackTree) -> int:
-    """The replicas above ``cap(t, g)`` (the formula of :mod:`planner.replica_balance`) summed
+    """The replicas above ``cap(t, g)`` (the formula of :mod:`kafka_replica_assignor.planner.replica_balance`) summed
     over the topics and the nodes of the rack tree, for the replica lists ``lists``."""
     nb = len(eligible)
     eset = set(eligible)

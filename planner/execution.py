@@ -48,7 +48,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from cluster.snapshot import ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
 
 from .plan import Plan
 

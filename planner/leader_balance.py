@@ -84,7 +84,7 @@ from dataclasses import dataclass
 from itertools import chain, compress, repeat
 from operator import add, mul, ne
 
-from cluster.snapshot import ClusterSnapshot, gc_paused
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, gc_paused
 
 from .plan import MoveKind, Plan, Scope, Working
 

@@ -10,7 +10,7 @@ The tool prints two lines of text, then one JSON document::
 :func:`parse_log_dirs` accepts the text with or without the leading lines and returns each
 partition's size in bytes; :func:`merge_sizes` puts them into a snapshot's
 ``PartitionEntry.size_bytes`` (replacing what the snapshot said). :func:`parse_placement` reads
-the directory of every replica (JBOD, :mod:`planner.disks`); :func:`merge_log_dirs` does both.
+the directory of every replica (JBOD, :mod:`kafka_replica_assignor.planner.disks`); :func:`merge_log_dirs` does both.
 
 - A partition is named ``<topic>-<partition>``; topic names may contain ``-``, so the name is
   split at its *last* ``-``.
@@ -22,7 +22,7 @@ the directory of every replica (JBOD, :mod:`planner.disks`); :func:`merge_log_di
   directory) are ignored: they are a partial duplicate of a replica already counted.
 - A log directory that failed (``error`` not null) reports no partitions and is skipped.
 
-Anything that is not Kafka's format is a :class:`~planner.sources.SourceError` whose one line
+Anything that is not Kafka's format is a :class:`~kafka_replica_assignor.planner.sources.SourceError` whose one line
 says where.
 """
 
@@ -35,7 +35,7 @@ from itertools import compress, repeat
 from operator import itemgetter, not_
 from typing import Any
 
-from cluster.snapshot import ClusterSnapshot, PartitionEntry, gc_paused, with_log_dirs
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry, gc_paused, with_log_dirs
 
 from .sources import SourceError
 
@@ -184,7 +184,7 @@ Placement = dict[tuple[str, int], dict[int, str]]
 def parse_placement(text: str, where: str = "log dirs") -> tuple[Placement, dict[int, list[str]]]:
     """Where each replica lives: ``(topic, partition) -> broker -> directory``, and each
     broker's directories (in the tool's order, those without replicas too; failed ones left
-    out). The input of :func:`cluster.snapshot.with_log_dirs`."""
+    out). The input of :func:`kafka_replica_assignor.cluster.snapshot.with_log_dirs`."""
     placement: Placement = {}
     dirs: dict[int, list[str]] = {}
     with gc_paused():

@@ -2,9 +2,9 @@
 
 :data:`RULES` maps each mode to the balancing rule that plans it, in the order the command
 line lists them (:data:`MODES`); a new mode is a rule module and one row here. :func:`make_plan`
-dispatches :class:`~planner.settings.PlanSettings` to the rule of its mode, then (when the input
+dispatches :class:`~kafka_replica_assignor.planner.settings.PlanSettings` to the rule of its mode, then (when the input
 names log directories) places replicas in the directories of their brokers
-(:mod:`planner.disks`). The command line
+(:mod:`kafka_replica_assignor.planner.disks`). The command line
 and the Spark pipeline both plan through :func:`make_plan`, so one snapshot and one set of
 settings give the same plan everywhere.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
 
 from .cluster_balance import cluster_balance
 from .disks import balance_disks
@@ -59,7 +59,7 @@ MODES = tuple(RULES)
 
 def make_plan(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:
     """The plan a mode asks for: the one entry point of the command line and the pipeline
-    (``settings`` has a mode of :data:`MODES`: :class:`~planner.settings.PlanSettings` checks it)."""
+    (``settings`` has a mode of :data:`MODES`: :class:`~kafka_replica_assignor.planner.settings.PlanSettings` checks it)."""
     plan = RULES[settings.mode](snapshot, settings)
     if settings.mode == "leader":  # no data moves, so no directory changes either
         return plan

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
 
-from cluster.snapshot import ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
 
 from .racks import RackTree
 

@@ -3,7 +3,7 @@ per rack, moves, and how to run it.
 
 Every bound and band names the threshold it uses (the balance band is ``avg * (1 +- threshold)``;
 the *ideal* is the band at threshold 0). The objectives and the targets not reached are the
-goals' own figures (:func:`planner.goals.order.targets`: each goal says its figure, its target and
+goals' own figures (:func:`kafka_replica_assignor.planner.goals.order.targets`: each goal says its figure, its target and
 whether the plan reaches it). Every target that the plan leaves unreached gets a line
 under "Targets not reached" naming what stops it (the mode, a budget, the brokers alive, or the
 constraints in the planner's notes), so the notes never say "every target was reached" next to a
@@ -103,7 +103,7 @@ def _ideal(fig: Figures, which: str, plan: Plan | None = None) -> str:
 
 
 def _objectives(plan: Plan, settings: PlanSettings, goal_targets: list[Target], run: Execution) -> list[str]:
-    """Each goal's figures before and after (:func:`planner.goals.order.targets`), with its
+    """Each goal's figures before and after (:func:`kafka_replica_assignor.planner.goals.order.targets`), with its
     target, then the costs of the plan with their lower bounds (and the threshold they are taken at)."""
     t = _threshold(settings)
     moves_bound = max((plan.bound(k) or 0) for k in

@@ -1,7 +1,7 @@
 """Rack trees as the planner sees them: every broker gets one key per level.
 
 Racks may be plain names (``r1``) or paths (``/dc1/zone-a/r1``, KIP-879). The rule is the one
-``assignors.multi_level`` uses, read leniently because the planner must describe any cluster:
+``kafka_replica_assignor.assignors.multi_level`` uses, read leniently because the planner must describe any cluster:
 
 - a leading ``/`` is optional and empty components are ignored (``dc1//r1`` is ``/dc1/r1``);
 - shorter paths are padded to the deepest one by repeating their last component, so ``/dc3``
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
-from planner.replica_repair import NO_RACK, rack_levels
+from kafka_replica_assignor.planner.replica_repair import NO_RACK, rack_levels
 
 __all__ = ["NO_RACK", "RackTree"]
 
@@ -43,7 +43,7 @@ class RackTree:
     def of(cls, racks: Mapping[int, str | None]) -> RackTree:
         """Build the tree from ``{broker id: rack}`` (every broker that has a known rack).
 
-        The level prefixes come from :func:`planner.replica_repair.rack_levels` (one rule for the
+        The level prefixes come from :func:`kafka_replica_assignor.planner.replica_repair.rack_levels` (one rule for the
         planner and the repair); this numbers them and names them as paths.
         """
         levels = rack_levels(racks)
@@ -85,7 +85,7 @@ class RackTree:
 
 
 def _path(prefix: Hashable, slash: bool) -> str:
-    """A level prefix of :func:`planner.replica_repair.rack_levels` (a tuple of path components, or
+    """A level prefix of :func:`kafka_replica_assignor.planner.replica_repair.rack_levels` (a tuple of path components, or
     :data:`NO_RACK`) written as a path."""
     if prefix == NO_RACK:
         return NO_RACK

@@ -1,28 +1,28 @@
-"""Repair as a planner rule: :func:`planner.replica_repair.repair_lists` over a :class:`Working` copy.
+"""Repair as a planner rule: :func:`kafka_replica_assignor.planner.replica_repair.repair_lists` over a :class:`Working` copy.
 
 The algorithm (which slots need repair, how replacements are ranked, all or nothing per
-partition, the move budget) is documented once, in :mod:`planner.replica_repair`. This module only
+partition, the move budget) is documented once, in :mod:`kafka_replica_assignor.planner.replica_repair`. This module only
 adapts it to the planner's plans.
 
 Goals
-    Give every partition its replicas back on alive brokers, as a :class:`~planner.plan.Plan` of
-    ``repair`` moves that the other rules (:mod:`planner.replica_balance`,
-    :mod:`planner.cluster_balance`) start from.
+    Give every partition its replicas back on alive brokers, as a :class:`~kafka_replica_assignor.planner.plan.Plan` of
+    ``repair`` moves that the other rules (:mod:`kafka_replica_assignor.planner.replica_balance`,
+    :mod:`kafka_replica_assignor.planner.cluster_balance`) start from.
 
 Constraints
     - Nothing is expected back: a replica on a broker marked dead is replaced like one on an
       unknown or forgotten broker or a placeholder (``keep`` is empty).
-    - The rack tree is the planner's own (:class:`planner.racks.RackTree`, the same rule as
-      :func:`planner.replica_repair.rack_levels`).
-    - The operator's scope (:class:`~planner.plan.Scope`): partitions out of it keep their
+    - The rack tree is the planner's own (:class:`kafka_replica_assignor.planner.racks.RackTree`, the same rule as
+      :func:`kafka_replica_assignor.planner.replica_repair.rack_levels`).
+    - The operator's scope (:class:`~kafka_replica_assignor.planner.plan.Scope`): partitions out of it keep their
       lists, excluded brokers take no replacement (their own replicas stay).
     - Partitions that cannot be filled, and the replicas left over when ``max_moves`` is
       reached, are reported in the plan's notes; ``repairs_needed`` is a bound of the plan.
 
 Algorithm
-    :func:`planner.replica_repair.repair_lists` on the working replica lists, in (topic, partition)
+    :func:`kafka_replica_assignor.planner.replica_repair.repair_lists` on the working replica lists, in (topic, partition)
     order, with the eligible brokers (alive, not forgotten) and their replica counts; each
-    change becomes a :attr:`~planner.plan.MoveKind.REPAIR` move.
+    change becomes a :attr:`~kafka_replica_assignor.planner.plan.MoveKind.REPAIR` move.
 
 Example
     Brokers 0 (a), 1 (b), 2 (c), 3 (c) alive, 4 (b) dead, 9 unknown.
@@ -40,8 +40,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cluster.snapshot import ClusterSnapshot, gc_paused
-from planner.replica_repair import repair_lists
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, gc_paused
+from kafka_replica_assignor.planner.replica_repair import repair_lists
 
 from .plan import MoveKind, Plan, Scope, Working
 

@@ -1,5 +1,5 @@
 """What a plan is asked for: :class:`PlanSettings` (mode, threshold, budgets, batch limits and
-throttle, forgotten brokers, source name, echoed in the report). :func:`planner.modes.make_plan`
+throttle, forgotten brokers, source name, echoed in the report). :func:`kafka_replica_assignor.planner.modes.make_plan`
 turns it into a plan; a mode without a rule there is refused here, before any rule runs.
 """
 

@@ -1,11 +1,11 @@
 """Where a cluster snapshot comes from: a snapshot file, a live cluster, or describe text.
 
-- :func:`load_snapshot`: the shared snapshot JSON (:mod:`cluster.snapshot`).
+- :func:`load_snapshot`: the shared snapshot JSON (:mod:`kafka_replica_assignor.cluster.snapshot`).
 - :func:`from_describe`: the text of ``kafka-topics.sh --describe`` plus a broker -> rack file
   (lines ``<broker id> [<rack>] [dead]``; ``=``, ``,`` or ``:`` may separate the fields; ``#``
   starts a comment). Brokers listed are alive unless marked ``dead``; replica ids not listed are
   unknown brokers.
-- A live cluster is read by :mod:`protocol.cluster_reader` (the one reader of cluster metadata,
+- A live cluster is read by :mod:`kafka_replica_assignor.protocol.cluster_reader` (the one reader of cluster metadata,
   shared with the server and the CLI's ``--bootstrap-server``), not here.
 
 Every failure is a :class:`SourceError` with one line saying what is wrong and where.
@@ -15,7 +15,13 @@ from __future__ import annotations
 
 import re
 
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, SnapshotError, gc_paused
+from kafka_replica_assignor.cluster.snapshot import (
+    BrokerEntry,
+    ClusterSnapshot,
+    PartitionEntry,
+    SnapshotError,
+    gc_paused,
+)
 
 
 class SourceError(ValueError):

@@ -13,7 +13,7 @@ where apiKey 68 is ConsumerGroupHeartbeat) is refused with
 kafka-python's error class for the code (ours for REPLICA_ASSIGNOR_FAILED), carrying
 the server's message.
 
-Both connect the way Kafka's clients do (:class:`protocol.client_config.SecurityOptions`,
+Both connect the way Kafka's clients do (:class:`kafka_replica_assignor.protocol.client_config.SecurityOptions`,
 read from a ``--command-config`` file): TCP, TLS for ``SSL``/``SASL_SSL``, ApiVersions,
 then SaslHandshake v1 and SaslAuthenticate round trips for ``SASL_*`` with kafka-python's
 client-side mechanisms (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512). The steps are one sans-IO

@@ -1,6 +1,6 @@
 """Kafka client properties (a ``--command-config`` file): how a client connects.
 
-The same file works for the assignor server (:class:`protocol.client.ReplicaAssignorAdminClient`)
+The same file works for the assignor server (:class:`kafka_replica_assignor.protocol.client.ReplicaAssignorAdminClient`)
 and for a Kafka cluster read or changed through kafka-python (:meth:`SecurityOptions.kafka_configs`),
 so an operator writes it once, the way Kafka's own tools read it::
 

@@ -1,6 +1,6 @@
-"""The one reader of a live cluster: Kafka's answers in, an :mod:`cluster.snapshot` value out.
+"""The one reader of a live cluster: Kafka's answers in, an :mod:`kafka_replica_assignor.cluster.snapshot` value out.
 
-The server's live source (:mod:`server.cluster_source`), the planner (:mod:`planner.sources`)
+The server's live source (:mod:`kafka_replica_assignor.server.cluster_source`), the planner (:mod:`kafka_replica_assignor.planner.sources`)
 and the CLI all read a cluster here. It lives in ``protocol/`` because it speaks Kafka through
 kafka-python; it returns ``assignors`` data types, which ``protocol/`` may import (nothing in
 ``assignors/`` imports ``protocol/``), so the server and the planner both reach it without
@@ -8,14 +8,14 @@ importing each other.
 
 Goals
     One mapping from DescribeCluster and Metadata (and, when asked, DescribeLogDirs) to a
-    :class:`~cluster.snapshot.ClusterSnapshot`, with one rule for fenced brokers, one for
+    :class:`~kafka_replica_assignor.cluster.snapshot.ClusterSnapshot`, with one rule for fenced brokers, one for
     errors and one for sizes, whoever reads.
 
 Constraints
     - **Fenced brokers** (KRaft, ``is_fenced`` in DescribeCluster) are registered: the snapshot
       lists them alive (their replicas are not lost, so repair leaves them in place) and their
       ids are returned in :attr:`ClusterRead.fenced`: they must not lead, and take new replicas
-      only where no unfenced broker can (:class:`assignors.model.ClusterView` ``fenced``). A
+      only where no unfenced broker can (:class:`kafka_replica_assignor.assignors.model.ClusterView` ``fenced``). A
       broker absent from DescribeCluster is not in the snapshot at all (the server's observed
       store turns it into an offline broker).
     - **Errors.** The read fails when DescribeCluster or Metadata fails as a whole
@@ -67,7 +67,13 @@ from typing import Any
 
 import kafka.errors as kafka_errors
 
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, SnapshotError, with_log_dirs
+from kafka_replica_assignor.cluster.snapshot import (
+    BrokerEntry,
+    ClusterSnapshot,
+    PartitionEntry,
+    SnapshotError,
+    with_log_dirs,
+)
 
 #: partition errors that still come with the controller's replica list
 AVAILABILITY_ERRORS = frozenset({
@@ -174,7 +180,7 @@ def placement_from_log_dirs(answers: Iterable[Mapping[str, Any]]) -> tuple[
         dict[tuple[str, int], dict[int, str]], dict[int, list[str]]]:
     """Where each replica lives (``(topic, partition) -> broker -> directory``, future replicas
     left out) and each broker's directories, from the same answer; directories with an error
-    are left out. The input of :func:`cluster.snapshot.with_log_dirs`."""
+    are left out. The input of :func:`kafka_replica_assignor.cluster.snapshot.with_log_dirs`."""
     placement: dict[tuple[str, int], dict[int, str]] = {}
     dirs: dict[int, list[str]] = {}
     for answer in answers:

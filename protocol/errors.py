@@ -1,6 +1,6 @@
 """The one table from typed exceptions to Kafka wire error codes.
 
-Handlers raise or catch domain exceptions (``assignors.errors``); only this module knows
+Handlers raise or catch domain exceptions (``kafka_replica_assignor.assignors.errors``); only this module knows
 which Kafka error each stands for. Codes come from kafka-python's error classes, plus
 REPLICA_ASSIGNOR_FAILED (KIP-660), which Kafka never shipped: it gets code 1000, far
 outside Kafka's range (-1..133 today), so an upstream code can never collide with it.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import kafka.errors as kafka_errors
 
-from assignors import errors as domain
+from kafka_replica_assignor.assignors import errors as domain
 
 
 class ReplicaAssignorFailedError(kafka_errors.BrokerResponseError):

@@ -28,7 +28,7 @@ class MalformedRequest(NamedTuple):
     would tell nobody in particular). The connection closes, as for a body refused on the loop."""
 
     error: str
-    # protocol.structure's refusal (StructureError): why, and at which byte of the body
+    # kafka_replica_assignor.protocol.structure's refusal (StructureError): why, and at which byte of the body
     reason: str | None = None
     offset: int | None = None
 

@@ -34,7 +34,7 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
-import schemas
+from kafka_replica_assignor import schemas
 
 from .structure import checked_decoder, checker
 
@@ -103,10 +103,10 @@ def decode_body(cls: Any, body: memoryview, version: int) -> Any:
     """Decode a request body (after the header) with the codec's compiled decoder for
     ``version``, looked up once: what ``cls.decode`` does, without its per-call set-up.
 
-    The body's structure is checked first, in linear time (protocol.structure): a body the
+    The body's structure is checked first, in linear time (kafka_replica_assignor.protocol.structure): a body the
     codec would decode in more than linear time, or decode although a Kafka broker refuses it
     (an overlong varint, a length past the end, a repeated tag), raises
-    :class:`protocol.structure.StructureError` before the codec sees it. Raises on bytes that
+    :class:`kafka_replica_assignor.protocol.structure.StructureError` before the codec sees it. Raises on bytes that
     do not decode; ``version`` must be one the caller checked. The check and the decoder are
     one generated function per class and version."""
     return _checked_decoder(cls, version)(body)

@@ -1,6 +1,6 @@
 """The admin client over TLS and SASL: :class:`SecureReplicaAssignorAdminClient`.
 
-:class:`protocol.client.ReplicaAssignorAdminClient` itself connects over ``SSL``,
+:class:`kafka_replica_assignor.protocol.client.ReplicaAssignorAdminClient` itself connects over ``SSL``,
 ``SASL_PLAINTEXT`` or ``SASL_SSL`` when given ``security=``; this class keeps the older
 call with the options second::
 
@@ -14,7 +14,7 @@ call with the options second::
     with SecureReplicaAssignorAdminClient("host:9094", options) as admin:
         admin.create_replica_assignment(12, 3).assignments()
 
-:meth:`SecurityOptions.from_properties` (:mod:`protocol.client_config`) reads Kafka's client
+:meth:`SecurityOptions.from_properties` (:mod:`kafka_replica_assignor.protocol.client_config`) reads Kafka's client
 property names (a ``--command-config`` file), with PEM files for the stores.
 """
 

@@ -1,8 +1,8 @@
 """Kafka's security protocols, which of them use TLS and which SASL, and the SASL mechanisms.
 
 The one place both sides read them: the server's listeners and ``sasl.enabled.mechanisms``
-(:mod:`server.config`), its SCRAM users (:mod:`server.security.users`), and the admin
-client's ``security.protocol`` and ``sasl.mechanism`` (:mod:`protocol.client_config`).
+(:mod:`kafka_replica_assignor.server.config`), its SCRAM users (:mod:`kafka_replica_assignor.server.security.users`), and the admin
+client's ``security.protocol`` and ``sasl.mechanism`` (:mod:`kafka_replica_assignor.protocol.client_config`).
 """
 
 from __future__ import annotations

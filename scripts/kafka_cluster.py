@@ -415,7 +415,7 @@ class KafkaCluster:
 
 
 def probe(bootstrap: str) -> list[int]:
-    from protocol.cluster_reader import open_admin_client
+    from kafka_replica_assignor.protocol.cluster_reader import open_admin_client
 
     admin = open_admin_client(bootstrap, 5000, {"client_id": "kafka-cluster-ready"})
     try:

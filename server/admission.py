@@ -6,7 +6,7 @@ a ``reason``):
 
 - ``max.connections`` and ``max.connections.per.ip``: a connection over either is closed as soon
   as it is accepted, unless a connection idle long enough makes room for it (below);
-- ``max.connection.creation.rate`` (and ``.per.ip``, :mod:`server.connection_rate`): a connection
+- ``max.connection.creation.rate`` (and ``.per.ip``, :mod:`kafka_replica_assignor.server.connection_rate`): a connection
   over the rate waits, unread, for its turn (its address's first, then the overall one);
 - ``connections.max.idle.ms``: a connection with nothing in flight and nothing received for that
   long is closed (one timer per connection, re-armed for what is left).

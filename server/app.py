@@ -12,7 +12,7 @@ from typing import Any
 
 import structlog
 
-from assignors import UnknownAssignorError, create_assignor
+from kafka_replica_assignor.assignors import UnknownAssignorError, create_assignor
 
 from .cluster_source import create_source
 from .config import ConfigError, Listener, ServerConfig, metrics_address
@@ -44,7 +44,7 @@ class ReplicaAssignorServer:
         self.config = config
         self.log_stream = log_stream  # what configure_logging() returned: the connections batch lines in it
         self.worker = worker
-        self.status_file = status_file  # where the health check finds the bound listener (server.health)
+        self.status_file = status_file  # where the health check finds the bound listener (kafka_replica_assignor.server.health)
         # the fields of the started line, for the supervisor to announce the server with
         self.started_fields: dict[str, Any] = {}
         self.state: ServerState | None = None
@@ -193,7 +193,7 @@ class ReplicaAssignorServer:
         healthy = self.started.is_set() and state is not None and not state.stopping
         details = {"listener": str(state.listener) if state else None,
                    "connections": len(state.connections) if state else 0}
-        if state is not None:  # a cluster view that is stale or empty: not healthy (server.health)
+        if state is not None:  # a cluster view that is stale or empty: not healthy (kafka_replica_assignor.server.health)
             cluster_healthy, details["cluster"] = state.source.health()
             healthy = healthy and cluster_healthy
         return healthy, details

@@ -4,11 +4,11 @@ Both sources share one small interface (:class:`ClusterSource`, the server's onl
 ``start()`` loads a first view, ``view()`` returns the current :class:`assignors.ClusterView`
 without blocking, ``refresh()`` fetches a new one now, ``stop()`` ends the refresh task,
 ``describe()`` is for logs. ``offline`` in the view holds the brokers observed
-before (in the :class:`server.observed.ObservedBrokerStore`, or marked ``"alive": false`` in the
+before (in the :class:`kafka_replica_assignor.server.observed.ObservedBrokerStore`, or marked ``"alive": false`` in the
 snapshot) that are not alive now: the KIP-409 placeholders stand for them.
 
 Rules of the live source (reading the cluster and mapping its answers to a snapshot, with the
-rules for fenced brokers and metadata errors, is :mod:`protocol.cluster_reader`'s, shared with
+rules for fenced brokers and metadata errors, is :mod:`kafka_replica_assignor.protocol.cluster_reader`'s, shared with
 the planner and the CLI):
 
 - a fenced broker is alive in the view and in ``fenced`` (a follower if needed, never a leader);
@@ -27,7 +27,7 @@ the planner and the CLI):
 
 Blocking work (the kafka-python admin client, SQLite with ``synchronous=FULL``) runs in worker
 threads; the snapshot file is read only when it changed, within a size cap, and parsed in a
-child process when large (:mod:`server.snapshot_file`); a new view is built in a worker thread
+child process when large (:mod:`kafka_replica_assignor.server.snapshot_file`); a new view is built in a worker thread
 and the event loop only swaps it in (one assignment).
 
 Choosing the source from the configuration (:func:`create_source`): ``cluster.metadata.file``
@@ -51,9 +51,9 @@ from typing import Any, Protocol
 
 import structlog
 
-from assignors.model import BrokerMetadata, ClusterView
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, SnapshotError
-from protocol.cluster_reader import ClusterRead, open_admin_client, read_cluster
+from kafka_replica_assignor.assignors.model import BrokerMetadata, ClusterView
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, SnapshotError
+from kafka_replica_assignor.protocol.cluster_reader import ClusterRead, open_admin_client, read_cluster
 
 from .config import ConfigError, ServerConfig
 from .observed import DEFAULT_OBSERVED_PATH, ObservedBroker, ObservedBrokerStore, ObservedStoreError
@@ -119,7 +119,7 @@ class _RefreshingSource:
             raise ValueError(f"refresh interval must be > 0 ms, got {refresh_interval_ms}")
         self._store = store
         self._interval_ms = refresh_interval_ms
-        self._log = logger if logger is not None else structlog.get_logger("server.cluster_source")
+        self._log = logger if logger is not None else structlog.get_logger("kafka_replica_assignor.server.cluster_source")
         self._clock = clock
         self._view = ClusterView(brokers=())
         self._task: asyncio.Task[None] | None = None
@@ -243,14 +243,14 @@ class _RefreshingSource:
 
 
 class SnapshotSource(_RefreshingSource):
-    """The cluster described by a snapshot file (``cluster.snapshot``), re-read on refresh.
+    """The cluster described by a snapshot file (``kafka_replica_assignor.cluster.snapshot``), re-read on refresh.
 
     Brokers marked ``"alive": false`` are offline. With a store, the alive brokers are recorded
     on each refresh and every stored broker not alive in the snapshot is offline too. ``start()``
     raises when the file cannot be read or parsed (a configuration error); later refreshes that
     fail are logged and keep the last good view.
 
-    The file is read through :class:`server.snapshot_file.SnapshotFile`: only when it changed,
+    The file is read through :class:`kafka_replica_assignor.server.snapshot_file.SnapshotFile`: only when it changed,
     never over ``max_file_bytes``, parsed off the event loop (large files in a child process),
     and a snapshot without brokers is refused like an invalid one. When the file is unchanged
     and the observed brokers too, the view is kept as it is (no new view is built).

@@ -18,9 +18,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from protocol.client_config import ClientConfigError
-from protocol.client_config import parse_properties as read_properties_text
-from protocol.security import SASL_MECHANISMS, SCRAM_HASHES, SECURITY_PROTOCOLS, uses_sasl, uses_tls
+from kafka_replica_assignor.protocol.client_config import ClientConfigError
+from kafka_replica_assignor.protocol.client_config import parse_properties as read_properties_text
+from kafka_replica_assignor.protocol.security import (
+    SASL_MECHANISMS,
+    SCRAM_HASHES,
+    SECURITY_PROTOCOLS,
+    uses_sasl,
+    uses_tls,
+)
 
 
 class ConfigError(ValueError):
@@ -70,7 +76,7 @@ class Listener:
 
 
 def default_cluster_file() -> str:
-    return str(resources.files("server").joinpath("default-cluster.json"))
+    return str(resources.files("kafka_replica_assignor.server").joinpath("default-cluster.json"))
 
 
 # --- the types of values (Kafka's ConfigDef.Type with its validator): each parses one

@@ -12,10 +12,10 @@ Limits, each with a log line (``connection_refused`` / ``connection_closed`` wit
 ``reason``), enforced the way a Kafka broker enforces them:
 
 - ``max.connections``, ``max.connections.per.ip``, ``max.connection.creation.rate`` and
-  ``connections.max.idle.ms``: :class:`server.admission.Admission`;
+  ``connections.max.idle.ms``: :class:`kafka_replica_assignor.server.admission.Admission`;
 - ``socket.request.max.bytes`` (``sasl.server.max.receive.size`` before SASL
   authentication): a frame whose size prefix is larger closes the connection before its
-  body is read (Kafka's InvalidReceiveException, :class:`server.turns.Turns`);
+  body is read (Kafka's InvalidReceiveException, :class:`kafka_replica_assignor.server.turns.Turns`);
 - ``request.receive.timeout.ms``: a frame not received whole that long after its first
   bytes closes the connection (more bytes of it do not move the deadline);
 - ``max.inflight.requests.per.connection``: the connection stops reading while that
@@ -23,28 +23,28 @@ Limits, each with a log line (``connection_refused`` / ``connection_closed`` wit
   to the transport), and also while the peer does not read what it is sent (the
   transport's write buffer is over its high-water mark), so a client can never make the
   server buffer without bound;
-- ``queued.max.request.bytes`` (server.request_memory): the request bytes buffered by all
+- ``queued.max.request.bytes`` (kafka_replica_assignor.server.request_memory): the request bytes buffered by all
   connections together, counted as they arrive; once the budget is short a connection reserves
   the rest of the frame it reads before reading on, and stops reading while it waits.
 
 The connection is split as a protocol server's usually is, and this class glues the parts
 to the transport: whether and when the connection comes in, and its idle timeout, are
-:class:`server.admission.Admission`; the bytes received and not yet cut into frames, large
+:class:`kafka_replica_assignor.server.admission.Admission`; the bytes received and not yet cut into frames, large
 frames' reads joined once and the ``request.receive.timeout.ms`` deadline are
-:class:`server.framing.FrameReader`; the frames handled in fair turns (at most 64 requests or
-32 KiB per turn, then the other connections get theirs) are :class:`server.turns.Turns`; one
-request from its frame to its queued answer is :class:`server.request_pipeline.RequestPipeline`;
+:class:`kafka_replica_assignor.server.framing.FrameReader`; the frames handled in fair turns (at most 64 requests or
+32 KiB per turn, then the other connections get theirs) are :class:`kafka_replica_assignor.server.turns.Turns`; one
+request from its frame to its queued answer is :class:`kafka_replica_assignor.server.request_pipeline.RequestPipeline`;
 flow control (reading paused and resumed, the connection's share of
-``queued.max.request.bytes``) is :class:`server.flow_control.FlowControl`; the TLS upgrade of a
-connection on an ``SSL`` listener is :class:`server.tls_upgrade.TlsUpgrade`; what a connection
-may send while its SASL authentication runs is :class:`server.sasl_gate.SaslGate`; answers in
-request order are :class:`server.responses.ResponseQueue`.
+``queued.max.request.bytes``) is :class:`kafka_replica_assignor.server.flow_control.FlowControl`; the TLS upgrade of a
+connection on an ``SSL`` listener is :class:`kafka_replica_assignor.server.tls_upgrade.TlsUpgrade`; what a connection
+may send while its SASL authentication runs is :class:`kafka_replica_assignor.server.sasl_gate.SaslGate`; answers in
+request order are :class:`kafka_replica_assignor.server.responses.ResponseQueue`.
 
 Security: on SSL listeners the principal is the client certificate's subject (if one was
 verified); on SASL listeners the connection follows Kafka's authentication state machine
-(``server.security.sasl``) and accepts nothing but ApiVersions and the SASL APIs until it
+(``kafka_replica_assignor.server.security.sasl``) and accepts nothing but ApiVersions and the SASL APIs until it
 completes. The principal is published to handlers through
-``server.security.current_principal``.
+``kafka_replica_assignor.server.security.current_principal``.
 """
 
 from __future__ import annotations
@@ -230,10 +230,10 @@ class KafkaConnection(asyncio.Protocol):
         self.failing = reason
         self.gate.failed(self.conn_id, self.peer, reason, fields)
 
-    # -- flow control (server.flow_control) ------------------------------------------------
+    # -- flow control (kafka_replica_assignor.server.flow_control) ------------------------------------------------
     def pause_writing(self) -> None:
         # the peer does not read its responses: stop reading its requests; what it left unread
-        # counts in queued.max.response.bytes (server.answer_memory)
+        # counts in queued.max.response.bytes (kafka_replica_assignor.server.answer_memory)
         self.flow.writing_paused = True
         self.update_reading()
         self.count_unread()
@@ -256,7 +256,7 @@ class KafkaConnection(asyncio.Protocol):
             self.state.answer_memory.hold(self, self.transport.get_write_buffer_size())
 
     def drop_unread_answers(self, held: int, total: int) -> None:
-        """:class:`server.answer_memory.AnswerMemory`: over its cap, this connection holds the most."""
+        """:class:`kafka_replica_assignor.server.answer_memory.AnswerMemory`: over its cap, this connection holds the most."""
         log.warning("connection_closed", conn_id=self.conn_id, peer=self.peer, reason="answers not read",
                     unread_bytes=held, queued_response_bytes=total,
                     limit_bytes=self.state.config.queued_max_response_bytes)

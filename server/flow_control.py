@@ -9,7 +9,7 @@ client) while any of these holds:
 - the peer does not read its answers (the transport's write buffer is over its high-water
   mark: ``pause_writing``);
 - the frame being read waits for its bytes in ``queued.max.request.bytes``
-  (:class:`server.request_memory.RequestMemory`, shared by every connection), or, a large
+  (:class:`kafka_replica_assignor.server.request_memory.RequestMemory`, shared by every connection), or, a large
   frame, for its turn to stream in.
 
 It resumes as soon as none holds. The connection's buffer is counted in the shared budget;
@@ -81,7 +81,7 @@ class FlowControl:
         frame read but kept aside (the connection joins a large frame's reads once it is whole).
 
         A large frame being read streams in only when its turn has come
-        (:meth:`server.request_memory.RequestMemory.stream`); until then reading pauses."""
+        (:meth:`kafka_replica_assignor.server.request_memory.RequestMemory.stream`); until then reading pauses."""
         need = len(buf) + gathered
         if len(buf) >= 4:
             (size,) = _LEN.unpack_from(buf, 0)
@@ -120,13 +120,13 @@ class FlowControl:
         return True
 
     def stream_granted(self, n: int) -> None:
-        """:class:`server.request_memory.MemoryWaiter`: the large frame being read may stream in."""
+        """:class:`kafka_replica_assignor.server.request_memory.MemoryWaiter`: the large frame being read may stream in."""
         self.streaming = n
         self.memory_wait = False
         self._on_granted()
 
     def memory_granted(self, n: int) -> None:
-        """:class:`server.request_memory.MemoryWaiter`: the frame being read has its bytes; read on."""
+        """:class:`kafka_replica_assignor.server.request_memory.MemoryWaiter`: the frame being read has its bytes; read on."""
         self.charged += n
         self.memory_wait = False
         self._on_granted()

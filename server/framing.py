@@ -14,7 +14,7 @@ things are the reader's own:
   the request-memory budget counts. When it passes, ``on_timeout`` closes the connection.
 
 Every byte the reader holds (the buffer, the gathered reads, a joined frame not handled yet)
-is counted in the connection's share of ``queued.max.request.bytes`` (``server.flow_control``).
+is counted in the connection's share of ``queued.max.request.bytes`` (``kafka_replica_assignor.server.flow_control``).
 """
 
 from __future__ import annotations

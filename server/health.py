@@ -19,7 +19,7 @@ With a status file named but absent, the server is not serving: unhealthy.
 A server following a live cluster (``bootstrap.servers``) is healthy only while that cluster
 answers with at least one alive broker: its placements would otherwise rest on a stale or
 empty view. ``/health`` answers 503 with the reason (``"cluster"``) as the server's own source
-sees it (:meth:`server.cluster_source.LiveClusterSource.health`, which also logs every change as
+sees it (:meth:`kafka_replica_assignor.server.cluster_source.LiveClusterSource.health`, which also logs every change as
 ``cluster_health_changed``); the check over the Kafka listener, which cannot ask the server
 that, reads the cluster itself (DescribeCluster, as the server does) after ApiVersions.
 """
@@ -34,8 +34,8 @@ import struct
 import urllib.error
 import urllib.request
 
-from protocol.frame import recv_exactly
-from protocol.messages import CREATE_REPLICA_ASSIGNMENT_API_KEY
+from kafka_replica_assignor.protocol.frame import recv_exactly
+from kafka_replica_assignor.protocol.messages import CREATE_REPLICA_ASSIGNMENT_API_KEY
 
 from .config import Listener, ServerConfig, metrics_address
 
@@ -118,7 +118,7 @@ def _reason(exc: urllib.error.HTTPError) -> str:
 
 def check_live_cluster(bootstrap_servers: str, timeout_s: float) -> tuple[bool, str]:
     """Whether the live cluster answers DescribeCluster with an alive broker, and one line why."""
-    from protocol.cluster_reader import open_admin_client, read_cluster
+    from kafka_replica_assignor.protocol.cluster_reader import open_admin_client, read_cluster
 
     try:
         admin = open_admin_client(bootstrap_servers, int(timeout_s * 1000), {"client_id": "health-check"})

@@ -68,8 +68,8 @@ from typing import Any
 
 import structlog
 
-from assignors import AssignmentError, ReplicaAssignor, ReplicaAssignorError, create_assignor
-from protocol.frame import recv_exactly
+from kafka_replica_assignor.assignors import AssignmentError, ReplicaAssignor, ReplicaAssignorError, create_assignor
+from kafka_replica_assignor.protocol.frame import recv_exactly
 
 log = structlog.get_logger("replica_assignor")
 
@@ -78,7 +78,7 @@ ZYGOTE_START_TIMEOUT_S = 60.0
 
 
 # -- framing over a stream socket ------------------------------------------------------
-# (an 8-byte length, then the payload; the exact reads are protocol.frame's, ConnectionError
+# (an 8-byte length, then the payload; the exact reads are kafka_replica_assignor.protocol.frame's, ConnectionError
 # when the peer closes first)
 def _send(sock: socket.socket, payload: bytes) -> None:
     sock.sendall(_LEN.pack(len(payload)))
@@ -110,9 +110,9 @@ def _dumps(obj: Any) -> bytes:
     return buf.getvalue()
 
 
-# the plain values a placement job answers with (server.handlers.create_replica_assignment.run)
-_REPLY_VALUES = frozenset({("server.handlers.create_replica_assignment", "Outcome"),
-                           ("protocol.frame", "MalformedRequest")})
+# the plain values a placement job answers with (kafka_replica_assignor.server.handlers.create_replica_assignment.run)
+_REPLY_VALUES = frozenset({("kafka_replica_assignor.server.handlers.create_replica_assignment", "Outcome"),
+                           ("kafka_replica_assignor.protocol.frame", "MalformedRequest")})
 
 
 class _ReplyUnpickler(pickle.Unpickler):
@@ -121,7 +121,7 @@ class _ReplyUnpickler(pickle.Unpickler):
     anything else."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if module == "assignors.errors" or (module, name) in _REPLY_VALUES:
+        if module == "kafka_replica_assignor.assignors.errors" or (module, name) in _REPLY_VALUES:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"a worker may not send {module}.{name}")
 
@@ -141,11 +141,11 @@ def worker_assignor(name: str) -> ReplicaAssignor:
 
 def _portable(exc: BaseException) -> BaseException:
     """An exception the server can unpickle and map to an error code: the nearest class
-    of ``assignors.errors`` with the same message, else REPLICA_ASSIGNOR_FAILED."""
+    of ``kafka_replica_assignor.assignors.errors`` with the same message, else REPLICA_ASSIGNOR_FAILED."""
     if isinstance(exc, AssignmentError):
         for cls in type(exc).__mro__:
-            if cls.__module__ == "assignors.errors":
-                return cls(exc.message)  # type: ignore[no-any-return]  # a class of assignors.errors
+            if cls.__module__ == "kafka_replica_assignor.assignors.errors":
+                return cls(exc.message)  # type: ignore[no-any-return]  # a class of kafka_replica_assignor.assignors.errors
     return ReplicaAssignorError(f"assignor failed: {type(exc).__name__}: {exc}")
 
 
@@ -369,7 +369,7 @@ class _Zygote:
         paths = [p or os.getcwd() for p in sys.path]
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from server.isolation import zygote_main; zygote_main()", str(theirs.fileno())],
+            [sys.executable, "-c", "from kafka_replica_assignor.server.isolation import zygote_main; zygote_main()", str(theirs.fileno())],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, close_fds=True)
         theirs.close()
         self.sock = ours
@@ -413,7 +413,7 @@ class AssignorPool(Executor):
     """Runs submitted calls in killable worker processes (see the module docstring)."""
 
     def __init__(self, assignor_name: str, *, workers: int, memory_limit: int = 0,
-                 preload: tuple[str, ...] = ("server.handlers.create_replica_assignment",),
+                 preload: tuple[str, ...] = ("kafka_replica_assignor.server.handlers.create_replica_assignment",),
                  on_restart: Callable[[str], None] | None = None) -> None:
         self.assignor_name = assignor_name
         self.workers = workers

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from assignors import UnknownAssignorError, load_assignor_class
-from protocol.version import package_version
+from kafka_replica_assignor.assignors import UnknownAssignorError, load_assignor_class
+from kafka_replica_assignor.protocol.version import package_version
 
 from .app import ReplicaAssignorServer
 from .config import ConfigError, load_config

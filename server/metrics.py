@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from assignors.memo import PlacementMemo
+    from kafka_replica_assignor.assignors.memo import PlacementMemo
 
 _LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                     1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -78,7 +78,7 @@ class Metrics:
     def __init__(self, enabled: bool, connections: Callable[[], int] = lambda: 0,
                  api_names: Mapping[int, str] | None = None) -> None:
         self.enabled = enabled
-        # the ``api`` label of each api key: the dispatch table's names (server.dispatch)
+        # the ``api`` label of each api key: the dispatch table's names (kafka_replica_assignor.server.dispatch)
         self._api_names = dict(api_names or {})
         self._children: dict[tuple[int, int], tuple[Any, Any]] = {}
         if not enabled:
@@ -111,7 +111,7 @@ class Metrics:
                                        registry=registry)
 
     def watch_memo(self, memo: PlacementMemo) -> None:
-        """Expose the placement memo's (assignors.memo) lookups and size, read at scrape time."""
+        """Expose the placement memo's (kafka_replica_assignor.assignors.memo) lookups and size, read at scrape time."""
         if self.enabled:
             self.registry.register(_MemoCollector(memo))
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from assignors.model import BrokerMetadata
+from kafka_replica_assignor.assignors.model import BrokerMetadata
 
 DEFAULT_OBSERVED_PATH = "observed-brokers.db"
 """The default of ``observed.brokers.path`` (relative to the working directory)."""
@@ -47,7 +47,7 @@ class ObservedStoreError(Exception):
 
 class Sighting(Protocol):
     """What :meth:`ObservedBrokerStore.record` accepts: a broker id and rack, and optionally
-    ``host`` and ``port`` (``BrokerMetadata``, ``cluster.snapshot.BrokerEntry``, ...)."""
+    ``host`` and ``port`` (``BrokerMetadata``, ``kafka_replica_assignor.cluster.snapshot.BrokerEntry``, ...)."""
 
     @property
     def id(self) -> int: ...

@@ -4,7 +4,7 @@ A constructor that raises, needs arguments or belongs to an abstract class is a 
 error (one line, exit 2) found where the server constructs it. One that ends the process
 (``os._exit``, a signal) cannot be caught there: the server would stop with the plug-in's exit
 code, 0 included, and no line at all. So the server first constructs the class in a child
-(``python -m server.plugin_check NAME``, the same interpreter), which says ``constructed`` on
+(``python -m kafka_replica_assignor.server.plugin_check NAME``, the same interpreter), which says ``constructed`` on
 its last line of stdout; anything else (no such line, an exit code, a timeout) is that one
 line and exit 2. The built-in assignors (``assignors.REGISTERED``) are not checked. The plug-in's
 constructor therefore runs once more at start-up, in a process that exits at once.
@@ -15,8 +15,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from assignors import UnknownAssignorError, create_assignor
-from assignors.registry import REGISTERED
+from kafka_replica_assignor.assignors import UnknownAssignorError, create_assignor
+from kafka_replica_assignor.assignors.registry import REGISTERED
 
 from .config import ConfigError
 
@@ -29,7 +29,7 @@ def check_constructible(name: str) -> None:
     if name in REGISTERED:
         return
     try:
-        done = subprocess.run([sys.executable, "-m", "server.plugin_check", name], capture_output=True, text=True,
+        done = subprocess.run([sys.executable, "-m", "kafka_replica_assignor.server.plugin_check", name], capture_output=True, text=True,
                               timeout=_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
         raise ConfigError(f"replica.assignor.class.name: cannot create assignor {name!r}: its constructor did not "

@@ -4,7 +4,7 @@ A frame becomes a request: its header is peeked (api key, version, correlation i
 unknown api key, an unsupported version outside ApiVersions, a request the SASL authentication
 does not expect now, or a body that does not decode closes this connection only, with a log
 line saying why. The handler's result is queued in request order
-(:class:`server.responses.ResponseQueue`): bytes at once, or a task whose answer is written when
+(:class:`kafka_replica_assignor.server.responses.ResponseQueue`): bytes at once, or a task whose answer is written when
 it and every answer before it are done. An exclusive request (a SASL step) stops the connection
 reading until its answer is done; a failed authentication makes its answer the last.
 """
@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 import kafka.errors as kafka_errors
 import structlog
 
-from protocol.frame import MalformedFrameError, MalformedRequest, RequestHeaderPeek, peek_header, skip_tagged_fields
+from kafka_replica_assignor.protocol.frame import (
+    MalformedFrameError,
+    MalformedRequest,
+    RequestHeaderPeek,
+    peek_header,
+    skip_tagged_fields,
+)
 
 from .dispatch import APIS, Api
 from .handlers import sasl_authenticate

@@ -25,7 +25,7 @@ class Slot:
                  close_reason: str | None, header: Any = None, size: int = 0) -> None:
         self.response = response
         self.task = task
-        self.outcome = outcome  # server.metrics.RequestOutcome, finished when the answer is ready
+        self.outcome = outcome  # kafka_replica_assignor.server.metrics.RequestOutcome, finished when the answer is ready
         self.close_reason = close_reason  # written last: the connection closes after it
         # the request's header and size, for a body found malformed off the loop
         self.header = header

@@ -1,8 +1,8 @@
 """How a server process runs: the event loop ``event.loop`` names, and start-up failures.
 
-The single-process server (:mod:`server.main`), each worker process (:mod:`server.workers`) and
+The single-process server (:mod:`kafka_replica_assignor.server.main`), each worker process (:mod:`kafka_replica_assignor.server.workers`) and
 the tests' in-thread server run the same loop and report start-up failures the same way, with
-the exit codes of :mod:`server.exit_codes`.
+the exit codes of :mod:`kafka_replica_assignor.server.exit_codes`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """SASL gating of one connection on a ``SASL_PLAINTEXT`` or ``SASL_SSL`` listener.
 
 Until its authentication completes, a connection follows Kafka's state machine
-(``server.security.sasl``): it accepts nothing but ApiVersions (once, first) and the SASL
+(``kafka_replica_assignor.server.security.sasl``): it accepts nothing but ApiVersions (once, first) and the SASL
 APIs, and frames no larger than ``sasl.server.max.receive.size``; anything else closes it
 ("Unexpected Kafka request of type ... during SASL handshake/authentication", as Kafka says).
 After SaslHandshake v0 the client sends bare tokens, without a Kafka header: :attr:`raw`.

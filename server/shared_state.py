@@ -8,8 +8,8 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from assignors import ReplicaAssignor
-from assignors.memo import PlacementMemo
+from kafka_replica_assignor.assignors import ReplicaAssignor
+from kafka_replica_assignor.assignors.memo import PlacementMemo
 
 from .answer_memory import AnswerMemory
 from .config import Listener, ServerConfig
@@ -27,9 +27,9 @@ if TYPE_CHECKING:  # for typing only (no import at start-up, no cycle)
 
 class PlacementSettings(NamedTuple):
     """What every placement job carries from the configuration, built once
-    (server.handlers.create_replica_assignment.PlacementJob)."""
+    (kafka_replica_assignor.server.handlers.create_replica_assignment.PlacementJob)."""
 
-    assignor_name: str  # resolved where the job runs (server.isolation.worker_assignor)
+    assignor_name: str  # resolved where the job runs (kafka_replica_assignor.server.isolation.worker_assignor)
     max_partitions: int  # max.partitions.per.request
     under_replicated: bool  # KIP-409: enable.under.replicated.topic.creation
     min_insync_replicas: int
@@ -42,7 +42,7 @@ class ServerState:
     assignor_name: str
     source: ClusterSource
     # runs the assignments that are not done inline, as calls of plain values (the handler's
-    # run(job); this state never crosses to them): server.isolation.AssignorPool, worker
+    # run(job); this state never crosses to them): kafka_replica_assignor.server.isolation.AssignorPool, worker
     # processes (replica.assignor.isolation=process, the default), or a ThreadPoolExecutor (=thread)
     executor: Executor
     advertised: Listener
@@ -58,25 +58,25 @@ class ServerState:
     stopping: bool = False
     # the listener connections arrive on (its security protocol decides TLS and SASL)
     listener: Listener | None = None
-    # SASL users (server.security.UserStore), on SASL listeners only
+    # SASL users (kafka_replica_assignor.server.security.UserStore), on SASL listeners only
     users: UserStore | None = None
     # per-process secret: decoy SCRAM salts for unknown users
     auth_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     metrics: Metrics = field(default_factory=lambda: Metrics(enabled=False))
-    # small placements, validated once per distinct draw (assignors.memo); None: disabled
+    # small placements, validated once per distinct draw (kafka_replica_assignor.assignors.memo); None: disabled
     # (replica.assignor.memo.max.entries=0)
     memo: PlacementMemo | None = None
-    # queued.max.request.bytes: the request bytes all connections buffer (server.request_memory);
+    # queued.max.request.bytes: the request bytes all connections buffer (kafka_replica_assignor.server.request_memory);
     # built by the first connection when None
     request_memory: RequestMemory | None = None
-    # the stream the process logs through (server.logs.configure_logging), whose lines a
+    # the stream the process logs through (kafka_replica_assignor.server.logs.configure_logging), whose lines a
     # connection holds while it answers a read; None: logs are not batched (tests, embedding)
     log_stream: LogStream | None = None
-    # queued.max.response.bytes: the unread answer bytes of all connections (server.answer_memory)
+    # queued.max.response.bytes: the unread answer bytes of all connections (kafka_replica_assignor.server.answer_memory)
     answer_memory: AnswerMemory = field(init=False)
-    # the placements off the event loop, running and waiting (server.placement_slots)
+    # the placements off the event loop, running and waiting (kafka_replica_assignor.server.placement_slots)
     placement_slots: PlacementSlots = field(init=False)
-    # max.connection.creation.rate, overall and per address (server.connection_rate)
+    # max.connection.creation.rate, overall and per address (kafka_replica_assignor.server.connection_rate)
     connection_rate: ConnectionRate = field(init=False)
 
     # the assignor is one of ours (assignors.*): small requests may run it on the event loop,
@@ -85,7 +85,7 @@ class ServerState:
     placement_settings: PlacementSettings = field(init=False)
 
     def __post_init__(self) -> None:
-        self.assignor_builtin = type(self.assignor).__module__.startswith("assignors.")
+        self.assignor_builtin = type(self.assignor).__module__.startswith("kafka_replica_assignor.assignors.")
         cfg = self.config
         self.placement_settings = PlacementSettings(self.assignor_name, cfg.max_partitions_per_request,
                                                     cfg.enable_under_replicated_topic_creation,

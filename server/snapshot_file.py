@@ -21,7 +21,7 @@ Rules
     - **Where the parse runs.** ``json.loads`` is one C call that holds the GIL for the whole
       document (a thread would stall the loop just as much), so a file over
       :data:`IN_PROCESS_MAX_BYTES` is read, hashed and parsed in a fresh child process
-      (``python -c``, only the standard library and :mod:`cluster.snapshot` imported, killed
+      (``python -c``, only the standard library and :mod:`kafka_replica_assignor.cluster.snapshot` imported, killed
       if the refresh is cancelled, its memory returned when it exits). It sends back plain
       data only (tuples, dicts, ints, strings: a loader that refuses any class reads it), the
       topics in pickled chunks of :data:`PARTITIONS_PER_CHUNK` partitions, so that no single
@@ -48,7 +48,7 @@ from pathlib import Path
 from stat import S_ISREG
 from typing import Any
 
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, SnapshotError, gc_paused
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, SnapshotError, gc_paused
 
 from .files import NotARegularFile, check_regular
 
@@ -56,7 +56,7 @@ DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 IN_PROCESS_MAX_BYTES = 1024 * 1024
 PARTITIONS_PER_CHUNK = 20_000
 RACY_WINDOW_NS = 2_000_000_000
-_CHILD = "from server.snapshot_file import child_main; child_main()"
+_CHILD = "from kafka_replica_assignor.server.snapshot_file import child_main; child_main()"
 _BROKER_FIELDS = tuple(f.name for f in fields(BrokerEntry))
 
 

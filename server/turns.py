@@ -4,10 +4,10 @@ One turn of a connection handles at most ``_TURN_FRAMES`` requests, and ends aft
 that brings the bytes it read and answered past ``_TURN_BYTES``; what is left waits for the next
 loop iteration (``call_soon``), behind the other connections' reads, and the connection does not
 read more meanwhile. Bytes stand for work: every request's work on the loop is linear in its
-size (protocol.structure checks a body before the codec decodes it) or in its answer's (an inline
+size (kafka_replica_assignor.protocol.structure checks a body before the codec decodes it) or in its answer's (an inline
 placement, bounded by ``replica.assignor.inline.max.replicas``). The budget is in bytes, not
 time, so that the same input is always cut the same way. A large frame, read into its own memory
-map (:class:`server.framing.FrameReader`), is a turn of its own; while it is read, one loop
+map (:class:`kafka_replica_assignor.server.framing.FrameReader`), is a turn of its own; while it is read, one loop
 iteration reads at most ``_TURN_READ_BYTES`` of it, then the connection's reading waits for the next
 iteration (uvloop reads a socket up to 32 times, 8 MiB, before the loop goes on: 5-15 ms of copying
 and page faults while every other connection waited).

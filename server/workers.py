@@ -4,7 +4,7 @@ One Python process runs on one core at a time. With ``num.worker.processes=N`` (
 process the operator started becomes a *supervisor* that serves nothing itself: it binds
 the listener's address with ``SO_REUSEPORT`` (bound, never listening: it only holds the
 port, so port 0 picks one port for everybody and nobody else takes it), then starts N
-*workers*. Each worker is a whole :class:`~server.app.ReplicaAssignorServer` on its own
+*workers*. Each worker is a whole :class:`~kafka_replica_assignor.server.app.ReplicaAssignorServer` on its own
 event loop, with its own cluster source, assignor pool and connections; each listens on
 the same address with ``SO_REUSEPORT`` and the kernel spreads new connections among them.
 A connection stays in the worker that accepted it, so per-connection ordering is unchanged.
@@ -49,7 +49,7 @@ from typing import Any
 
 import structlog
 
-from protocol.frame import recv_exactly
+from kafka_replica_assignor.protocol.frame import recv_exactly
 
 from .app import ReplicaAssignorServer
 from .config import Listener, ServerConfig
@@ -108,7 +108,7 @@ class Supervisor:
 
     def __init__(self, config: ServerConfig, port: int, status_file: str | None = None) -> None:
         first = config.listeners[0]
-        self.status_file = status_file  # the bound listener, for the health check (server.health)
+        self.status_file = status_file  # the bound listener, for the health check (kafka_replica_assignor.server.health)
         # the workers bind the port the supervisor holds (the one port 0 picked)
         self.config = dataclasses.replace(config, listeners=(Listener(first.security_protocol, first.host, port),
                                                               *config.listeners[1:]))
@@ -196,7 +196,7 @@ class Supervisor:
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
         try:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", "from server.workers import worker_main; worker_main()",
+                sys.executable, "-c", "from kafka_replica_assignor.server.workers import worker_main; worker_main()",
                 str(index), str(theirs.fileno()),
                 pass_fds=[theirs.fileno()], stdin=asyncio.subprocess.DEVNULL, env=env, process_group=0)
         except BaseException:

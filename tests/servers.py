@@ -17,10 +17,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from protocol.frame import recv_exactly
-from server.app import ReplicaAssignorServer
-from server.config import load_config
-from server.runtime import new_event_loop
+from kafka_replica_assignor.protocol.frame import recv_exactly
+from kafka_replica_assignor.server.app import ReplicaAssignorServer
+from kafka_replica_assignor.server.config import load_config
+from kafka_replica_assignor.server.runtime import new_event_loop
 
 
 def read_frame(sock: socket.socket) -> bytes:
@@ -118,7 +118,7 @@ class ServerProcess:
     """``replica-assignor-server`` as a real process; ``lines`` holds its JSON log lines."""
 
     def __init__(self, *args: str, command: list[str] | None = None, env: Mapping[str, str] | None = None) -> None:
-        base = command or [sys.executable, "-m", "server.main"]
+        base = command or [sys.executable, "-m", "kafka_replica_assignor.server.main"]
         self.argv = [*base, "--override", "listeners=PLAINTEXT://127.0.0.1:0",
                      "--override", "log.format=json", *args]
         self.env = {**os.environ, **(env or {})}

@@ -15,14 +15,14 @@ Constraints
 
 Algorithm
     Every move of every goal checks the receiver's room (:meth:`CapacityGoal.accepts`, inside
-    :meth:`planner.goals.model.Model.fits`). A broker above its capacity is relieved in the byte
-    exchange (:func:`planner.goals.search.exchange`, run by the bytes goal), where bytes above a
+    :meth:`kafka_replica_assignor.planner.goals.model.Model.fits`). A broker above its capacity is relieved in the byte
+    exchange (:func:`kafka_replica_assignor.planner.goals.search.exchange`, run by the bytes goal), where bytes above a
     capacity count as bytes outside the band: it pairs with the lightest brokers of its rack,
     then of all, and the brokers with the most room left, in a move or swap that lowers its
     excess by at least a quarter of it, with this goal's rank (topic caps and the count and
     byte bands aside); when none fits, one of its largest replicas goes to a broker without the
     room after one replica of that broker moves to a third with room (a two-move chain,
-    :func:`planner.goals.search.make_room`). A pass of its own before topic spread was tried and
+    :func:`kafka_replica_assignor.planner.goals.search.make_room`). A pass of its own before topic spread was tried and
     measured on the 40 comparable clusters of ``bench/exact_optimum.py``: mean bytes over the
     optimum 1.207 -> 1.212 and more leader replicas moved (633 -> 643), so the relief stays
     where the byte transfers are.
@@ -67,7 +67,7 @@ class CapacityGoal(Goal):
                                  f"alive brokers' capacity_bytes add up to {room}")
 
     def optimize(self) -> int:
-        """Nothing of its own: the byte exchange of :class:`~planner.goals.replica_bytes.ReplicaBytesGoal`
+        """Nothing of its own: the byte exchange of :class:`~kafka_replica_assignor.planner.goals.replica_bytes.ReplicaBytesGoal`
         relieves brokers above their capacity, with the capacity's rank (module doc)."""
         return 0
 

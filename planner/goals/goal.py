@@ -3,13 +3,13 @@
 Goals
     One small surface, after Cruise Control's ``Goal``: what a goal measures (:class:`Target`:
     its figure before and after a plan, its target, whether the plan reaches it), the moves it
-    proposes (:meth:`Goal.optimize` over the shared :class:`planner.goals.model.Model`), and
+    proposes (:meth:`Goal.optimize` over the shared :class:`kafka_replica_assignor.planner.goals.model.Model`), and
     :meth:`Goal.accepts`: whether one replica move keeps what the goal has reached, so no goal
     undoes an earlier one.
 
 Constraints
     - A goal changes the model only through ``Model.do_move``; a move it makes is accepted by
-      every goal before it in :data:`planner.goals.order.GOALS`.
+      every goal before it in :data:`kafka_replica_assignor.planner.goals.order.GOALS`.
     - :meth:`Goal.targets` is a pure function of the plan and its figures: the report's rows and
       its "Targets not reached" come from it, so the report and the plan cannot disagree.
 

@@ -3,16 +3,16 @@
 Goals
     Every eligible broker is the preferred leader of between ``floor(P/B)`` and ``ceil(P/B)``
     partitions, with the fewest partitions whose preferred leader changes; only the order of
-    replica lists changes (:mod:`planner.leader_balance`, a min-cost flow on the broker graph).
+    replica lists changes (:mod:`kafka_replica_assignor.planner.leader_balance`, a min-cost flow on the broker graph).
 
 Constraints
     - Ranks last: it moves no data, so every replica goal's figure stays as it is; the replica
       goals help it by moving followers before leaders.
-    - Out-of-scope partitions keep their order (:mod:`planner.goals.scope`); demoted brokers lead
+    - Out-of-scope partitions keep their order (:mod:`kafka_replica_assignor.planner.goals.scope`); demoted brokers lead
       only what no other alive replica can lead; ``max_leader_changes`` caps the changes.
 
 Algorithm
-    :func:`planner.leader_balance.balance_leaders` on the working replica lists, priced against
+    :func:`kafka_replica_assignor.planner.leader_balance.balance_leaders` on the working replica lists, priced against
     the leaders before the replica moves (cluster mode).
 
 Example
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
 
 from ..leader_balance import balance_leaders
 from ..plan import Working
@@ -55,7 +55,7 @@ class LeaderGoal(Goal):
         return True
 
     def explain(self) -> None:
-        """:func:`planner.leader_balance.balance_leaders` notes what it leaves."""
+        """:func:`kafka_replica_assignor.planner.leader_balance.balance_leaders` notes what it leaves."""
 
     @staticmethod
     def band(plan: Plan, after: Figures) -> tuple[int, int]:

@@ -2,12 +2,12 @@
 
 Goals
     Replace placeholders and replicas on dead, unknown or forgotten brokers
-    (:func:`planner.repair_rule.repair_working`, the algorithm of :mod:`planner.replica_repair`), first of
+    (:func:`kafka_replica_assignor.planner.repair_rule.repair_working`, the algorithm of :mod:`kafka_replica_assignor.planner.replica_repair`), first of
     all goals: a partition naming a broker that cannot serve is neither movable nor leadable.
 
 Constraints
     - Partitions out of scope stay as they are, and excluded brokers take no repair (the scope
-      rule, :mod:`planner.goals.scope`); ``max_moves`` caps the repairs first.
+      rule, :mod:`kafka_replica_assignor.planner.goals.scope`); ``max_moves`` caps the repairs first.
     - Its moves are counted in every later goal's figures and bounds (``repairs_needed``).
 
 Algorithm
@@ -43,7 +43,7 @@ class RepairGoal(Goal):
         return destination in self.work.eligible_set
 
     def explain(self) -> None:
-        """:func:`planner.repair_rule.repair_working` notes what it could not repair."""
+        """:func:`kafka_replica_assignor.planner.repair_rule.repair_working` notes what it could not repair."""
 
     @staticmethod
     def targets(view: ReportView) -> tuple[Target, ...]:

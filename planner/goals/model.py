@@ -1,9 +1,9 @@
 """The shared working state of the replica goals: one indexed model every goal reads and moves.
 
-Goals (:mod:`planner.goals`) never keep their own copy of the cluster: they read this model and
+Goals (:mod:`kafka_replica_assignor.planner.goals`) never keep their own copy of the cluster: they read this model and
 change it only through :meth:`Model.do_move`, which keeps every index up to date. The model is
 mutable and indexed for speed inside one planning run; what leaves the planner is a new value
-(:meth:`planner.plan.Working.plan`).
+(:meth:`kafka_replica_assignor.planner.plan.Working.plan`).
 
 Goals
     Answer the questions every goal asks, each in ``O(depth)`` or a binary search: how many
@@ -312,7 +312,7 @@ class Model:
     # -- bands and targets ---------------------------------------------------------------
     def set_bands(self) -> None:
         """The count band ``[lo, hi]``, the byte band ``[blo, bhi]`` and the mean bytes
-        (:mod:`planner.bands`)."""
+        (:mod:`kafka_replica_assignor.planner.bands`)."""
         eligible = self.work.eligible
         total_bytes = sum(self.sizes.values())
         self.lo, self.hi = band(sum(self.counts.values()), len(eligible), self.threshold)

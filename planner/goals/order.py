@@ -3,7 +3,7 @@
 Goals
     :data:`GOALS` ranks every balancing goal; a goal's moves are accepted by every goal ranked
     before it, so a later goal never undoes an earlier one. The report's objectives and its
-    "Targets not reached" are the goals' own :class:`~planner.goals.goal.Target` figures, in
+    "Targets not reached" are the goals' own :class:`~kafka_replica_assignor.planner.goals.goal.Target` figures, in
     this order (:func:`targets`).
 
 Constraints
@@ -16,7 +16,7 @@ Constraints
        above its cap or a broker out of a band, never the reverse.
     4. *Capacity*: a full disk stops a broker; relieving one may break the topic caps and the
        bands (which rank after), never diversity. No move of any goal exceeds a capacity; the
-       relief itself runs in the byte exchange (:mod:`planner.goals.capacity` says why).
+       relief itself runs in the byte exchange (:mod:`kafka_replica_assignor.planner.goals.capacity` says why).
     5. *Topic spread*: a topic crowded on one broker or rack is a hot spot under load; counts
        and bytes are evened only by moves that keep every topic under its cap.
     6. *Replica counts*, then 7. *bytes*: the count band first (a swap evens bytes without
@@ -28,11 +28,11 @@ Constraints
     moving leader replicas once spent.
 
 Algorithm
-    Repair on the working lists, then the shared :class:`~planner.goals.model.Model` is built,
+    Repair on the working lists, then the shared :class:`~kafka_replica_assignor.planner.goals.model.Model` is built,
     each goal records its lower bounds (from the cluster before the plan), the goals of
     :data:`ONCE` run once and those of :data:`REPEATED` in rounds while they move something (at
     most :data:`ROUNDS`), then each goal explains what it left (notes, or a refusal). Leaders
-    run after, on the same working lists (:mod:`planner.cluster_balance`, leader mode).
+    run after, on the same working lists (:mod:`kafka_replica_assignor.planner.cluster_balance`, leader mode).
 
 Example
     Adding a goal (say network-in per broker): one module here with the goal class (its
@@ -74,7 +74,7 @@ ONCE = (ScopeGoal, RackDiversityGoal)
 
 REPEATED = (CapacityGoal, TopicSpreadGoal, ReplicaCountGoal, ReplicaBytesGoal)
 """(Capacity's own pass is empty: a broker above its disk is relieved in the byte exchange, see
-:mod:`planner.goals.capacity`.)"""
+:mod:`kafka_replica_assignor.planner.goals.capacity`.)"""
 """Replica goals that run in rounds: one goal's moves may open room for another's."""
 
 ROUNDS = 4

@@ -2,11 +2,11 @@
 
 Goals
     Every partition whose replicas span fewer groups at some level of the rack tree
-    (:mod:`planner.racks`) than they could is *repaired*; diversity is never reduced by any move
+    (:mod:`kafka_replica_assignor.planner.racks`) than they could is *repaired*; diversity is never reduced by any move
     of any goal (:meth:`RackDiversityGoal.accepts`, a hard rule).
 
 Constraints
-    - Ranks after :mod:`planner.goals.lost_replicas` (a replica on a dead broker is repaired first, onto
+    - Ranks after :mod:`kafka_replica_assignor.planner.goals.lost_replicas` (a replica on a dead broker is repaired first, onto
       a rack the partition lacks) and before capacity, topic spread, counts and bytes: a repair
       may push a topic above its cap (the receiver honours the caps when one fits).
     - Partitions out of scope and replicas on excluded brokers stay.
@@ -14,7 +14,7 @@ Constraints
 Algorithm
     For a partition whose replicas span fewer groups at some level than they could, a replica
     of a doubled group (a follower, on the most loaded broker) moves to the least loaded broker
-    of an unused group (:func:`planner.goals.search.receiver`). A replica leaving a doubled
+    of an unused group (:func:`kafka_replica_assignor.planner.goals.search.receiver`). A replica leaving a doubled
     group for a new one keeps every level's diversity. Lower bounds: one replica move (and its
     bytes) per group a partition lacks.
 

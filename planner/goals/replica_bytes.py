@@ -3,24 +3,24 @@
 Goals
     When partitions carry ``size_bytes``, every eligible broker's bytes within ``[blo, bhi]`` =
     ``mean * (1 -+ threshold)``, widened only where that band is provably out of reach
-    (:func:`planner.bands.byte_band`), with the fewest bytes moved.
+    (:func:`kafka_replica_assignor.planner.bands.byte_band`), with the fewest bytes moved.
 
 Constraints
     - Ranks after every other replica goal: its moves and swaps keep rack diversity, capacity,
       the topic caps and the count band (a swap leaves counts as they are).
     - Unsized partitions weigh no bytes; without any size the goal has nothing to do.
-    - At equal bytes a follower moves, not a leader (:func:`planner.goals.search.transfer`).
+    - At equal bytes a follower moves, not a leader (:func:`kafka_replica_assignor.planner.goals.search.transfer`).
 
 Algorithm
     While a broker is outside the byte band, the furthest out and the lightest (heaviest)
     brokers of its rack, then of all, kept in size-sorted lists, exchange bytes
-    (:func:`planner.goals.search.exchange`): a move when counts allow, or a swap of a large
+    (:func:`kafka_replica_assignor.planner.goals.search.exchange`): a move when counts allow, or a swap of a large
     replica for a smaller one whose difference is closest to what evens the pair (at least the
     out-of-band broker's distance to the band, as far as the partner stays in it), found by
     binary search in size-sorted replica lists. Each transfer lowers the sum of squared bytes
     by at least a quarter of what it aims at, so the pass ends in few transfers. Bytes above a
     broker's capacity count as outside the band: the same exchange relieves full disks, with the
-    capacity goal's rank (:mod:`planner.goals.capacity`). Lower bound:
+    capacity goal's rank (:mod:`kafka_replica_assignor.planner.goals.capacity`). Lower bound:
     ``max(bytes repaired + bytes above the band or capacity, bytes missing below the band)``.
 
 Example

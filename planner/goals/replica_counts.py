@@ -2,12 +2,12 @@
 
 Goals
     Every eligible broker's replica count within ``[lo, hi]`` = ``avg * (1 -+ threshold)``
-    (``[floor(avg), ceil(avg)]`` at threshold 0; :func:`planner.bands.band`), with the fewest
+    (``[floor(avg), ceil(avg)]`` at threshold 0; :func:`kafka_replica_assignor.planner.bands.band`), with the fewest
     replica moves: ``sum(max(0, count - target))`` for the water-filled targets.
 
 Constraints
     - Ranks after repair, rack diversity, capacity and topic spread: its moves keep them all
-      (:meth:`planner.goals.model.Model.fits`). Bytes rank after it: a byte transfer keeps a
+      (:meth:`kafka_replica_assignor.planner.goals.model.Model.fits`). Bytes rank after it: a byte transfer keeps a
       broker inside the count band (:meth:`ReplicaCountGoal.accepts`).
     - Followers move before leaders (a leader replica moved is a leader change).
 

@@ -2,11 +2,11 @@
 ``--exclude-brokers``, ``--add-brokers``, ``--demote-brokers``).
 
 Goals
-    Partitions out of scope (:meth:`planner.plan.Scope.frozen`) keep their replica lists exactly:
+    Partitions out of scope (:meth:`kafka_replica_assignor.planner.plan.Scope.frozen`) keep their replica lists exactly:
     no replica move, no repair, and no reordering (no preferred-leader change), in every mode;
     excluded brokers neither give nor take replicas; with ``--add-brokers`` only the added
     brokers take replicas (repairs aside); demoted brokers lead only what no other alive replica
-    can lead (:mod:`planner.goals.leaders`).
+    can lead (:mod:`kafka_replica_assignor.planner.goals.leaders`).
 
 Constraints
     - A hard rule of the first rank: no goal's move breaks it (:meth:`ScopeGoal.accepts`), and
@@ -15,8 +15,8 @@ Constraints
 
 Algorithm
     None of its own: the model never offers a frozen partition or an excluded broker's replica
-    (:class:`planner.goals.model.Model` leaves them out of its per-broker lists), repair skips
-    them (:func:`planner.repair_rule.repair_working`), the leader goal gives a frozen partition its
+    (:class:`kafka_replica_assignor.planner.goals.model.Model` leaves them out of its per-broker lists), repair skips
+    them (:func:`kafka_replica_assignor.planner.repair_rule.repair_working`), the leader goal gives a frozen partition its
     current leader as its only candidate.
 
 Example

@@ -7,7 +7,7 @@ Goals
     room on a full broker by a chain of two moves (:func:`make_room`).
 
 Constraints
-    - Every move they make keeps the hard rules (:meth:`planner.goals.model.Model.fits`): scope,
+    - Every move they make keeps the hard rules (:meth:`kafka_replica_assignor.planner.goals.model.Model.fits`): scope,
       rack diversity, capacity, and the topic caps unless the asking goal ranks before them.
     - At equal bytes a follower moves before a leader: a leader replica moved is a leader change.
 

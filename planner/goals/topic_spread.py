@@ -19,7 +19,7 @@ Constraints
 
 Algorithm
     A topic above its cap at a node gives replicas, from the broker of the node holding the
-    most of it, to a broker outside the node (:func:`planner.goals.search.receiver`, mode
+    most of it, to a broker outside the node (:func:`kafka_replica_assignor.planner.goals.search.receiver`, mode
     ``TOPIC``): below its count target first, then not pushed above the byte band, then holding
     the fewest of the topic. The replica is the smallest follower, or, when the receiver is
     below its count target and both sides want bytes moved, the one nearest that size.
@@ -122,7 +122,7 @@ class TopicSpreadGoal(Goal):
     def shed_topic(self, on: dict[int, list[int]], level: int, node: int) -> tuple[int, int] | None:
         """Move one replica of a topic out of ``node`` (``on``: its partitions per broker of
         the node) to a broker outside it: from the broker holding the most of the topic, to
-        the receiver of :func:`~planner.goals.search.receiver` for its smallest follower; then, when
+        the receiver of :func:`~kafka_replica_assignor.planner.goals.search.receiver` for its smallest follower; then, when
         both sides want
         bytes to move (:meth:`Model.want_pair`), the replica nearest that size which fits it too.
         Returns ``(partition, receiver)`` or None."""

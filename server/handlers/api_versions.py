@@ -19,8 +19,13 @@ from typing import Any
 
 import kafka.errors as kafka_errors
 
-from protocol.frame import MalformedRequest, RequestHeaderPeek, frame, patch_correlation_id
-from protocol.messages import REPLICA_ASSIGNMENT_FEATURE, ApiVersionsRequest, ApiVersionsResponse, check_body
+from kafka_replica_assignor.protocol.frame import MalformedRequest, RequestHeaderPeek, frame, patch_correlation_id
+from kafka_replica_assignor.protocol.messages import (
+    REPLICA_ASSIGNMENT_FEATURE,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    check_body,
+)
 
 from ..framing import GATHER_BYTES, release_view
 from ..shared_state import ServerState

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import structlog
 
-from assignors import (
+from kafka_replica_assignor.assignors import (
     AssignmentError,
     AssignmentTimeoutError,
     AuthorizationError,
@@ -38,9 +38,9 @@ from assignors import (
     ReplicaAssignorError,
     create_assignor,
 )
-from assignors.memo import PlacementMemo
-from assignors.under_replicated import place_under_replicated
-from assignors.validate import (
+from kafka_replica_assignor.assignors.memo import PlacementMemo
+from kafka_replica_assignor.assignors.under_replicated import place_under_replicated
+from kafka_replica_assignor.assignors.validate import (
     check_node_ids,
     check_size,
     check_topic_name,
@@ -48,11 +48,15 @@ from assignors.validate import (
     read_current_assignment,
     read_pending_topics,
 )
-from protocol.errors import error_for_exception
-from protocol.fast import encode_assignment_body
-from protocol.frame import MalformedRequest, RequestHeaderPeek, frame
-from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse, decode_body
-from protocol.structure import peek_field
+from kafka_replica_assignor.protocol.errors import error_for_exception
+from kafka_replica_assignor.protocol.fast import encode_assignment_body
+from kafka_replica_assignor.protocol.frame import MalformedRequest, RequestHeaderPeek, frame
+from kafka_replica_assignor.protocol.messages import (
+    CreateReplicaAssignmentRequest,
+    CreateReplicaAssignmentResponse,
+    decode_body,
+)
+from kafka_replica_assignor.protocol.structure import peek_field
 
 from ..isolation import worker_assignor
 from ..placement_slots import placement_owner
@@ -80,7 +84,7 @@ class Placement(NamedTuple):
 def interpret(request: CreateReplicaAssignmentRequest, version: int, view: ClusterView,
               max_partitions: int) -> Placement:
     """Translate the request into a placement over the view; the rules (and Kafka's wording)
-    are :mod:`assignors.validate`'s, which raises a typed error for an invalid request."""
+    are :mod:`kafka_replica_assignor.assignors.validate`'s, which raises a typed error for an invalid request."""
     n = request.num_partitions
     rf = request.replication_factor
     topic = request.topic_name if version >= 1 else None
@@ -182,7 +186,7 @@ def run(job: PlacementJob, assignor: ReplicaAssignor | None = None, memo: Placem
     same, already validated and encoded, entry); off the loop the process's own assignor is
     used (built in the zygote before any worker forks). An invalid request or a refusal is an
     :class:`Outcome` with its typed error; only a bug raises (and a worker out of memory, which
-    server.isolation retires)."""
+    kafka_replica_assignor.server.isolation retires)."""
     try:
         placement = job.request
         if isinstance(placement, bytes):
@@ -211,7 +215,7 @@ def run(job: PlacementJob, assignor: ReplicaAssignor | None = None, memo: Placem
         return Outcome(encode_assignment_body(version, assignment), len(assignment))
     except AssignmentError as exc:
         if isinstance(exc.__cause__, MemoryError):
-            raise  # a plug-in out of memory: server.isolation retires the worker
+            raise  # a plug-in out of memory: kafka_replica_assignor.server.isolation retires the worker
         return Outcome(error=exc)
 
 
@@ -279,8 +283,8 @@ def _unauthorized(principal: str) -> Outcome:
 
 async def _off_loop(state: ServerState, header: RequestHeaderPeek, job: PlacementJob, started: float,
                     timeout_ms: int, large: bool) -> bytes | MalformedRequest:
-    """The job in the executor (server.isolation's worker processes, or threads), with the
-    request's timeout as its deadline, once server.placement_slots gives it a worker (the wait
+    """The job in the executor (kafka_replica_assignor.server.isolation's worker processes, or threads), with the
+    request's timeout as its deadline, once kafka_replica_assignor.server.placement_slots gives it a worker (the wait
     counts in the deadline)."""
     slots, owner = state.placement_slots, placement_owner.get()
     loop = asyncio.get_running_loop()

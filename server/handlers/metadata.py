@@ -17,9 +17,9 @@ from contextvars import ContextVar
 
 import kafka.errors as kafka_errors
 
-from protocol.frame import RequestHeaderPeek, frame, patch_correlation_id, uvarint_at
-from protocol.messages import MetadataRequest, MetadataResponse, decode_body
-from protocol.structure import StructureError
+from kafka_replica_assignor.protocol.frame import RequestHeaderPeek, frame, patch_correlation_id, uvarint_at
+from kafka_replica_assignor.protocol.messages import MetadataRequest, MetadataResponse, decode_body
+from kafka_replica_assignor.protocol.structure import StructureError
 
 from ..config import Listener, ServerConfig
 from ..shared_state import ServerState

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import kafka.errors as kafka_errors
 
-from protocol.frame import RequestHeaderPeek, frame
-from protocol.messages import SaslAuthenticateRequest, SaslAuthenticateResponse, decode_body
+from kafka_replica_assignor.protocol.frame import RequestHeaderPeek, frame
+from kafka_replica_assignor.protocol.messages import SaslAuthenticateRequest, SaslAuthenticateResponse, decode_body
 
 from ..security import AuthenticationFailed, SaslSession
 from ..shared_state import ServerState

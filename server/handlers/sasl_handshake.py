@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import kafka.errors as kafka_errors
 
-from protocol.frame import RequestHeaderPeek, frame
-from protocol.messages import SaslHandshakeRequest, SaslHandshakeResponse, decode_body
+from kafka_replica_assignor.protocol.frame import RequestHeaderPeek, frame
+from kafka_replica_assignor.protocol.messages import SaslHandshakeRequest, SaslHandshakeResponse, decode_body
 
 from ..shared_state import ServerState
 

@@ -11,7 +11,7 @@
 docs/security.md is the operator's guide.
 """
 
-from assignors import ANONYMOUS
+from kafka_replica_assignor.assignors import ANONYMOUS
 
 from .authorizer import authorize
 from .principal import current_principal, principal_from_certificate, user_principal

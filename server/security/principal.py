@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from contextvars import ContextVar
 from typing import Any
 
-from assignors import ANONYMOUS
+from kafka_replica_assignor.assignors import ANONYMOUS
 
 current_principal: ContextVar[str] = ContextVar("current_principal", default=ANONYMOUS)
 

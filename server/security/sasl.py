@@ -35,7 +35,7 @@ import hmac
 import secrets
 from collections.abc import Callable
 
-from protocol.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
+from kafka_replica_assignor.protocol.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
 
 from .principal import user_principal
 from .users import DEFAULT_ITERATIONS, HASHES, ScramCredential, UserStore, digest, hmac_digest, password_matches

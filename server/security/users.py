@@ -38,7 +38,7 @@ from typing import Any
 
 import structlog
 
-from protocol.security import SCRAM_HASHES
+from kafka_replica_assignor.protocol.security import SCRAM_HASHES
 
 from ..files import NotARegularFile, read_regular
 
@@ -48,7 +48,7 @@ log = structlog.get_logger("replica_assignor")
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
-HASHES = SCRAM_HASHES  # mechanism -> hashlib name (protocol.security)
+HASHES = SCRAM_HASHES  # mechanism -> hashlib name (kafka_replica_assignor.protocol.security)
 # RFC 7677 asks for at least 4096; Kafka refuses fewer for both mechanisms
 MIN_ITERATIONS = 4096
 # kafka-python's SCRAM client refuses more than this

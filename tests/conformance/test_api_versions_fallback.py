@@ -11,16 +11,16 @@ import kafka.errors as kafka_errors
 import pytest
 from kafka.net.compat import KafkaNetClient
 
-from conformance.exchange import Exchange
-from conformance.vectors import FEATURE_NAME, load_vectors
-from protocol.frame import patch_correlation_id
-from protocol.messages import (
+from kafka_replica_assignor.conformance.exchange import Exchange
+from kafka_replica_assignor.conformance.vectors import FEATURE_NAME, load_vectors
+from kafka_replica_assignor.protocol.frame import patch_correlation_id
+from kafka_replica_assignor.protocol.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
     CreateReplicaAssignmentRequest,
     CreateReplicaAssignmentResponse,
 )
-from server.dispatch import supported_versions
+from kafka_replica_assignor.server.dispatch import supported_versions
 
 API_VERSIONS = 18
 VECTORS = load_vectors()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.fast import encode_assignment_body, encode_assignment_frame
-from protocol.frame import frame
-from protocol.messages import CreateReplicaAssignmentResponse as Response
+from kafka_replica_assignor.protocol.fast import encode_assignment_body, encode_assignment_frame
+from kafka_replica_assignor.protocol.frame import frame
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentResponse as Response
 
 replicas = st.lists(st.integers(-(2**31), 2**31 - 1), max_size=8)
 # 126..128 replicas: the compact-array length crosses from one varint byte to two

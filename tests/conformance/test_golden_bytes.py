@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from kafka.protocol.api_header import ResponseClassRegistry
 from kafka.protocol.api_message import ApiMessage
 
-from conformance.vectors import (
+from kafka_replica_assignor.conformance.vectors import (
     CREATE_REPLICA_ASSIGNMENT,
     decode_response,
     fields_of,
@@ -33,10 +33,10 @@ from conformance.vectors import (
     response_frame,
     tagged_fields_present,
 )
-from protocol.errors import ReplicaAssignorFailedError
-from protocol.frame import peek_header
-from protocol.messages import CreateReplicaAssignmentRequest as Request
-from protocol.messages import CreateReplicaAssignmentResponse as Response
+from kafka_replica_assignor.protocol.errors import ReplicaAssignorFailedError
+from kafka_replica_assignor.protocol.frame import peek_header
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentRequest as Request
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentResponse as Response
 from tests.conformance import seed_schemas
 
 VECTORS = load_vectors()

@@ -8,9 +8,15 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.vectors import fields_of, message_from_fields, request_body, request_frame, response_frame
-from protocol.messages import CreateReplicaAssignmentRequest as Request
-from protocol.messages import CreateReplicaAssignmentResponse as Response
+from kafka_replica_assignor.conformance.vectors import (
+    fields_of,
+    message_from_fields,
+    request_body,
+    request_frame,
+    response_frame,
+)
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentRequest as Request
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentResponse as Response
 
 VERSIONS = st.sampled_from(range(Request.max_version + 1))
 int16 = st.integers(-(2**15), 2**15 - 1)

@@ -12,9 +12,9 @@ from importlib import resources
 
 import pytest
 
-import schemas
-from conformance.generator import generate
-from conformance.vectors import (
+from kafka_replica_assignor import schemas
+from kafka_replica_assignor.conformance.generator import generate
+from kafka_replica_assignor.conformance.vectors import (
     API_NAMES,
     FORMAT_VERSION,
     REGENERATE,
@@ -25,8 +25,8 @@ from conformance.vectors import (
     load_vectors,
     parse_vectors,
 )
-from protocol.messages import CreateReplicaAssignmentRequest
-from server.dispatch import supported_versions
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentRequest
+from kafka_replica_assignor.server.dispatch import supported_versions
 
 PUBLISHED = resources.files(schemas).joinpath(VECTORS_RESOURCE)
 

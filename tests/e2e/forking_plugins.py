@@ -13,8 +13,8 @@ import random
 import time
 from collections.abc import Mapping, Sequence
 
-from assignors import ANONYMOUS, ClusterView, ReplicaAssignor
-from assignors.default import DefaultReplicaAssignor
+from kafka_replica_assignor.assignors import ANONYMOUS, ClusterView, ReplicaAssignor
+from kafka_replica_assignor.assignors.default import DefaultReplicaAssignor
 
 FORK = 15
 PID_FILE_VARIABLE = "FORKING_PLUGIN_PID_FILE"

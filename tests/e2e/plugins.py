@@ -13,8 +13,14 @@ import threading
 import time
 from collections.abc import Sequence
 
-from assignors import ANONYMOUS, ClusterView, InvalidReplicationFactorError, ReplicaAssignor, ReplicaAssignorError
-from assignors.default import DefaultReplicaAssignor
+from kafka_replica_assignor.assignors import (
+    ANONYMOUS,
+    ClusterView,
+    InvalidReplicationFactorError,
+    ReplicaAssignor,
+    ReplicaAssignorError,
+)
+from kafka_replica_assignor.assignors.default import DefaultReplicaAssignor
 
 TRIGGER_PARTITIONS = 7
 """The partition count that makes every assignor here misbehave."""

@@ -13,8 +13,8 @@ import random
 import time
 from collections.abc import Sequence
 
-from assignors import ANONYMOUS, ClusterView, ReplicaAssignor, ReplicaAssignorError
-from assignors.default import DefaultReplicaAssignor
+from kafka_replica_assignor.assignors import ANONYMOUS, ClusterView, ReplicaAssignor, ReplicaAssignorError
+from kafka_replica_assignor.assignors.default import DefaultReplicaAssignor
 
 TRIGGER_PARTITIONS = 7
 _DEFAULT = DefaultReplicaAssignor()

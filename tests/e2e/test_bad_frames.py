@@ -16,9 +16,13 @@ import pytest
 from kafka.protocol.metadata import ApiVersionsResponse as KafkaPythonApiVersionsResponse
 from structlog.testing import capture_logs
 
-from protocol.client import ReplicaAssignorAdminClient
-from protocol.messages import ApiVersionsRequest, ApiVersionsResponse, CreateReplicaAssignmentRequest
-from server.dispatch import supported_versions
+from kafka_replica_assignor.protocol.client import ReplicaAssignorAdminClient
+from kafka_replica_assignor.protocol.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    CreateReplicaAssignmentRequest,
+)
+from kafka_replica_assignor.server.dispatch import supported_versions
 from tests.servers import ServerThread, read_frame
 
 MAX_BYTES = 4096

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from kafka.errors import KafkaError
 
-from cli.common import DEFAULT_TIMEOUT_MS
-from protocol.client import (
+from kafka_replica_assignor.cli.common import DEFAULT_TIMEOUT_MS
+from kafka_replica_assignor.protocol.client import (
     AsyncReplicaAssignorAdminClient,
     CreateReplicaAssignmentOptions,
     ReplicaAssignorAdminClient,
@@ -36,7 +36,7 @@ def racked_server(tmp_path_factory):
 
 
 def _assign(server, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "cli.main", "assign", "--bootstrap-server", server.bootstrap,
+    proc = subprocess.run([sys.executable, "-m", "kafka_replica_assignor.cli.main", "assign", "--bootstrap-server", server.bootstrap,
                            *args], capture_output=True, text=True, timeout=60, cwd=ROOT)
     if check:
         assert proc.returncode == 0, proc.stderr
@@ -159,7 +159,7 @@ def _unused_port() -> int:
 
 def test_unreachable_server_is_one_line_error() -> None:
     port = _unused_port()
-    proc = subprocess.run([sys.executable, "-m", "cli.main", "assign", "--bootstrap-server", f"127.0.0.1:{port}",
+    proc = subprocess.run([sys.executable, "-m", "kafka_replica_assignor.cli.main", "assign", "--bootstrap-server", f"127.0.0.1:{port}",
                            "--partitions", "1", "--replication-factor", "1"],
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert proc.returncode != 0 and proc.stdout == ""

@@ -1,7 +1,7 @@
 """Bad input to the real ``replica-assignor`` command: one line on stderr, the documented exit
 code (2 bad input or configuration, 1 a failed operation), no traceback, nothing written.
 
-Each case runs the installed command (``python -m cli.main`` where the script is missing) in an
+Each case runs the installed command (``python -m kafka_replica_assignor.cli.main`` where the script is missing) in an
 empty working directory of its own, against real servers on 127.0.0.1 (a replica assignor, a
 SASL listener, a TLS listener) where it needs one. Afterwards the working directory must still
 be empty and every input file unchanged. ``bench/bad_inputs.py`` runs these cases and more and
@@ -220,8 +220,8 @@ def write_inputs(directory: Path) -> dict[str, str]:
     files["other_db"] = str(other)
     store = d / "observed.db"
     if not store.exists():
-        from assignors import BrokerMetadata
-        from server.observed import ObservedBrokerStore
+        from kafka_replica_assignor.assignors import BrokerMetadata
+        from kafka_replica_assignor.server.observed import ObservedBrokerStore
 
         with ObservedBrokerStore(store) as s:
             s.record([BrokerMetadata(1, "a")], now=1.0)
@@ -242,7 +242,7 @@ def fingerprint(directory: Path) -> dict[str, str]:
 
 def command() -> list[str]:
     script = Path(sys.executable).with_name("replica-assignor")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "cli.main"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "kafka_replica_assignor.cli.main"]
 
 
 @dataclass(frozen=True)
@@ -374,7 +374,7 @@ def test_state_shows_bytes_and_capacity(inputs: dict[str, str], tmp_path: Path) 
 
 
 def test_the_local_spark_driver_is_kept_on_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cli.fleet import keep_local_driver_on_loopback
+    from kafka_replica_assignor.cli.fleet import keep_local_driver_on_loopback
 
     monkeypatch.delenv("PYSPARK_SUBMIT_ARGS", raising=False)
     monkeypatch.delenv("MASTER", raising=False)

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from protocol.client import AsyncReplicaAssignorAdminClient
-from protocol.client_config import SecurityOptions
-from protocol.errors import ReplicaAssignorFailedError
-from server.security.users import scram_credential, write_users_file
+from kafka_replica_assignor.protocol.client import AsyncReplicaAssignorAdminClient
+from kafka_replica_assignor.protocol.client_config import SecurityOptions
+from kafka_replica_assignor.protocol.errors import ReplicaAssignorFailedError
+from kafka_replica_assignor.server.security.users import scram_credential, write_users_file
 from tests.e2e.pki import Pki
 from tests.e2e.security_plugins import TRIGGER_PARTITIONS
 from tests.servers import ServerThread
@@ -29,7 +29,7 @@ SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kafka_replica_assignor.cli.main", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 
 
@@ -268,13 +268,13 @@ def test_help_documents_the_exit_codes() -> None:
         assert "``" not in proc.stdout
 
 
-@pytest.mark.parametrize("command", [["-m", "cli.main"], ["-m", "server.main"]])
+@pytest.mark.parametrize("command", [["-m", "kafka_replica_assignor.cli.main"], ["-m", "kafka_replica_assignor.server.main"]])
 def test_version(command: list[str]) -> None:
-    from protocol.version import package_version
+    from kafka_replica_assignor.protocol.version import package_version
 
     proc = subprocess.run([sys.executable, *command, "--version"], capture_output=True, text=True, timeout=60,
                           cwd=ROOT)
     assert proc.returncode == 0
-    name = "replica-assignor" if command[1] == "cli.main" else "replica-assignor-server"
+    name = "replica-assignor" if command[1] == "kafka_replica_assignor.cli.main" else "replica-assignor-server"
     assert proc.stdout == f"{name} {package_version()}\n"
     assert package_version() not in ("", "unknown")

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from assignors import BrokerMetadata
-from cli.observed import recently_seen_warning
-from server.observed import ObservedBrokerStore
+from kafka_replica_assignor.assignors import BrokerMetadata
+from kafka_replica_assignor.cli.observed import recently_seen_warning
+from kafka_replica_assignor.server.observed import ObservedBrokerStore
 from tests.servers import ServerThread
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ RACKS = {11: "r1", 12: "r1", 13: "r2", 14: "r2"}
 
 
 def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "kafka_replica_assignor.cli.main", *args], capture_output=True, text=True, timeout=120,
                           cwd=ROOT, input=stdin)
 
 
@@ -124,7 +124,7 @@ def test_observed_forget_warns_about_a_broker_seen_alive(tmp_path: Path) -> None
 
 
 def test_recently_seen_warning_boundary() -> None:
-    from server.observed import ObservedBroker
+    from kafka_replica_assignor.server.observed import ObservedBroker
 
     broker = ObservedBroker(7, None, None, None, first_seen=0.0, last_seen=1000.0)
     assert recently_seen_warning(broker, 1000.0 + 299) is not None

@@ -29,7 +29,7 @@ def least_loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThr
 
 
 def create(server: ServerThread, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli.main", "create-topic", "--bootstrap-server", "127.0.0.1:1",
+    return subprocess.run([sys.executable, "-m", "kafka_replica_assignor.cli.main", "create-topic", "--bootstrap-server", "127.0.0.1:1",
                            "--assignor", server.bootstrap, "--dry-run", *args],
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
 

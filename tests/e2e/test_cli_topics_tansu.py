@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from protocol.cluster_reader import open_admin_client
+from kafka_replica_assignor.protocol.cluster_reader import open_admin_client
 from tests.servers import ServerThread
 from tests.tansu import TansuBroker
 
@@ -50,7 +50,7 @@ def quiet_kafka(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def cli(tansu: TansuBroker, assignor: ServerThread, command: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli.main", command, "--bootstrap-server", tansu.bootstrap,
+    return subprocess.run([sys.executable, "-m", "kafka_replica_assignor.cli.main", command, "--bootstrap-server", tansu.bootstrap,
                            "--assignor", assignor.bootstrap, "--timeout-ms", "10000", *args],
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
 

@@ -35,7 +35,7 @@ def health(metrics_port: int) -> tuple[int, dict]:
 
 
 def health_check(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "server.main", "--health-check", *args],
+    return subprocess.run([sys.executable, "-m", "kafka_replica_assignor.server.main", "--health-check", *args],
                           capture_output=True, text=True, timeout=60)
 
 

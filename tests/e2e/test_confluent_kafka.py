@@ -22,7 +22,7 @@ from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 from structlog.testing import capture_logs
 
-from server.security.users import scram_credential, write_users_file
+from kafka_replica_assignor.server.security.users import scram_credential, write_users_file
 from tests.e2e.pki import Pki
 from tests.servers import ServerThread
 

@@ -28,19 +28,19 @@ import kafka.errors as kafka_errors
 import pytest
 from kafka.net.compat import KafkaNetClient
 
-from cli import conformance as conformance_cli
-from conformance.generator import REFERENCE_PROPERTIES
-from conformance.listener import VectorListener
-from conformance.results import FAIL, PASS
-from conformance.runner import check_server
-from conformance.vectors import load_vectors, message_from_fields
-from protocol.client import (
+from kafka_replica_assignor.cli import conformance as conformance_cli
+from kafka_replica_assignor.conformance.generator import REFERENCE_PROPERTIES
+from kafka_replica_assignor.conformance.listener import VectorListener
+from kafka_replica_assignor.conformance.results import FAIL, PASS
+from kafka_replica_assignor.conformance.runner import check_server
+from kafka_replica_assignor.conformance.vectors import load_vectors, message_from_fields
+from kafka_replica_assignor.protocol.client import (
     AsyncReplicaAssignorAdminClient,
     CreateReplicaAssignmentOptions,
     ReplicaAssignorAdminClient,
 )
-from protocol.errors import error_for_code
-from protocol.messages import CreateReplicaAssignmentRequest
+from kafka_replica_assignor.protocol.errors import error_for_code
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentRequest
 from tests.servers import ServerThread
 
 VECTORS = load_vectors()
@@ -151,7 +151,7 @@ class _server_port_closed:
 
 @pytest.mark.tansu
 def test_tansu_fails_cleanly_saying_apikey_68_is_not_implemented(tansu):
-    proc = subprocess.run([sys.executable, "-m", "cli.main", "conformance", "--bootstrap-server", tansu.bootstrap,
+    proc = subprocess.run([sys.executable, "-m", "kafka_replica_assignor.cli.main", "conformance", "--bootstrap-server", tansu.bootstrap,
                            "--timeout-ms", "3000"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
@@ -191,7 +191,7 @@ def _client_vectors(version: int) -> list:
 def test_our_client_gets_the_vectors_answers_from_the_client_role(version: int):
     vectors = _client_vectors(version)
     assert vectors
-    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "conformance", "--role", "client",
+    proc = subprocess.Popen([sys.executable, "-m", "kafka_replica_assignor.cli.main", "conformance", "--role", "client",
                              "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first = proc.stdout.readline()
@@ -262,7 +262,7 @@ def test_a_server_that_never_answers_ends_the_run_in_bounded_time(capsys):
 
 def test_kafka_pythons_client_bootstraps_against_the_client_role():
     vector = VECTORS.named("create-replica-assignment-v1-new-topic")
-    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "conformance", "--role", "client",
+    proc = subprocess.Popen([sys.executable, "-m", "kafka_replica_assignor.cli.main", "conformance", "--role", "client",
                              "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first = proc.stdout.readline()

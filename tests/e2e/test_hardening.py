@@ -17,9 +17,13 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from structlog.testing import capture_logs
 
-from protocol.frame import uvarint_bytes
-from protocol.messages import ApiVersionsRequest, CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
-from server.security.users import scram_credential, write_users_file
+from kafka_replica_assignor.protocol.frame import uvarint_bytes
+from kafka_replica_assignor.protocol.messages import (
+    ApiVersionsRequest,
+    CreateReplicaAssignmentRequest,
+    CreateReplicaAssignmentResponse,
+)
+from kafka_replica_assignor.server.security.users import scram_credential, write_users_file
 from tests.e2e.pki import Pki
 from tests.servers import ServerProcess, ServerThread, read_frame, wait_until
 

@@ -15,7 +15,11 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from protocol.messages import ApiVersionsRequest, CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
+from kafka_replica_assignor.protocol.messages import (
+    ApiVersionsRequest,
+    CreateReplicaAssignmentRequest,
+    CreateReplicaAssignmentResponse,
+)
 from tests.servers import ServerThread, read_frame, wait_until
 
 
@@ -211,7 +215,7 @@ def test_password_guesses_are_bounded_by_the_connection_creation_rate(tmp_path) 
     """Item 6: each failed authentication closes its connection, so max.connection.creation.rate
     bounds the guesses of a brute force from many connections; without it (-1, same run) they run
     free. No failure delay here, so that the rate alone is measured."""
-    from server.security.users import scram_credential, write_users_file
+    from kafka_replica_assignor.server.security.users import scram_credential, write_users_file
 
     users = tmp_path / "users.json"
     write_users_file(users, {"alice": {"SCRAM-SHA-256": scram_credential("SCRAM-SHA-256", "x", iterations=4096)}})
@@ -243,7 +247,7 @@ def test_a_brute_force_from_one_address_does_not_delay_new_connections_from_anot
     address now spends its own share first (max.connection.creation.rate.per.ip); a new connection
     from another address (127.0.0.2) is served as fast as before the attack (same run), while one
     more from the attacker's address waits behind the attack."""
-    from server.security.users import scram_credential, write_users_file
+    from kafka_replica_assignor.server.security.users import scram_credential, write_users_file
 
     users = tmp_path / "users.json"
     write_users_file(users, {"alice": {"SCRAM-SHA-256": scram_credential("SCRAM-SHA-256", "x", iterations=4096)}})
@@ -297,7 +301,7 @@ def test_a_fifo_in_place_of_a_file_is_one_line_at_start_up(tmp_path, key) -> Non
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     listener = {"sasl.users.file": "SASL_PLAINTEXT", "ssl.keystore.location": "SSL"}.get(key, "PLAINTEXT")
-    done = subprocess.run([sys.executable, "-m", "server.main", "--override", f"listeners={listener}://127.0.0.1:0",
+    done = subprocess.run([sys.executable, "-m", "kafka_replica_assignor.server.main", "--override", f"listeners={listener}://127.0.0.1:0",
                            "--override", f"{key}={fifo}"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
@@ -310,7 +314,7 @@ def test_a_snapshot_replaced_by_a_fifo_keeps_the_view_and_sigterm_stops_the_serv
     import os
     import signal
 
-    from server.config import default_value
+    from kafka_replica_assignor.server.config import default_value
     from tests.servers import ServerProcess
 
     snapshot = tmp_path / "cluster.json"
@@ -329,7 +333,7 @@ def test_a_snapshot_replaced_by_a_fifo_keeps_the_view_and_sigterm_stops_the_serv
 
 
 PLUGINS = '''
-from assignors.base import ReplicaAssignor
+from kafka_replica_assignor.assignors.base import ReplicaAssignor
 
 
 class Raising(ReplicaAssignor):
@@ -376,7 +380,7 @@ def test_a_plugin_that_cannot_be_constructed_is_one_line_and_exit_2(tmp_path, na
 
     (tmp_path / "ctor_plugins.py").write_text(PLUGINS)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-m", "server.main", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+    done = subprocess.run([sys.executable, "-m", "kafka_replica_assignor.server.main", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
                            "--override", f"replica.assignor.class.name=ctor_plugins.{name}"],
                           capture_output=True, text=True, timeout=60, env=env, cwd=Path(__file__).parents[2])
     assert done.returncode == 2
@@ -395,7 +399,7 @@ def test_every_listener_is_bound_with_its_own_security_protocol(tmp_path) -> Non
 
     from kafka import KafkaAdminClient
 
-    from server.security.users import scram_credential, write_users_file
+    from kafka_replica_assignor.server.security.users import scram_credential, write_users_file
     from tests.e2e.pki import Pki
 
     pki = Pki.create(tmp_path)
@@ -425,7 +429,7 @@ def test_every_listener_is_bound_with_its_own_security_protocol(tmp_path) -> Non
             wrong.sendall(_frame(ApiVersionsRequest(version=3, client_software_name="x", client_software_version="1")))
             wrong.settimeout(10)
             assert not wrong.recv(4096).startswith(b"\x00\x00")  # a TLS alert or a close, never a Kafka answer
-    done = subprocess.run([sys.executable, "-m", "server.main", "--override",
+    done = subprocess.run([sys.executable, "-m", "kafka_replica_assignor.server.main", "--override",
                            "listeners=PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
@@ -456,7 +460,7 @@ import subprocess
 import sys
 import time
 
-from assignors.default import DefaultReplicaAssignor
+from kafka_replica_assignor.assignors.default import DefaultReplicaAssignor
 
 
 def _record(pid):
@@ -509,7 +513,7 @@ def test_a_plugin_child_in_its_own_session_dies_with_the_worker(tmp_path, plugin
 
     from kafka import errors as kafka_errors
 
-    from protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
+    from kafka_replica_assignor.protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
     from tests.servers import ServerProcess
 
     (tmp_path / "escaping_plugins.py").write_text(ESCAPING_PLUGINS)

@@ -16,8 +16,8 @@ import kafka.errors as kafka_errors
 import pytest
 from kafka.protocol.metadata import ApiVersionsRequest
 
-from protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
-from protocol.errors import ReplicaAssignorFailedError
+from kafka_replica_assignor.protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
+from kafka_replica_assignor.protocol.errors import ReplicaAssignorFailedError
 from tests.e2e.forking_plugins import FORK
 from tests.e2e.forking_plugins import PID_FILE_VARIABLE as FORKING_PID_FILE
 from tests.e2e.security_plugins import CRASH, HUGE_OUTPUT, MEMORY_HOG, RAISE, SLEEP, SPIN

@@ -20,13 +20,13 @@ from aiokafka.client import AIOKafkaClient
 from kafka.admin import KafkaAdminClient
 from kafka.protocol.api_header import ResponseClassRegistry
 
-from cluster.snapshot import ClusterSnapshot
-from protocol.messages import (
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.protocol.messages import (
     CREATE_REPLICA_ASSIGNMENT_API_KEY,
     CreateReplicaAssignmentRequest,
     CreateReplicaAssignmentResponse,
 )
-from server.config import default_cluster_file
+from kafka_replica_assignor.server.config import default_cluster_file
 from tests.aiokafka_compat import AiokafkaRequest
 
 RACK_OF = ClusterSnapshot.from_json(
@@ -123,7 +123,7 @@ def test_importing_our_messages_keeps_kafka_pythons_response_registry() -> None:
         sentinel = object()
         registry[68] = sentinel          # stands for kafka-python's ConsumerGroupHeartbeatResponse
         before = dict(registry)
-        import protocol.messages as m
+        import kafka_replica_assignor.protocol.messages as m
         req = m.CreateReplicaAssignmentRequest(version=1, num_partitions=1, replication_factor=1)
         req.with_header(correlation_id=1, client_id="x")
         assert req.header.get_response_class() is m.CreateReplicaAssignmentResponse[1]

@@ -15,8 +15,8 @@ import kafka.errors as kafka_errors
 import pytest
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
-from protocol.client import ReplicaAssignorAdminClient
-from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
+from kafka_replica_assignor.protocol.client import ReplicaAssignorAdminClient
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
 from tests.servers import ServerProcess, ServerThread, read_frame
 
 _LEN = struct.Struct(">i")
@@ -209,7 +209,7 @@ def test_the_server_keeps_serving_and_stops_cleanly_when_its_log_reader_goes_awa
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "server.main", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+    proc = subprocess.Popen([sys.executable, "-m", "kafka_replica_assignor.server.main", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
                              "--override", "log.format=json"], stdout=subprocess.PIPE, text=True)
     try:
         port = json.loads(proc.stdout.readline())["port"]

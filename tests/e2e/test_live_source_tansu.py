@@ -1,11 +1,11 @@
 """The live cluster reader and the server's live metadata source against a real Kafka-protocol
 broker (Tansu: node 111, no rack).
 
-The reader (``protocol.cluster_reader``) reads Tansu's topics for the planner and the CLI; Tansu
+The reader (``kafka_replica_assignor.protocol.cluster_reader``) reads Tansu's topics for the planner and the CLI; Tansu
 does not support DescribeLogDirs, so a read with sizes degrades: every size None, and a note
 saying so (``balance --bootstrap-server`` prints it and plans all the same).
 
-The rules of the server's source shown here (see ``server.cluster_source``):
+The rules of the server's source shown here (see ``kafka_replica_assignor.server.cluster_source``):
 
 - a successful DescribeCluster gives the alive brokers; brokers observed before (in the store)
   but absent from it are offline;
@@ -27,9 +27,9 @@ import warnings
 import pytest
 from structlog.testing import capture_logs
 
-from assignors import BrokerMetadata
-from server.cluster_source import LiveClusterSource
-from server.observed import ObservedBrokerStore
+from kafka_replica_assignor.assignors import BrokerMetadata
+from kafka_replica_assignor.server.cluster_source import LiveClusterSource
+from kafka_replica_assignor.server.observed import ObservedBrokerStore
 from tests.tansu import TansuBroker, free_port
 
 pytestmark = [
@@ -163,8 +163,8 @@ async def test_cluster_down_at_start_then_up(store):
 def test_repair_command_reads_the_live_cluster(tansu, capsys):
     from kafka.admin import KafkaAdminClient
 
-    from cli.main import main as cli_main
-    from protocol.cluster_reader import read_live_cluster
+    from kafka_replica_assignor.cli.main import main as cli_main
+    from kafka_replica_assignor.protocol.cluster_reader import read_live_cluster
 
     with KafkaAdminClient(bootstrap_servers=tansu.bootstrap, request_timeout_ms=5000) as admin:
         admin.create_topics({"orders": {"num_partitions": 2, "replication_factor": 1}})
@@ -190,8 +190,8 @@ def test_sizes_degrade_on_a_cluster_without_describe_log_dirs(tansu, tmp_path, c
     the topology, leaves every size None and says why; ``balance`` prints that as a note."""
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    from cli.main import main as cli_main
-    from protocol.cluster_reader import read_live_cluster
+    from kafka_replica_assignor.cli.main import main as cli_main
+    from kafka_replica_assignor.protocol.cluster_reader import read_live_cluster
 
     with KafkaAdminClient(bootstrap_servers=tansu.bootstrap, request_timeout_ms=5000) as admin:
         admin.create_topics([NewTopic("orders", 2, 1)])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
 from tests.servers import ServerThread
 
 

@@ -18,9 +18,9 @@ import pytest
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 from prometheus_client.parser import text_string_to_metric_families
 
-from protocol.client import ReplicaAssignorAdminClient
-from protocol.secure_client import SecureReplicaAssignorAdminClient, SecurityOptions
-from server.security.users import scram_credential, write_users_file
+from kafka_replica_assignor.protocol.client import ReplicaAssignorAdminClient
+from kafka_replica_assignor.protocol.secure_client import SecureReplicaAssignorAdminClient, SecurityOptions
+from kafka_replica_assignor.server.security.users import scram_credential, write_users_file
 from tests.servers import ServerThread
 
 _LEN = struct.Struct(">i")
@@ -185,7 +185,7 @@ def test_metrics_are_off_by_default():
 
 
 def _health_check(*overrides: str) -> subprocess.CompletedProcess:
-    args = [sys.executable, "-m", "server.main", "--health-check"]
+    args = [sys.executable, "-m", "kafka_replica_assignor.server.main", "--health-check"]
     for item in overrides:
         args += ["--override", item]
     return subprocess.run(args, capture_output=True, text=True, timeout=60)

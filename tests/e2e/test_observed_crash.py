@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from server.observed import ObservedBrokerStore
+from kafka_replica_assignor.server.observed import ObservedBrokerStore
 
 BATCH = 40  # brokers per record() call
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # Records through the store directly.
 STORE_CHILD = """
 import sys, time
-from cluster.snapshot import BrokerEntry
-from server.observed import ObservedBrokerStore
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry
+from kafka_replica_assignor.server.observed import ObservedBrokerStore
 
 path, batch, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 store = ObservedBrokerStore(path)
@@ -42,8 +42,8 @@ while True:
 # Records through the server's snapshot source: each batch is a new snapshot file, refreshed.
 SOURCE_CHILD = """
 import asyncio, json, os, sys
-from server.cluster_source import SnapshotSource
-from server.observed import ObservedBrokerStore
+from kafka_replica_assignor.server.cluster_source import SnapshotSource
+from kafka_replica_assignor.server.observed import ObservedBrokerStore
 
 path, batch, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 snap = path + ".snapshot.json"

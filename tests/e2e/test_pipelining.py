@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from protocol.messages import (
+from kafka_replica_assignor.protocol.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
     CreateReplicaAssignmentRequest,
@@ -22,7 +22,7 @@ from protocol.messages import (
     MetadataRequest,
     MetadataResponse,
 )
-from server.dispatch import supported_versions
+from kafka_replica_assignor.server.dispatch import supported_versions
 from tests.servers import ServerThread, read_frame
 
 BIG = 40_000  # partitions: a few tenths of a second of assignment and encoding

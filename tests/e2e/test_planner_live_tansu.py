@@ -1,4 +1,4 @@
-"""The one live-cluster reader (protocol.cluster_reader) feeding the planner, and the ``state`` / ``balance`` subcommands against a real
+"""The one live-cluster reader (kafka_replica_assignor.protocol.cluster_reader) feeding the planner, and the ``state`` / ``balance`` subcommands against a real
 Kafka-protocol broker (Tansu: node 111, no rack); their offline cases are unit tests
 (``tests/unit/test_planner_sources.py``, ``tests/unit/test_planner_cli.py``)."""
 
@@ -9,9 +9,9 @@ import json
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from cli.main import main
-from planner.cluster_report import describe
-from protocol.cluster_reader import read_live_cluster
+from kafka_replica_assignor.cli.main import main
+from kafka_replica_assignor.planner.cluster_report import describe
+from kafka_replica_assignor.protocol.cluster_reader import read_live_cluster
 
 pytestmark = pytest.mark.tansu
 

@@ -27,7 +27,7 @@ def test_a_plugin_module_failing_at_import_is_one_line_and_exit_2(tmp_path, modu
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tmp_path), env.get("PYTHONPATH")) if p)
     name = f"{module}_plugin.Assignor"
     proc = subprocess.run(
-        [sys.executable, "-m", "server.main", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+        [sys.executable, "-m", "kafka_replica_assignor.server.main", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
          "--override", f"replica.assignor.class.name={name}"],
         capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)

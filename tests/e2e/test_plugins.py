@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 import kafka.errors as kafka_errors
 import pytest
 
-from protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
-from protocol.errors import ReplicaAssignorFailedError
+from kafka_replica_assignor.protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
+from kafka_replica_assignor.protocol.errors import ReplicaAssignorFailedError
 from tests.e2e.plugins import TRIGGER_PARTITIONS, HangingAssignor
 from tests.servers import ServerThread
 
@@ -118,7 +118,7 @@ def test_example_least_loaded_assignor_plugged_in_by_class_name(tmp_path) -> Non
                                   "tests.e2e.plugins.TRIGGER_PARTITIONS"])
 def test_unknown_assignor_class_fails_start_up_with_one_line(name: str) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "server.main", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+        [sys.executable, "-m", "kafka_replica_assignor.server.main", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
          "--override", f"replica.assignor.class.name={name}"],
         capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2

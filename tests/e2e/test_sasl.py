@@ -24,11 +24,11 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
-from cli import users as users_cli
-from protocol.errors import ReplicaAssignorFailedError
-from protocol.messages import CreateReplicaAssignmentRequest
-from protocol.secure_client import SecureReplicaAssignorAdminClient, SecurityOptions
-from server.security.users import read_users_file, scram_credential, write_users_file
+from kafka_replica_assignor.cli import users as users_cli
+from kafka_replica_assignor.protocol.errors import ReplicaAssignorFailedError
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentRequest
+from kafka_replica_assignor.protocol.secure_client import SecureReplicaAssignorAdminClient, SecurityOptions
+from kafka_replica_assignor.server.security.users import read_users_file, scram_credential, write_users_file
 from tests.e2e.pki import Pki
 from tests.e2e.security_plugins import TRIGGER_PARTITIONS
 from tests.servers import ServerProcess, ServerThread, read_frame

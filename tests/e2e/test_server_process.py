@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from protocol.client import ReplicaAssignorAdminClient
-from protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
+from kafka_replica_assignor.protocol.client import ReplicaAssignorAdminClient
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentRequest, CreateReplicaAssignmentResponse
 from tests.servers import ServerProcess, read_frame
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER = [sys.executable, "-m", "server.main"]
+SERVER = [sys.executable, "-m", "kafka_replica_assignor.server.main"]
 
 
 Server = ServerProcess

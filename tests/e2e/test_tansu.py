@@ -13,8 +13,12 @@ import time
 import pytest
 from kafka.admin import KafkaAdminClient
 
-from protocol.client import AsyncReplicaAssignorAdminClient, NotAReplicaAssignorError, ReplicaAssignorAdminClient
-from protocol.messages import CreateReplicaAssignmentRequest
+from kafka_replica_assignor.protocol.client import (
+    AsyncReplicaAssignorAdminClient,
+    NotAReplicaAssignorError,
+    ReplicaAssignorAdminClient,
+)
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentRequest
 
 pytestmark = pytest.mark.tansu
 
@@ -44,7 +48,7 @@ async def test_async_client_refuses_fast_with_a_clear_message(tansu) -> None:
 def test_cli_assign_against_tansu_fails_with_one_line(tansu) -> None:
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "cli.main", "assign", "--bootstrap-server", tansu.bootstrap,
+        [sys.executable, "-m", "kafka_replica_assignor.cli.main", "assign", "--bootstrap-server", tansu.bootstrap,
          "--partitions", "3", "--replication-factor", "1"],
         capture_output=True, text=True, timeout=60)
     assert time.monotonic() - started < FAST_S + 5  # includes interpreter start-up

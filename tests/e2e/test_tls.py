@@ -15,8 +15,8 @@ import kafka.errors as kafka_errors
 import pytest
 from kafka import KafkaAdminClient
 
-from protocol.errors import ReplicaAssignorFailedError
-from protocol.secure_client import SecureReplicaAssignorAdminClient, SecurityOptions
+from kafka_replica_assignor.protocol.errors import ReplicaAssignorFailedError
+from kafka_replica_assignor.protocol.secure_client import SecureReplicaAssignorAdminClient, SecurityOptions
 from tests.e2e.pki import Pki, subject_name
 from tests.e2e.security_plugins import TRIGGER_PARTITIONS
 from tests.servers import ServerThread
@@ -170,7 +170,7 @@ def test_encrypted_private_key_with_ssl_key_password(pki, tmp_path):
     (["ssl.keystore.location={server}", "ssl.key.password=wrong"], "ssl.keystore.location"),
 ])
 def test_unusable_keystore_fails_start_up_with_one_line(pki, overrides, key):
-    args = [sys.executable, "-m", "server.main", "--override", "listeners=SSL://127.0.0.1:0"]
+    args = [sys.executable, "-m", "kafka_replica_assignor.server.main", "--override", "listeners=SSL://127.0.0.1:0"]
     for item in overrides:
         args += ["--override", item.format(server=pki.ca.path)]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=60)

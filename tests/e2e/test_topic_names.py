@@ -6,7 +6,7 @@ from __future__ import annotations
 import kafka.errors as kafka_errors
 import pytest
 
-from protocol.client import ReplicaAssignorAdminClient
+from kafka_replica_assignor.protocol.client import ReplicaAssignorAdminClient
 from tests.servers import ServerThread
 
 

@@ -12,8 +12,8 @@ import time
 import pytest
 from kafka.errors import InvalidReplicationFactorError
 
-from protocol.client import ReplicaAssignorAdminClient
-from server.observed import ObservedBrokerStore
+from kafka_replica_assignor.protocol.client import ReplicaAssignorAdminClient
+from kafka_replica_assignor.server.observed import ObservedBrokerStore
 from tests.servers import ServerThread
 
 RACKS = {0: "/z1/r1", 1: "/z1/r2", 2: "/z2/r1", 3: "/z2/r2", 4: "/z3/r1", 5: "/z3/r2"}
@@ -65,7 +65,7 @@ def test_rolling_restart_placeholders_then_repair(tmp_path):
     # brokers are back: repair fills the placeholders without duplicating a broker
     parts = [{"topic": "orders", "partition": p, "replicas": r} for p, r in placed.items()]
     write_snapshot(snap, partitions=parts)
-    out = subprocess.run([sys.executable, "-m", "cli.main", "repair", "--snapshot", str(snap)],
+    out = subprocess.run([sys.executable, "-m", "kafka_replica_assignor.cli.main", "repair", "--snapshot", str(snap)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     plan = json.loads(out.stdout)

@@ -254,7 +254,7 @@ def test_installed_wheel_is_complete_and_runs_its_console_scripts(installed: Pat
     venv_bin = installed
     python = str(venv_bin / "python")
     _run([*PIP, "--python", python, "check"], timeout=60)  # the --no-deps install lacks nothing
-    found = _run([python, "-c", "import importlib.util as u, protocol.messages, server, schemas; "
+    found = _run([python, "-c", "import importlib.util as u, kafka_replica_assignor.protocol.messages, server, schemas; "
                   "print(server.__file__); print(u.find_spec('pyspark') is None)"],
                  cwd=tmp_path, timeout=60).stdout.split()
     assert found[0].startswith(str(installed.parent)), found  # the installed package, not the checkout

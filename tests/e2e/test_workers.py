@@ -19,20 +19,20 @@ from pathlib import Path
 
 import pytest
 
-from protocol.messages import (
+from kafka_replica_assignor.protocol.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
     CreateReplicaAssignmentRequest,
     CreateReplicaAssignmentResponse,
 )
-from protocol.secure_client import SecureReplicaAssignorAdminClient, SecurityOptions
-from server.dispatch import supported_versions
-from server.security.users import scram_credential, write_users_file
+from kafka_replica_assignor.protocol.secure_client import SecureReplicaAssignorAdminClient, SecurityOptions
+from kafka_replica_assignor.server.dispatch import supported_versions
+from kafka_replica_assignor.server.security.users import scram_credential, write_users_file
 from tests.e2e.pki import Pki
 from tests.servers import ServerProcess, read_frame
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER = [sys.executable, "-m", "server.main"]
+SERVER = [sys.executable, "-m", "kafka_replica_assignor.server.main"]
 BROKERS = list(range(10, 19))
 CONNECTIONS = 32
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from protocol.cluster_reader import read_live_cluster
+from kafka_replica_assignor.protocol.cluster_reader import read_live_cluster
 from scripts.kafka_cluster import KafkaCluster
 from tests.servers import ServerThread
 
@@ -83,7 +83,7 @@ def topic_state(kafka: KafkaCluster, topic: str, *down: int) -> dict[int, tuple[
 
 
 def cli(*args: str, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kafka_replica_assignor.cli.main", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 
 

@@ -3,7 +3,7 @@
 Topics are filled with incompressible records so that a move copies megabytes, and the
 throttle is low enough that a move takes seconds: what an operator sees on a real cluster,
 in miniature. Each test makes its plan directory with the planner's own writer
-(:func:`planner.outputs.render_outputs`), so the executor reads exactly what ``balance``
+(:func:`kafka_replica_assignor.planner.outputs.render_outputs`), so the executor reads exactly what ``balance``
 writes."""
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from cluster.snapshot import ClusterSnapshot
-from planner.executor_throttles import BROKER_RATES, TOPIC_REPLICAS
-from planner.outputs import render_outputs, write_outputs
-from planner.plan import MoveKind, Working
-from planner.settings import PlanSettings
-from protocol.cluster_reader import open_admin_client, read_cluster
-from protocol.reassignment import ReassignmentAdmin
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.planner.executor_throttles import BROKER_RATES, TOPIC_REPLICAS
+from kafka_replica_assignor.planner.outputs import render_outputs, write_outputs
+from kafka_replica_assignor.planner.plan import MoveKind, Working
+from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.protocol.cluster_reader import open_admin_client, read_cluster
+from kafka_replica_assignor.protocol.reassignment import ReassignmentAdmin
 from scripts.kafka_cluster import KafkaCluster
 from tests.kafka.conftest import Topics
 
@@ -98,12 +98,12 @@ def write_plan(out: Path, snapshot: ClusterSnapshot, targets: Mapping[Key, Seque
 
 
 def execute(*args: str, timeout: float = 170) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli.main", "execute", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "kafka_replica_assignor.cli.main", "execute", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=timeout)
 
 
 def start_execute(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "cli.main", "execute", *args], cwd=REPO,
+    return subprocess.Popen([sys.executable, "-m", "kafka_replica_assignor.cli.main", "execute", *args], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -161,7 +161,7 @@ class Run:
         Run.started.append(self)
         self.out = out
         self.stdout = open(out, "w")  # noqa: SIM115 - closed in wait()
-        self.proc = subprocess.Popen([sys.executable, "-m", "cli.main", "execute", *args], cwd=REPO,
+        self.proc = subprocess.Popen([sys.executable, "-m", "kafka_replica_assignor.cli.main", "execute", *args], cwd=REPO,
                                      stdout=self.stdout, stderr=subprocess.PIPE, text=True)
 
     def events(self, name: str | None = None) -> list[dict[str, Any]]:

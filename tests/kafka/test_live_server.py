@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from protocol.client import ReplicaAssignorAdminClient
+from kafka_replica_assignor.protocol.client import ReplicaAssignorAdminClient
 from scripts.kafka_cluster import KafkaCluster
 from tests.kafka.conftest import RACKS, Topics
 from tests.kafka.following import (
@@ -60,7 +60,7 @@ def health(server: Any) -> tuple[int, dict]:
 
 
 def health_check(*overrides: str) -> subprocess.CompletedProcess[str]:
-    args = [sys.executable, "-m", "server.main", "--health-check"]
+    args = [sys.executable, "-m", "kafka_replica_assignor.server.main", "--health-check"]
     for item in overrides:
         args += ["--override", item]
     return subprocess.run(args, capture_output=True, text=True, timeout=60)

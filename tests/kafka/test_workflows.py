@@ -27,7 +27,7 @@ LOG_DIRS = "org.apache.kafka.tools.LogDirsCommand"
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kafka_replica_assignor.cli.main", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 
 

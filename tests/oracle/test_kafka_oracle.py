@@ -5,7 +5,7 @@ Thousands of random cases (a fixed seed) go to one JVM running Kafka's code
 (``PlacementOracle.java``); every answer must be ours byte for byte: the same replicas in the
 same order for every partition, or the same refusal (Kafka's exception class, ours mapped to it,
 and the same message). Random draws are compared too: Kafka's ``java.util.Random`` seeded with
-``seed`` on one side, :class:`assignors.java_random.JavaRandom` with the same seed on the other.
+``seed`` on one side, :class:`kafka_replica_assignor.assignors.java_random.JavaRandom` with the same seed on the other.
 
 Needs Java and Maven (the first run resolves Kafka's jars into ``.kafka/``; later runs are
 offline). When they cannot run, the tests fail with the reason: they never skip.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from assignors import (
+from kafka_replica_assignor.assignors import (
     AssignmentError,
     BrokerMetadata,
     ClusterView,
@@ -28,9 +28,9 @@ from assignors import (
     ReplicaAssignorError,
     place,
 )
-from assignors.default import DefaultReplicaAssignor, assign_replicas_to_brokers
-from assignors.java_random import JavaRandom
-from assignors.striped import StripedReplicaAssignor
+from kafka_replica_assignor.assignors.default import DefaultReplicaAssignor, assign_replicas_to_brokers
+from kafka_replica_assignor.assignors.java_random import JavaRandom
+from kafka_replica_assignor.assignors.striped import StripedReplicaAssignor
 from tests.oracle import kafka_oracle
 
 pytestmark = pytest.mark.kafka

@@ -1,6 +1,6 @@
 """The placement invariants as test assertions, over the one placement checker.
 
-The rules and their messages are :mod:`assignors.validate`'s (the same ones every answer
+The rules and their messages are :mod:`kafka_replica_assignor.assignors.validate`'s (the same ones every answer
 passes before it is sent, and the conformance kit applies); this module only turns the
 list of violations into an ``AssertionError`` and keeps the tests' short option names::
 
@@ -14,8 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from assignors.model import ClusterView
-from assignors.validate import balance_violations, leader_counts, placement_violations, replica_counts
+from kafka_replica_assignor.assignors.model import ClusterView
+from kafka_replica_assignor.assignors.validate import (
+    balance_violations,
+    leader_counts,
+    placement_violations,
+    replica_counts,
+)
 
 __all__ = [
     "PlacementViolation",

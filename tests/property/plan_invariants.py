@@ -19,7 +19,7 @@ is sound); ``check_plan`` asserts there are none. Checked:
 - rack diversity repaired (``diversity=True``): every fully usable partition spans
   ``min(replicas, groups)`` groups at every level after the plan;
 - topic caps (``topic_caps=True``): every (topic, node of the rack tree) is within the cap of
-  :mod:`planner.replica_balance`, recomputed here from the result, or holds no more replicas of
+  :mod:`kafka_replica_assignor.planner.replica_balance`, recomputed here from the result, or holds no more replicas of
   the topic than before;
 - lower bounds: without a move budget, the plan's replica moves and bytes moved are at least
   its recorded bounds.
@@ -31,9 +31,9 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from cluster.snapshot import ClusterSnapshot
-from planner.plan import MoveKind, Plan, Scope
-from planner.racks import RackTree
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.planner.plan import MoveKind, Plan, Scope
+from kafka_replica_assignor.planner.racks import RackTree
 
 
 def _replay(plan: Plan) -> list[str]:
@@ -82,7 +82,7 @@ def topic_counts(snapshot: ClusterSnapshot, usable: set[int], tree: RackTree) ->
 
 
 def topic_cap_violations(plan: Plan, usable: set[int], tree: RackTree) -> list[str]:
-    """The topic cap of :mod:`planner.replica_balance`, recomputed from the result."""
+    """The topic cap of :mod:`kafka_replica_assignor.planner.replica_balance`, recomputed from the result."""
     after = topic_counts(plan.after, usable, tree)
     before = topic_counts(plan.before, usable, tree)
     total = Counter(p.topic for p in plan.after.partitions for _ in p.replicas)

@@ -12,8 +12,12 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignors import BrokerMetadata, ClusterView, place, validate_assignment
-from assignors.default import DefaultReplicaAssignor, assign_replicas_to_brokers, rack_alternated_broker_list
+from kafka_replica_assignor.assignors import BrokerMetadata, ClusterView, place, validate_assignment
+from kafka_replica_assignor.assignors.default import (
+    DefaultReplicaAssignor,
+    assign_replicas_to_brokers,
+    rack_alternated_broker_list,
+)
 from tests.property.invariants import (
     balance_violations,
     check_placement,

@@ -1,4 +1,4 @@
-"""The placement memo (assignors.memo) answers exactly as the ordinary path, draw for draw."""
+"""The placement memo (kafka_replica_assignor.assignors.memo) answers exactly as the ordinary path, draw for draw."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignors import ClusterView, PlacementSpec, ReplicaAssignorError, create_assignor, place
-from assignors.default import DefaultReplicaAssignor
-from assignors.memo import MemoEntry, PlacementMemo
+from kafka_replica_assignor.assignors import ClusterView, PlacementSpec, ReplicaAssignorError, create_assignor, place
+from kafka_replica_assignor.assignors.default import DefaultReplicaAssignor
+from kafka_replica_assignor.assignors.memo import MemoEntry, PlacementMemo
 from tests.property.invariants import check_placement
 from tests.property.test_default_properties import brokers_lists
 

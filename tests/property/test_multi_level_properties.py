@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignors import BrokerMetadata, ClusterView, place
-from assignors.multi_level import MultiLevelRackAssignor, assign, rack_paths
+from kafka_replica_assignor.assignors import BrokerMetadata, ClusterView, place
+from kafka_replica_assignor.assignors.multi_level import MultiLevelRackAssignor, assign, rack_paths
 from tests.property.invariants import check_placement
 
 ASSIGNOR = MultiLevelRackAssignor()

@@ -13,16 +13,16 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from planner.cluster_balance import cluster_balance
-from planner.leader_balance import leader_balance
-from planner.modes import make_plan
-from planner.outputs import reassignment_json
-from planner.plan import Scope
-from planner.repair_rule import repair
-from planner.replica_balance import band, replica_balance
-from planner.replica_repair import repair as assignors_repair
-from planner.settings import PlanSettings
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.planner.cluster_balance import cluster_balance
+from kafka_replica_assignor.planner.leader_balance import leader_balance
+from kafka_replica_assignor.planner.modes import make_plan
+from kafka_replica_assignor.planner.outputs import reassignment_json
+from kafka_replica_assignor.planner.plan import Scope
+from kafka_replica_assignor.planner.repair_rule import repair
+from kafka_replica_assignor.planner.replica_balance import band, replica_balance
+from kafka_replica_assignor.planner.replica_repair import repair as assignors_repair
+from kafka_replica_assignor.planner.settings import PlanSettings
 from tests.property.plan_invariants import check_plan
 
 FAST = settings(max_examples=120)

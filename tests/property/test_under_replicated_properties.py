@@ -21,12 +21,18 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignors import BrokerMetadata, ClusterView, InvalidReplicationFactorError, PlacementSpec, place
-from assignors.default import DefaultReplicaAssignor
-from assignors.striped import StripedReplicaAssignor
-from assignors.under_replicated import place_under_replicated
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from planner.replica_repair import repair
+from kafka_replica_assignor.assignors import (
+    BrokerMetadata,
+    ClusterView,
+    InvalidReplicationFactorError,
+    PlacementSpec,
+    place,
+)
+from kafka_replica_assignor.assignors.default import DefaultReplicaAssignor
+from kafka_replica_assignor.assignors.striped import StripedReplicaAssignor
+from kafka_replica_assignor.assignors.under_replicated import place_under_replicated
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.planner.replica_repair import repair
 
 ASSIGNORS = {"default": DefaultReplicaAssignor, "striped": StripedReplicaAssignor}
 

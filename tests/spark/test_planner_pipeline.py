@@ -9,10 +9,10 @@ import os
 import pytest
 
 from bench.snapshots import SnapshotSpec, generate
-from cluster.snapshot import ClusterSnapshot
-from planner.modes import make_plan
-from planner.outputs import render_outputs
-from planner.pipeline import (
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.planner.modes import make_plan
+from kafka_replica_assignor.planner.outputs import render_outputs
+from kafka_replica_assignor.planner.pipeline import (
     broker_rows,
     broker_state,
     normalise,
@@ -23,7 +23,7 @@ from planner.pipeline import (
     topic_state,
     validation_errors,
 )
-from planner.settings import PlanSettings
+from kafka_replica_assignor.planner.settings import PlanSettings
 
 pytestmark = pytest.mark.spark
 

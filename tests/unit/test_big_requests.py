@@ -11,12 +11,17 @@ import struct
 import pytest
 from structlog.testing import capture_logs
 
-from assignors import ANONYMOUS, ClusterView, create_assignor, place
-from protocol.fast import encode_assignment_body
-from protocol.messages import ApiVersionsRequest, CreateReplicaAssignmentRequest, check_body, decode_body
-from protocol.structure import StructureError, peek_field
-from server.handlers import create_replica_assignment as handler
-from server.handlers.create_replica_assignment import (
+from kafka_replica_assignor.assignors import ANONYMOUS, ClusterView, create_assignor, place
+from kafka_replica_assignor.protocol.fast import encode_assignment_body
+from kafka_replica_assignor.protocol.messages import (
+    ApiVersionsRequest,
+    CreateReplicaAssignmentRequest,
+    check_body,
+    decode_body,
+)
+from kafka_replica_assignor.protocol.structure import StructureError, peek_field
+from kafka_replica_assignor.server.handlers import create_replica_assignment as handler
+from kafka_replica_assignor.server.handlers.create_replica_assignment import (
     Outcome,
     PlacementJob,
     hand_over,
@@ -24,7 +29,7 @@ from server.handlers.create_replica_assignment import (
     request_rng,
     run,
 )
-from server.shared_state import PlacementSettings
+from kafka_replica_assignor.server.shared_state import PlacementSettings
 from tests.servers import ServerThread, read_frame
 
 CRA = CreateReplicaAssignmentRequest

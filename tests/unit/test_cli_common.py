@@ -8,9 +8,9 @@ import argparse
 import kafka.errors as kafka_errors
 import pytest
 
-from cli.common import CommandError, error_message, exit_code, help_text, host_port, timeout_ms
-from cli.topics import check_created, new_partitions, topic_configs
-from protocol.client_config import ClientConfigError
+from kafka_replica_assignor.cli.common import CommandError, error_message, exit_code, help_text, host_port, timeout_ms
+from kafka_replica_assignor.cli.topics import check_created, new_partitions, topic_configs
+from kafka_replica_assignor.protocol.client_config import ClientConfigError
 
 
 @pytest.mark.parametrize("exc, line", [

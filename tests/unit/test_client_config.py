@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from protocol.client_config import ClientConfigError, SecurityOptions, parse_jaas, parse_properties
+from kafka_replica_assignor.protocol.client_config import (
+    ClientConfigError,
+    SecurityOptions,
+    parse_jaas,
+    parse_properties,
+)
 
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"

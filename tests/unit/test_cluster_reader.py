@@ -1,4 +1,4 @@
-"""The one live-cluster reader (:mod:`protocol.cluster_reader`): its rules for fenced brokers,
+"""The one live-cluster reader (:mod:`kafka_replica_assignor.protocol.cluster_reader`): its rules for fenced brokers,
 metadata errors and partition sizes, on kafka-python's answer dicts and a stand-in admin client
 (the reader against a real broker runs in ``tests/e2e/test_live_source_tansu.py``)."""
 
@@ -13,9 +13,9 @@ import kafka.errors as kafka_errors
 import pytest
 from kafka.protocol.admin import DescribeLogDirsResponse
 
-from assignors import BrokerMetadata, ClusterView
-from planner.replica_repair import expected_back, repair
-from protocol.cluster_reader import (
+from kafka_replica_assignor.assignors import BrokerMetadata, ClusterView
+from kafka_replica_assignor.planner.replica_repair import expected_back, repair
+from kafka_replica_assignor.protocol.cluster_reader import (
     ClusterRead,
     ClusterReadError,
     read_cluster,
@@ -24,7 +24,7 @@ from protocol.cluster_reader import (
     snapshot_from_metadata,
     snapshot_with_sizes,
 )
-from server.cluster_source import merge_observed
+from kafka_replica_assignor.server.cluster_source import merge_observed
 from tests.tansu import free_port
 
 B = BrokerMetadata
@@ -75,7 +75,7 @@ def test_a_fenced_broker_is_registered_alive_and_reported_fenced():
 
 def test_the_server_view_of_a_fenced_broker_is_unchanged():
     """A follower if needed, never a leader: the fenced broker is among the view's brokers and
-    in ``fenced`` (what :class:`assignors.model.ClusterView` and the assignors act on)."""
+    in ``fenced`` (what :class:`kafka_replica_assignor.assignors.model.ClusterView` and the assignors act on)."""
     read = snapshot_from_metadata(CLUSTER)
     assert merge_observed(read.snapshot, (), read.fenced) == ClusterView(
         brokers=(B(1), B(2, "r2"), B(3)), fenced=frozenset({2}))

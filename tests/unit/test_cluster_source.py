@@ -15,17 +15,17 @@ import time
 import pytest
 from structlog.testing import capture_logs
 
-from assignors import BrokerMetadata, ClusterView
-from cluster.snapshot import ClusterSnapshot, SnapshotError
-from protocol.cluster_reader import open_admin_client
-from server.cluster_source import (
+from kafka_replica_assignor.assignors import BrokerMetadata, ClusterView
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, SnapshotError
+from kafka_replica_assignor.protocol.cluster_reader import open_admin_client
+from kafka_replica_assignor.server.cluster_source import (
     LiveClusterSource,
     SnapshotSource,
     create_cluster_source,
     merge_observed,
     observed_offline,
 )
-from server.observed import ObservedBroker, ObservedBrokerStore
+from kafka_replica_assignor.server.observed import ObservedBroker, ObservedBrokerStore
 from tests.tansu import free_port
 
 B = BrokerMetadata

@@ -7,8 +7,8 @@ import ssl
 
 import pytest
 
-from server.config import ConfigError, Listener, load_config, metrics_address
-from server.security.tls import build_ssl_context
+from kafka_replica_assignor.server.config import ConfigError, Listener, load_config, metrics_address
+from kafka_replica_assignor.server.security.tls import build_ssl_context
 from tests.e2e.pki import Pki
 
 

@@ -1,4 +1,4 @@
-"""Each server property is declared once (``server.config.ServerConfig``); the docs and the
+"""Each server property is declared once (``kafka_replica_assignor.server.config.ServerConfig``); the docs and the
 parser follow that declaration, and these tests fail when one of them drifts from it."""
 
 from __future__ import annotations
@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from server.config import CONFIG_KEYS, ConfigError, ServerConfig, default_value, load_config, property_table
+from kafka_replica_assignor.server.config import (
+    CONFIG_KEYS,
+    ConfigError,
+    ServerConfig,
+    default_value,
+    load_config,
+    property_table,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,7 +25,7 @@ def test_the_readme_table_is_the_declared_one():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert property_table() in readme, (
         "README.md's server property table differs from server/config.py; paste "
-        "`python -c 'from server.config import property_table; print(property_table())'`")
+        "`python -c 'from kafka_replica_assignor.server.config import property_table; print(property_table())'`")
 
 
 def test_every_security_key_is_in_the_security_guide():

@@ -1,6 +1,6 @@
-"""The parts a connection is made of, each on its own: flow control (``server.flow_control``),
-answers in request order (``server.responses``) and the event the graceful shutdown waits for
-(``server.shared_state``). Real objects over an in-memory transport; no timing."""
+"""The parts a connection is made of, each on its own: flow control (``kafka_replica_assignor.server.flow_control``),
+answers in request order (``kafka_replica_assignor.server.responses``) and the event the graceful shutdown waits for
+(``kafka_replica_assignor.server.shared_state``). Real objects over an in-memory transport; no timing."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from assignors import create_assignor
-from server.config import load_config
-from server.flow_control import FlowControl
-from server.request_memory import RequestMemory
-from server.responses import ResponseQueue, Slot
-from server.shared_state import ServerState
+from kafka_replica_assignor.assignors import create_assignor
+from kafka_replica_assignor.server.config import load_config
+from kafka_replica_assignor.server.flow_control import FlowControl
+from kafka_replica_assignor.server.request_memory import RequestMemory
+from kafka_replica_assignor.server.responses import ResponseQueue, Slot
+from kafka_replica_assignor.server.shared_state import ServerState
 
 
 class Transport:
@@ -200,7 +200,7 @@ async def test_no_connections_is_set_exactly_while_none_is_open() -> None:
 
 # -- max.connection.creation.rate(.per.ip) ---------------------------------------------------
 def test_an_address_over_its_rate_waits_without_taking_the_others_turns() -> None:
-    from server.connection_rate import ConnectionRate
+    from kafka_replica_assignor.server.connection_rate import ConnectionRate
 
     rate = ConnectionRate(rate=10, per_ip=2)
     now = 100.0

@@ -1,4 +1,4 @@
-"""The per-connection protocol (``server.connection``) without a socket: an in-memory transport
+"""The per-connection protocol (``kafka_replica_assignor.server.connection``) without a socket: an in-memory transport
 records what the connection writes and whether it closed, and the test feeds bytes by calling
 ``data_received`` itself, cut wherever it likes. Assignments sent to the executor run only when
 the test says so, which makes "a later answer is ready first" exact instead of timed.
@@ -19,18 +19,18 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from assignors import BrokerMetadata, ClusterView, create_assignor
-from protocol.messages import (
+from kafka_replica_assignor.assignors import BrokerMetadata, ClusterView, create_assignor
+from kafka_replica_assignor.protocol.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
     CreateReplicaAssignmentRequest,
     CreateReplicaAssignmentResponse,
 )
-from server.config import load_config
-from server.connection import KafkaConnection
-from server.dispatch import supported_versions
-from server.handlers import api_versions
-from server.shared_state import ServerState
+from kafka_replica_assignor.server.config import load_config
+from kafka_replica_assignor.server.connection import KafkaConnection
+from kafka_replica_assignor.server.dispatch import supported_versions
+from kafka_replica_assignor.server.handlers import api_versions
+from kafka_replica_assignor.server.shared_state import ServerState
 
 CLUSTER = ClusterView(tuple(BrokerMetadata(i, f"rack-{i % 3}") for i in range(6)))
 MAX_BYTES = 4096

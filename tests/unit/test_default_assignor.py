@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from assignors import (
+from kafka_replica_assignor.assignors import (
     BrokerMetadata,
     ClusterView,
     InvalidPartitionsError,
@@ -23,7 +23,7 @@ from assignors import (
     create_assignor,
     place,
 )
-from assignors.default import (
+from kafka_replica_assignor.assignors.default import (
     MIXED_RACKS_MESSAGE,
     DefaultReplicaAssignor,
     assign_replicas_to_brokers,

@@ -7,8 +7,14 @@ from collections import Counter
 
 import pytest
 
-from assignors import ClusterView, ReplicaAssignorError, create_assignor, load_assignor_class, place
 from examples.least_loaded import LeastLoadedAssignor
+from kafka_replica_assignor.assignors import (
+    ClusterView,
+    ReplicaAssignorError,
+    create_assignor,
+    load_assignor_class,
+    place,
+)
 from tests.property.invariants import check_placement, replica_counts
 
 CLASS_PATH = "examples.least_loaded.LeastLoadedAssignor"

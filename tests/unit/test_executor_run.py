@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from planner.executor import ExecutePlan, Executor, Refused
-from planner.executor_state import ExecutionState
-from planner.executor_throttles import BROKER_RATES
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.planner.executor import ExecutePlan, Executor, Refused
+from kafka_replica_assignor.planner.executor_state import ExecutionState
+from kafka_replica_assignor.planner.executor_throttles import BROKER_RATES
 
 Key = tuple[str, int]
 

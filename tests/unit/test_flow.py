@@ -9,7 +9,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignors.flow import BoundedFlow, MaxFlow
+from kafka_replica_assignor.assignors.flow import BoundedFlow, MaxFlow
 
 
 def test_max_flow_of_a_textbook_graph():

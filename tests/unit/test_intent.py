@@ -7,10 +7,18 @@ import json
 
 import pytest
 
-from cli.common import CommandError
-from cli.intent import TopicIntent, creatable, is_complete, plan_completion, read_record, with_topic, write_record
-from cli.main import main
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.cli.common import CommandError
+from kafka_replica_assignor.cli.intent import (
+    TopicIntent,
+    creatable,
+    is_complete,
+    plan_completion,
+    read_record,
+    with_topic,
+    write_record,
+)
+from kafka_replica_assignor.cli.main import main
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 
 RACKS = {0: "a", 1: "b", 2: "c", 3: "a", 4: "b"}
 
@@ -132,8 +140,8 @@ class _RefusingAdmin:
 def test_a_refused_creation_leaves_the_record_as_it_was(tmp_path, monkeypatch, capsys):
     import argparse
 
-    import cli.intent as intent_module
-    from protocol.cluster_reader import ClusterRead
+    import kafka_replica_assignor.cli.intent as intent_module
+    from kafka_replica_assignor.protocol.cluster_reader import ClusterRead
 
     path = tmp_path / "intent.json"
     kept = TopicIntent("other", {0: (0, -1)}, frozenset({0}))

@@ -1,4 +1,4 @@
-"""``assignors.java_random.JavaRandom`` against numbers printed by ``java.util.Random`` (Java 17)."""
+"""``kafka_replica_assignor.assignors.java_random.JavaRandom`` against numbers printed by ``java.util.Random`` (Java 17)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from assignors.java_random import JavaRandom
+from kafka_replica_assignor.assignors.java_random import JavaRandom
 
 
 def test_next_int_sequence_of_a_seed():

@@ -9,9 +9,9 @@ import threading
 
 from structlog.testing import capture_logs
 
-from protocol.messages import ApiVersionsRequest
-from server.framing import release_view
-from server.handlers import api_versions
+from kafka_replica_assignor.protocol.messages import ApiVersionsRequest
+from kafka_replica_assignor.server.framing import release_view
+from kafka_replica_assignor.server.handlers import api_versions
 from tests.unit.test_connection_protocol import (
     answers,
     api_versions_frame,

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from cli import balance
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from planner.log_dirs import merge_sizes, parse_log_dirs
-from planner.sources import SourceError
+from kafka_replica_assignor.cli import balance
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.planner.log_dirs import merge_sizes, parse_log_dirs
+from kafka_replica_assignor.planner.sources import SourceError
 
 HEADER = ("Querying brokers for log directories information\n"
           "Received log directory information from brokers 0,1,2\n")

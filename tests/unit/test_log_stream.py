@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import threading
 
-from server.logs import LogStream, hold_lines, release_lines
+from kafka_replica_assignor.server.logs import LogStream, hold_lines, release_lines
 
 
 class Recording(io.StringIO):

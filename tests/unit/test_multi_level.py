@@ -1,7 +1,7 @@
 """Multi-level rack awareness (KIP-879): the rack rule, exact placements, the three-DC example.
 
 Exact expectations are derived by hand from the ring walk (see the module docstring of
-``assignors.multi_level``), with scripted ring offsets, not copied from output.
+``kafka_replica_assignor.assignors.multi_level``), with scripted ring offsets, not copied from output.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from assignors import (
+from kafka_replica_assignor.assignors import (
     BrokerMetadata,
     ClusterView,
     InvalidPartitionsError,
@@ -20,9 +20,9 @@ from assignors import (
     create_assignor,
     place,
 )
-from assignors.default import assign_replicas_to_brokers
-from assignors.explain import explain, format_levels
-from assignors.multi_level import MultiLevelRackAssignor, parse_rack, rack_paths
+from kafka_replica_assignor.assignors.default import assign_replicas_to_brokers
+from kafka_replica_assignor.assignors.explain import explain, format_levels
+from kafka_replica_assignor.assignors.multi_level import MultiLevelRackAssignor, parse_rack, rack_paths
 from tests.property.invariants import check_placement, leader_counts, replica_counts
 
 ASSIGNOR = MultiLevelRackAssignor()
@@ -386,7 +386,7 @@ def test_explain_refuses_racks_the_rule_refuses_with_a_value_error():
 
 
 def test_explain_chart_writes_a_png(tmp_path):
-    from cli.explain_chart import write_chart
+    from kafka_replica_assignor.cli.explain_chart import write_chart
 
     cluster = cluster_of(THREE_DC)
     a = place(ASSIGNOR, "t", range(12), 3, cluster, rng=random.Random(0))

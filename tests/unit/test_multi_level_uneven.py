@@ -13,10 +13,10 @@ from collections import Counter
 
 import pytest
 
-from assignors import BrokerMetadata, ClusterView, create_assignor, place
-from assignors.multi_level import MultiLevelRackAssignor, MultiLevelRingAssignor, assign
 from bench.snapshots import SnapshotSpec, generate
-from cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.assignors import BrokerMetadata, ClusterView, create_assignor, place
+from kafka_replica_assignor.assignors.multi_level import MultiLevelRackAssignor, MultiLevelRingAssignor, assign
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from assignors import BrokerMetadata
-from cli.main import main as cli_main
-from cluster.snapshot import BrokerEntry
-from server.observed import DEFAULT_OBSERVED_PATH, ObservedBroker, ObservedBrokerStore, ObservedStoreError
+from kafka_replica_assignor.assignors import BrokerMetadata
+from kafka_replica_assignor.cli.main import main as cli_main
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry
+from kafka_replica_assignor.server.observed import (
+    DEFAULT_OBSERVED_PATH,
+    ObservedBroker,
+    ObservedBrokerStore,
+    ObservedStoreError,
+)
 
 
 @dataclass
@@ -196,7 +201,7 @@ def test_cli_missing_store_is_one_line_and_not_created(observed, tmp_path):
 def test_cli_default_path_from_the_working_directory(filled, tmp_path):
     assert DEFAULT_OBSERVED_PATH == "observed-brokers.db"
     filled.rename(tmp_path / DEFAULT_OBSERVED_PATH)
-    done = subprocess.run([sys.executable, "-m", "cli.main", "observed", "list", "--json"], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-m", "kafka_replica_assignor.cli.main", "observed", "list", "--json"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert done.returncode == 0, done.stderr

@@ -8,10 +8,10 @@ from random import Random
 import numpy as np
 import pytest
 
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from planner.charts import chart_figures, histogram_view
-from planner.plan import Plan
-from planner.settings import PlanSettings
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.planner.charts import chart_figures, histogram_view
+from kafka_replica_assignor.planner.plan import Plan
+from kafka_replica_assignor.planner.settings import PlanSettings
 
 HOT = (7, 150, 299)
 

@@ -1,4 +1,4 @@
-"""The ``state`` and ``balance`` subcommands, driven through argparse as ``cli.main`` will."""
+"""The ``state`` and ``balance`` subcommands, driven through argparse as ``kafka_replica_assignor.cli.main`` will."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from cli import balance, state
+from kafka_replica_assignor.cli import balance, state
 
 SNAPSHOT = {
     "brokers": [{"id": i, "rack": f"r{i % 2}"} for i in range(1, 7)] + [{"id": 7, "rack": "r0", "alive": False}],

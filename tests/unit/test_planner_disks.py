@@ -9,8 +9,14 @@ from typing import Any
 
 import pytest
 
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, SnapshotError, with_log_dirs
-from planner.disks import (
+from kafka_replica_assignor.cluster.snapshot import (
+    BrokerEntry,
+    ClusterSnapshot,
+    PartitionEntry,
+    SnapshotError,
+    with_log_dirs,
+)
+from kafka_replica_assignor.planner.disks import (
     balance_disks,
     broker_dirs,
     dir_loads,
@@ -19,12 +25,12 @@ from planner.disks import (
     intra_only,
     report_lines,
 )
-from planner.log_dirs import merge_log_dirs, parse_placement
-from planner.modes import MODES, RULES, make_plan
-from planner.outputs import render_outputs, write_outputs
-from planner.plan import Plan, Scope
-from planner.settings import PlanSettings
-from protocol.cluster_reader import placement_from_log_dirs
+from kafka_replica_assignor.planner.log_dirs import merge_log_dirs, parse_placement
+from kafka_replica_assignor.planner.modes import MODES, RULES, make_plan
+from kafka_replica_assignor.planner.outputs import render_outputs, write_outputs
+from kafka_replica_assignor.planner.plan import Plan, Scope
+from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.protocol.cluster_reader import placement_from_log_dirs
 
 G = 1 << 30
 
@@ -197,9 +203,9 @@ def test_scope_and_modes_limit_the_pass() -> None:
 
 # -- the outputs -----------------------------------------------------------------------------
 def test_reassignment_json_carries_log_dirs_and_verify_reads_the_plan(tmp_path: Any) -> None:
-    from cli import execute
-    from cli.common import CommandError
-    from cli.verify import read_plan
+    from kafka_replica_assignor.cli import execute
+    from kafka_replica_assignor.cli.common import CommandError
+    from kafka_replica_assignor.cli.verify import read_plan
 
     snapshot = jbod(2)
     settings = PlanSettings("cluster", exact_seconds=0, batch_size=7)

@@ -1,4 +1,4 @@
-"""The exact path of replica balance (planner.exact) and the report's figures, on small
+"""The exact path of replica balance (kafka_replica_assignor.planner.exact) and the report's figures, on small
 hand-made clusters whose optimum is found here by enumerating every plan."""
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ from itertools import combinations, product
 
 import pytest
 
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from planner.bands import byte_band
-from planner.exact import distances, targets_of
-from planner.figures import plan_figures
-from planner.modes import make_plan
-from planner.plan import Scope, Working
-from planner.plan_report import render_report
-from planner.racks import RackTree
-from planner.replica_balance import balance_replicas, replica_balance
-from planner.settings import PlanSettings
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.planner.bands import byte_band
+from kafka_replica_assignor.planner.exact import distances, targets_of
+from kafka_replica_assignor.planner.figures import plan_figures
+from kafka_replica_assignor.planner.modes import make_plan
+from kafka_replica_assignor.planner.plan import Scope, Working
+from kafka_replica_assignor.planner.plan_report import render_report
+from kafka_replica_assignor.planner.racks import RackTree
+from kafka_replica_assignor.planner.replica_balance import balance_replicas, replica_balance
+from kafka_replica_assignor.planner.settings import PlanSettings
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "exact_optima.json")
 

@@ -1,6 +1,6 @@
 """The operator's kit around a plan: batches, summary.json, verify-plan, rollback, the report's
 notes agreeing with its figures, the charts (asserted on the figures, not pixels), the explain
-chart's level names, and the fast figures agreeing with ``planner.cluster_report.describe``."""
+chart's level names, and the fast figures agreeing with ``kafka_replica_assignor.planner.cluster_report.describe``."""
 
 from __future__ import annotations
 
@@ -11,19 +11,19 @@ from collections import Counter
 
 import pytest
 
-from assignors.explain import explain
-from cli import balance, state, verify
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from planner.charts import chart_figures
-from planner.cluster_report import describe
-from planner.execution import Limits, execution, fingerprint
-from planner.figures import figures, plan_figures
-from planner.modes import make_plan
-from planner.outputs import render_outputs
-from planner.plan_report import render_report
-from planner.racks import RackTree
-from planner.replica_repair import repair as assignors_repair
-from planner.settings import PlanSettings
+from kafka_replica_assignor.assignors.explain import explain
+from kafka_replica_assignor.cli import balance, state, verify
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.planner.charts import chart_figures
+from kafka_replica_assignor.planner.cluster_report import describe
+from kafka_replica_assignor.planner.execution import Limits, execution, fingerprint
+from kafka_replica_assignor.planner.figures import figures, plan_figures
+from kafka_replica_assignor.planner.modes import make_plan
+from kafka_replica_assignor.planner.outputs import render_outputs
+from kafka_replica_assignor.planner.plan_report import render_report
+from kafka_replica_assignor.planner.racks import RackTree
+from kafka_replica_assignor.planner.replica_repair import repair as assignors_repair
+from kafka_replica_assignor.planner.settings import PlanSettings
 
 
 def cluster(sized: bool = True) -> ClusterSnapshot:
@@ -227,8 +227,8 @@ def test_no_dead_mark_without_dead_brokers_and_a_histogram_for_many_brokers():
 
 
 def test_explain_chart_names_its_levels_and_has_a_title():
-    from assignors.model import BrokerMetadata, ClusterView
-    from cli.explain_chart import chart_figure
+    from kafka_replica_assignor.assignors.model import BrokerMetadata, ClusterView
+    from kafka_replica_assignor.cli.explain_chart import chart_figure
 
     racks = {b: f"/dc{b % 2 + 1}/zone-{'ab'[b // 2 % 2]}/rack-{b % 4}" for b in range(8)}
     view = ClusterView(tuple(BrokerMetadata(b, racks[b]) for b in range(8)))

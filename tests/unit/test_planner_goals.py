@@ -1,4 +1,4 @@
-"""The goals of planner.goals: the interface holds (the model's fast move check is the goals'
+"""The goals of kafka_replica_assignor.planner.goals: the interface holds (the model's fast move check is the goals'
 own ``accepts``), the report's targets are the goals' figures, and the findings fixed with the
 split, each on a small hand-made cluster whose optimum is known."""
 
@@ -10,21 +10,21 @@ from random import Random
 
 import pytest
 
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from planner.bands import parse_threshold
-from planner.figures import plan_figures
-from planner.goals.capacity import CapacityGoal
-from planner.goals.goal import ReportView
-from planner.goals.model import Model
-from planner.goals.order import GOALS, targets
-from planner.goals.rack_diversity import RackDiversityGoal
-from planner.goals.scope import ScopeGoal
-from planner.goals.topic_spread import TopicSpreadGoal
-from planner.modes import make_plan
-from planner.plan import MoveKind, Scope, Working
-from planner.plan_report import render_report
-from planner.replica_balance import replica_balance
-from planner.settings import PlanSettings
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.planner.bands import parse_threshold
+from kafka_replica_assignor.planner.figures import plan_figures
+from kafka_replica_assignor.planner.goals.capacity import CapacityGoal
+from kafka_replica_assignor.planner.goals.goal import ReportView
+from kafka_replica_assignor.planner.goals.model import Model
+from kafka_replica_assignor.planner.goals.order import GOALS, targets
+from kafka_replica_assignor.planner.goals.rack_diversity import RackDiversityGoal
+from kafka_replica_assignor.planner.goals.scope import ScopeGoal
+from kafka_replica_assignor.planner.goals.topic_spread import TopicSpreadGoal
+from kafka_replica_assignor.planner.modes import make_plan
+from kafka_replica_assignor.planner.plan import MoveKind, Scope, Working
+from kafka_replica_assignor.planner.plan_report import render_report
+from kafka_replica_assignor.planner.replica_balance import replica_balance
+from kafka_replica_assignor.planner.settings import PlanSettings
 from tests.property.plan_invariants import check_plan
 
 GOALS_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "planner", "goals")

@@ -11,8 +11,8 @@ from collections import Counter
 
 import pytest
 
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from planner.leader_balance import leader_balance
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.planner.leader_balance import leader_balance
 from tests.property.plan_invariants import check_plan
 
 

@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from planner.modes import make_plan
-from planner.outputs import render_outputs, write_outputs
-from planner.settings import PlanSettings
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.planner.modes import make_plan
+from kafka_replica_assignor.planner.outputs import render_outputs, write_outputs
+from kafka_replica_assignor.planner.settings import PlanSettings
 
 
 def cluster() -> ClusterSnapshot:

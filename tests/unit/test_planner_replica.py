@@ -9,11 +9,11 @@ from collections import Counter
 
 import pytest
 
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from planner.cluster_balance import cluster_balance
-from planner.goals.model import Model
-from planner.racks import RackTree
-from planner.replica_balance import replica_balance
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.planner.cluster_balance import cluster_balance
+from kafka_replica_assignor.planner.goals.model import Model
+from kafka_replica_assignor.planner.racks import RackTree
+from kafka_replica_assignor.planner.replica_balance import replica_balance
 from tests.property.plan_invariants import check_plan
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.cluster_report import describe
-from planner.sources import SourceError, from_describe, parse_racks
+from kafka_replica_assignor.planner.cluster_report import describe
+from kafka_replica_assignor.planner.sources import SourceError, from_describe, parse_racks
 
 # kafka-topics.sh --bootstrap-server ... --describe, Kafka 3.7 (KRaft), tabs as printed
 DESCRIBE = (

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from planner.cluster_report import describe, render
-from planner.racks import RackTree
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.planner.cluster_report import describe, render
+from kafka_replica_assignor.planner.racks import RackTree
 
 BROKERS = (
     BrokerEntry(1, "/dc1/r1"), BrokerEntry(2, "/dc1/r2"), BrokerEntry(3, "/dc2/r1"),

@@ -1,4 +1,4 @@
-"""The KIP-409 repair step (``planner.replica_repair``) and ``replica-assignor repair``."""
+"""The KIP-409 repair step (``kafka_replica_assignor.planner.replica_repair``) and ``replica-assignor repair``."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import random
 import pytest
 from structlog.testing import capture_logs
 
-from assignors import BrokerMetadata, PlacementSpec
-from assignors.default import DefaultReplicaAssignor
-from assignors.under_replicated import place_under_replicated
-from cli.main import main as cli_main
-from cluster.snapshot import ClusterSnapshot
-from planner.replica_repair import NO_RACK, Replacement, expected_back, rack_levels, repair
-from server.cluster_source import SnapshotSource
-from server.observed import ObservedBrokerStore
+from kafka_replica_assignor.assignors import BrokerMetadata, PlacementSpec
+from kafka_replica_assignor.assignors.default import DefaultReplicaAssignor
+from kafka_replica_assignor.assignors.under_replicated import place_under_replicated
+from kafka_replica_assignor.cli.main import main as cli_main
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.planner.replica_repair import NO_RACK, Replacement, expected_back, rack_levels, repair
+from kafka_replica_assignor.server.cluster_source import SnapshotSource
+from kafka_replica_assignor.server.observed import ObservedBrokerStore
 
 
 def snapshot(brokers, partitions) -> ClusterSnapshot:

@@ -1,4 +1,4 @@
-"""protocol.structure: every well-formed request passes and decodes as the codec decodes it; what a
+"""kafka_replica_assignor.protocol.structure: every well-formed request passes and decodes as the codec decodes it; what a
 Kafka broker refuses is refused with its reason; and the check plus the decode take time linear in
 the body's size (compared by ratio, 4N against N, never against a clock)."""
 
@@ -12,9 +12,14 @@ from collections.abc import Callable
 import pytest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-from protocol.frame import uvarint_bytes
-from protocol.messages import ApiVersionsRequest, CreateReplicaAssignmentRequest, MetadataRequest, decode_body
-from protocol.structure import StructureError, check_request_body, request_walk
+from kafka_replica_assignor.protocol.frame import uvarint_bytes
+from kafka_replica_assignor.protocol.messages import (
+    ApiVersionsRequest,
+    CreateReplicaAssignmentRequest,
+    MetadataRequest,
+    decode_body,
+)
+from kafka_replica_assignor.protocol.structure import StructureError, check_request_body, request_walk
 
 REQUESTS = (ApiVersionsRequest, MetadataRequest, CreateReplicaAssignmentRequest, SaslHandshakeRequest,
             SaslAuthenticateRequest)

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.net.sasl.scram import ScramClient
 
-from server.security.principal import distinguished_name, principal_from_certificate
-from server.security.sasl import (
+from kafka_replica_assignor.server.security.principal import distinguished_name, principal_from_certificate
+from kafka_replica_assignor.server.security.sasl import (
     AUTHZID_MISMATCH,
     INVALID_CREDENTIALS,
     PLAIN_INVALID,
@@ -24,7 +24,7 @@ from server.security.sasl import (
     SaslSession,
     ScramServer,
 )
-from server.security.users import (
+from kafka_replica_assignor.server.security.users import (
     MIN_ITERATIONS,
     ScramCredential,
     UsersFileError,

@@ -18,8 +18,8 @@ import random
 
 import pytest
 
-from server.security.sasl import INVALID_CREDENTIALS, AuthenticationFailed, SaslSession
-from server.security.users import MIN_ITERATIONS, UserStore, scram_credential, write_users_file
+from kafka_replica_assignor.server.security.sasl import INVALID_CREDENTIALS, AuthenticationFailed, SaslSession
+from kafka_replica_assignor.server.security.users import MIN_ITERATIONS, UserStore, scram_credential, write_users_file
 
 SECRET = b"\x05" * 32
 HASH = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}

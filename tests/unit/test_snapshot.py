@@ -18,8 +18,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import cluster.snapshot as snapshot_module
-from cluster.snapshot import (
+import kafka_replica_assignor.cluster.snapshot as snapshot_module
+from kafka_replica_assignor.cluster.snapshot import (
     ClusterSnapshot,
     PartitionEntry,
     SnapshotError,

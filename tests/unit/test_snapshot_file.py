@@ -15,11 +15,11 @@ import time
 import pytest
 from structlog.testing import capture_logs
 
-from assignors import BrokerMetadata
-from cluster.snapshot import ClusterSnapshot, SnapshotError
-from server.cluster_source import SnapshotSource, create_source, merge_observed
-from server.config import ConfigError, load_config
-from server.snapshot_file import SnapshotFile, _plain_loads
+from kafka_replica_assignor.assignors import BrokerMetadata
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, SnapshotError
+from kafka_replica_assignor.server.cluster_source import SnapshotSource, create_source, merge_observed
+from kafka_replica_assignor.server.config import ConfigError, load_config
+from kafka_replica_assignor.server.snapshot_file import SnapshotFile, _plain_loads
 
 B = BrokerMetadata
 

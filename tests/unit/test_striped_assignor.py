@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignors import ClusterView, InvalidReplicationFactorError, create_assignor, place
-from assignors.java_random import JavaRandom
-from assignors.striped import (
+from kafka_replica_assignor.assignors import ClusterView, InvalidReplicationFactorError, create_assignor, place
+from kafka_replica_assignor.assignors.java_random import JavaRandom
+from kafka_replica_assignor.assignors.striped import (
     BrokerList,
     RackList,
     StripedReplicaAssignor,

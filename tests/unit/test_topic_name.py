@@ -7,12 +7,12 @@ from __future__ import annotations
 import kafka.errors as kafka_errors
 import pytest
 
-from assignors import ClusterView
-from assignors.errors import InvalidTopicError
-from assignors.validate import check_topic_name
-from protocol.errors import error_for_exception
-from protocol.messages import CreateReplicaAssignmentRequest
-from server.handlers.create_replica_assignment import interpret
+from kafka_replica_assignor.assignors import ClusterView
+from kafka_replica_assignor.assignors.errors import InvalidTopicError
+from kafka_replica_assignor.assignors.validate import check_topic_name
+from kafka_replica_assignor.protocol.errors import error_for_exception
+from kafka_replica_assignor.protocol.messages import CreateReplicaAssignmentRequest
+from kafka_replica_assignor.server.handlers.create_replica_assignment import interpret
 
 VIEW = ClusterView.of([(0, None), (1, None), (2, None)])
 

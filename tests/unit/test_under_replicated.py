@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from assignors import (
+from kafka_replica_assignor.assignors import (
     BrokerMetadata,
     ClusterView,
     InvalidPartitionsError,
@@ -16,10 +16,10 @@ from assignors import (
     ReplicaAssignorError,
     place,
 )
-from assignors.default import DefaultReplicaAssignor
-from assignors.striped import StripedReplicaAssignor
-from assignors.under_replicated import observed_view, place_under_replicated
-from assignors.validate import check_placeholders
+from kafka_replica_assignor.assignors.default import DefaultReplicaAssignor
+from kafka_replica_assignor.assignors.striped import StripedReplicaAssignor
+from kafka_replica_assignor.assignors.under_replicated import observed_view, place_under_replicated
+from kafka_replica_assignor.assignors.validate import check_placeholders
 
 B = BrokerMetadata
 

@@ -1,4 +1,4 @@
-"""assignors.validate: the request rules (checked once, before any assignor), and the one
+"""kafka_replica_assignor.assignors.validate: the request rules (checked once, before any assignor), and the one
 placement checker (the raising fast check and the list of messages agree)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-import assignors
-import assignors.base
-from assignors import (
+import kafka_replica_assignor.assignors
+import kafka_replica_assignor.assignors.base
+from kafka_replica_assignor.assignors import (
     BrokerNotAvailableError,
     ClusterView,
     InvalidPartitionsError,
@@ -20,7 +20,7 @@ from assignors import (
     ReplicaAssignorError,
     place,
 )
-from assignors.validate import (
+from kafka_replica_assignor.assignors.validate import (
     check_node_ids,
     check_request,
     check_size,
@@ -127,7 +127,7 @@ class _MustNotRun(ReplicaAssignor):
     name = "must-not-run"
 
     def assign_replicas_to_brokers(self, topic_name, partitions, replication_factor, cluster,
-                                   principal=assignors.ANONYMOUS, *, rng):
+                                   principal=kafka_replica_assignor.assignors.ANONYMOUS, *, rng):
         raise AssertionError("an assignor ran on an invalid request")
 
 
@@ -139,8 +139,8 @@ def test_place_checks_the_request_before_any_assignor_runs():
 
 
 def test_one_checker_behind_every_public_name():
-    assert assignors.validate_assignment is assignors.base.validate_assignment is validate_assignment
-    assert assignors.check_preconditions is assignors.base.check_preconditions
+    assert kafka_replica_assignor.assignors.validate_assignment is kafka_replica_assignor.assignors.base.validate_assignment is validate_assignment
+    assert kafka_replica_assignor.assignors.check_preconditions is kafka_replica_assignor.assignors.base.check_preconditions
 
 
 BROKEN: list[tuple[Mapping[int, Sequence[int]], str]] = [

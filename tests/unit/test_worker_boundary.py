@@ -1,4 +1,4 @@
-"""The worker boundary (server.isolation, the CreateReplicaAssignment handler): a placement is
+"""The worker boundary (kafka_replica_assignor.server.isolation, the CreateReplicaAssignment handler): a placement is
 one job of plain values (``PlacementJob``) and one ``run(job) -> Outcome``, which gives, for the
 same random state, the same answer inline, across pickling and in a worker process; handing a
 generator over is explicit and never a side effect of pickling."""
@@ -12,11 +12,11 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 
 import pytest
 
-from assignors import ANONYMOUS, ClusterView, PlacementSpec, ReplicaAssignor, create_assignor
-from assignors.default import DefaultReplicaAssignor
-from assignors.memo import MemoizableAssignor, PlacementMemo
-from server.config import load_config
-from server.handlers.create_replica_assignment import (
+from kafka_replica_assignor.assignors import ANONYMOUS, ClusterView, PlacementSpec, ReplicaAssignor, create_assignor
+from kafka_replica_assignor.assignors.default import DefaultReplicaAssignor
+from kafka_replica_assignor.assignors.memo import MemoizableAssignor, PlacementMemo
+from kafka_replica_assignor.server.config import load_config
+from kafka_replica_assignor.server.handlers.create_replica_assignment import (
     Outcome,
     Placement,
     PlacementJob,
@@ -24,8 +24,8 @@ from server.handlers.create_replica_assignment import (
     request_rng,
     run,
 )
-from server.isolation import AssignorPool, _dumps, worker_assignor
-from server.shared_state import PlacementSettings, ServerState
+from kafka_replica_assignor.server.isolation import AssignorPool, _dumps, worker_assignor
+from kafka_replica_assignor.server.shared_state import PlacementSettings, ServerState
 
 RACKED = ClusterView.of([(b, f"rack-{b % 3}") for b in range(6)])
 PLAIN = ClusterView.of([(b, None) for b in range(6)])
