@@ -6,11 +6,19 @@ anything else must be an importable ``package.module.ClassName`` (or
 syntax error, an exception, even ``sys.exit()``, at the module's import) is an
 :class:`UnknownAssignorError` with a one-line message: a configuration error, which the
 server reports in one line and exit code 2, never a traceback.
+
+The project's modules live under one import root, ``kafka_replica_assignor``. A dotted path
+to one of them written without it (as configurations were before the root) still loads the
+same class, with a ``FutureWarning`` that names the path to write instead; a plug-in module
+that itself imports a package of the project by its short name fails with a message that says
+so.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import warnings
 
 from .base import ReplicaAssignor
 
@@ -20,6 +28,9 @@ REGISTERED: dict[str, str] = {
     "multi-level": "kafka_replica_assignor.assignors.multi_level.MultiLevelRackAssignor",
     "multi-level-ring": "kafka_replica_assignor.assignors.multi_level.MultiLevelRingAssignor",
 }
+
+
+_ROOT = __name__.partition(".")[0]  # kafka_replica_assignor
 
 
 class UnknownAssignorError(ValueError):
@@ -36,10 +47,11 @@ def load_assignor_class(name: str) -> type[ReplicaAssignor]:
         raise UnknownAssignorError(
             f"unknown assignor {name!r}: use one of {sorted(REGISTERED)} or a dotted class path"
         )
+    module_name = _under_root(name, module_name)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise UnknownAssignorError(f"cannot load assignor {name!r}: {_one_line(exc)}") from None
+        raise UnknownAssignorError(f"cannot load assignor {name!r}: {_one_line(exc)}{_old_root_hint(exc)}") from None
     except (Exception, SystemExit) as exc:  # the plug-in module failed while being imported
         raise UnknownAssignorError(
             f"cannot load assignor {name!r}: importing {module_name} failed: "
@@ -50,6 +62,26 @@ def load_assignor_class(name: str) -> type[ReplicaAssignor]:
             f"assignor {name!r} is not a ReplicaAssignor class ({path} -> {cls!r})"
         )
     return cls
+
+
+def _under_root(name: str, module_name: str) -> str:
+    """``kafka_replica_assignor.assignors.default`` -> ``kafka_replica_assignor.assignors.default`` (with a warning) when
+    the first part is one of the root's packages; anything else as it is."""
+    first = module_name.partition(".")[0]
+    if not first.isidentifier() or first == _ROOT or importlib.util.find_spec(f"{_ROOT}.{first}") is None:
+        return module_name
+    warnings.warn(f"replica.assignor.class.name={name}: the project's modules moved under {_ROOT}; "
+                  f"write {_ROOT}.{name} (or a registered name: {', '.join(sorted(REGISTERED))})",
+                  FutureWarning, stacklevel=3)
+    return f"{_ROOT}.{module_name}"
+
+
+def _old_root_hint(exc: ImportError) -> str:
+    """A hint when a plug-in imports one of the project's packages by its name before the root."""
+    first = (exc.name or "").partition(".")[0]
+    if first.isidentifier() and first != _ROOT and importlib.util.find_spec(f"{_ROOT}.{first}") is not None:
+        return f" (the project's {first} package is {_ROOT}.{first} now: import it by that name)"
+    return ""
 
 
 def _one_line(exc: BaseException) -> str:

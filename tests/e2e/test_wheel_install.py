@@ -14,7 +14,10 @@ covers what a running container does not reveal:
   fresh virtual environment, the install is complete (``pip check``), runs from the
   environment rather than the checkout, carries no planner dependency, and both console
   scripts the image's ENTRYPOINT and HEALTHCHECK call exist and run;
-- the base image is pinned by version and digest.
+- the base image is pinned by version and digest;
+- the wheel (the image's, and the one ``python -m build`` makes through the sdist) installs one
+  import root, ``kafka_replica_assignor``, and nothing else at the top of site-packages; the
+  installed server starts, answers and stops.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tomllib
 import zipfile
 from email.parser import Parser
@@ -31,10 +35,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers import ServerProcess
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = (ROOT / "Dockerfile").read_text(encoding="utf-8")
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 CONSTRAINTS = (ROOT / "constraints.txt").read_text(encoding="utf-8")
+IMPORT_ROOT = "kafka_replica_assignor"
 
 
 def _instructions(text: str) -> list[tuple[str, str]]:
@@ -134,12 +141,16 @@ def _build_context(destination: Path) -> None:
         path = ROOT / source
         assert path.exists(), f"the Dockerfile copies {source}, which does not exist"
         assert _in_context(source, rules), f".dockerignore drops {source}, which the Dockerfile copies"
-        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        # Docker copies a link inside a copied folder as the link (the import root's links)
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() or p.is_symlink())
         for file in files:
             relative = file.relative_to(ROOT).as_posix()
             if _in_context(relative, rules):
                 (destination / relative).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(file, destination / relative)
+                if file.is_symlink():
+                    (destination / relative).symlink_to(file.readlink())
+                else:
+                    shutil.copy2(file, destination / relative)
 
 
 def _expected_wheel_files() -> set[str]:
@@ -221,7 +232,8 @@ def test_the_wheel_holds_every_module_and_package_data_file_and_nothing_else(whe
         names = archive.namelist()
     packaged = {n for n in names if ".dist-info/" not in n}
     expected = _expected_wheel_files()
-    assert {"schemas/CreateReplicaAssignmentRequest.json", "server/default-cluster.json"} <= expected
+    assert {f"{IMPORT_ROOT}/schemas/CreateReplicaAssignmentRequest.json",
+            f"{IMPORT_ROOT}/server/default-cluster.json"} <= expected
     assert sorted(expected - packaged) == [], "missing from the wheel the image installs"
     assert sorted(packaged - expected) == [], "in the wheel, but not a module or declared package data"
 
@@ -254,7 +266,8 @@ def test_installed_wheel_is_complete_and_runs_its_console_scripts(installed: Pat
     venv_bin = installed
     python = str(venv_bin / "python")
     _run([*PIP, "--python", python, "check"], timeout=60)  # the --no-deps install lacks nothing
-    found = _run([python, "-c", "import importlib.util as u, kafka_replica_assignor.protocol.messages, server, schemas; "
+    found = _run([python, "-c", "import importlib.util as u; "
+                  "from kafka_replica_assignor import protocol, server, schemas; import kafka_replica_assignor.protocol.messages; "
                   "print(server.__file__); print(u.find_spec('pyspark') is None)"],
                  cwd=tmp_path, timeout=60).stdout.split()
     assert found[0].startswith(str(installed.parent)), found  # the installed package, not the checkout
@@ -271,3 +284,60 @@ def test_installed_wheel_is_complete_and_runs_its_console_scripts(installed: Pat
                               str(tmp_path / "absent.json")], capture_output=True, text=True, timeout=30,
                              cwd=tmp_path)
     assert missing.returncode == 1, (missing.stdout, missing.stderr)
+
+
+def _top_level(names: list[str]) -> set[str]:
+    """The first path part of each file of a wheel, besides its metadata."""
+    return {n.split("/")[0] for n in names if ".dist-info/" not in n and ".data/" not in n}
+
+
+def test_the_wheel_installs_one_import_root(wheel: Path, installed: Path, tmp_path: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/RECORD"))
+        top_level = archive.read(f"{info}/top_level.txt").decode().split() if f"{info}/top_level.txt" in names else []
+    assert _top_level(names) == {IMPORT_ROOT}, sorted(_top_level(names))
+    assert top_level in ([], [IMPORT_ROOT]), top_level
+    # in the environment: the root is there, the folders' short names are not importable
+    probe = ("import importlib.util as u; print(u.find_spec('kafka_replica_assignor') is not None); "
+             "print(sorted(n for n in ('assignors', 'cli', 'conformance', 'planner', 'protocol', 'schemas', 'server') "
+             "if u.find_spec(n)))")
+    found = _run([str(installed / "python"), "-c", probe], cwd=tmp_path, timeout=60).stdout.split("\n")
+    assert found[:2] == ["True", "[]"], found
+
+
+def test_a_wheel_built_through_the_sdist_holds_the_same_files(wheel: Path, tmp_path: Path) -> None:
+    """``python -m build`` makes the sdist, then the wheel from it: the root's links become files
+    in the sdist, and the wheel holds the same files as the image's."""
+    builder = _venv(tmp_path / "build-venv")
+    _run([*PIP, "--python", str(builder), "install", "-c", str(ROOT / "constraints.txt"),
+          *PYPROJECT["build-system"]["requires"], "build"], timeout=300)
+    src = tmp_path / "src"
+    _build_context(src)
+    _run([str(builder), "-m", "build", "--no-isolation", "--outdir", str(tmp_path / "dist"), str(src)],
+         timeout=300)
+    (sdist,) = (tmp_path / "dist").glob("kafka_replica_assignor-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        links = [m.name for m in archive.getmembers() if m.issym() or m.islnk()]
+        members = {m.name.split("/", 1)[1] for m in archive.getmembers() if m.isfile()}
+    assert links == [], links
+    assert {f"{IMPORT_ROOT}/server/main.py", f"{IMPORT_ROOT}/schemas/CreateReplicaAssignmentRequest.json"} <= members
+    (built,) = (tmp_path / "dist").glob("kafka_replica_assignor-*.whl")
+    with zipfile.ZipFile(built) as a, zipfile.ZipFile(wheel) as b:
+        assert sorted(n for n in a.namelist() if ".dist-info/" not in n) == sorted(
+            n for n in b.namelist() if ".dist-info/" not in n)
+
+
+def test_the_installed_server_starts_answers_and_stops(installed: Path, tmp_path: Path) -> None:
+    status = tmp_path / "status.json"
+    server = ServerProcess("--status-file", str(status), command=[str(installed / "replica-assignor-server")],
+                           env={"PYTHONPATH": ""})
+    with server:
+        health = subprocess.run([str(installed / "replica-assignor-server"), "--health-check", "--status-file",
+                                 str(status)], capture_output=True, text=True, timeout=30, cwd=tmp_path)
+        assert health.returncode == 0, (health.stdout, health.stderr)
+        assign = subprocess.run([str(installed / "replica-assignor"), "assign", "--bootstrap-server", server.bootstrap,
+                                 "--partitions", "6", "--replication-factor", "3"],
+                                capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert assign.returncode == 0, (assign.stdout, assign.stderr)
+    assert server.proc is not None and server.proc.returncode == 0, server.lines[-3:]  # SIGTERM: graceful

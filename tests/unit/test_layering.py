@@ -58,7 +58,8 @@ RULES: dict[str, Rule] = {
     "cli": rule(ALL_SOURCES, ANY),
     "bench": rule(ALL_SOURCES + " tests", ANY),
 }
-NOT_PACKAGES = {"tests"}  # directories with an __init__.py that are no layer of the product
+IMPORT_ROOT = "kafka_replica_assignor"  # its subpackages are the folders below (tests/unit/test_import_root.py)
+NOT_PACKAGES = {"tests", IMPORT_ROOT}  # directories with an __init__.py that are no layer of the product
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,28 @@ def module_name(root: Path, path: Path) -> str:
     return ".".join(parts)
 
 
+def _folder_name(module: str) -> str:
+    """``kafka_replica_assignor.server.x`` -> ``server.x``: the rules speak of the folders."""
+    return module[len(IMPORT_ROOT) + 1:] if module.startswith(IMPORT_ROOT + ".") else module
+
+
+def _from_import(node: ast.ImportFrom, package: str, path: Path, type_only: bool) -> list[Import]:
+    """``from module import names``, resolved (relative imports) and by folder name."""
+    module = node.module or ""
+    if not node.level and module == IMPORT_ROOT:  # ``from kafka_replica_assignor import server``
+        return [Import(alias.name, (), node.lineno, type_only) for alias in node.names]
+    if node.level:
+        base = package.split(".") if package else []
+        if node.level > len(base):
+            raise ValueError(f"{path}:{node.lineno}: relative import beyond the top-level package")
+        base = base[:len(base) - (node.level - 1)]
+        module = ".".join([*base, module] if module else base)
+    return [Import(_folder_name(module), tuple(alias.name for alias in node.names), node.lineno, type_only)]
+
+
 def imports_of(root: Path, path: Path) -> list[Import]:
-    """Every import statement of ``path``, at any depth."""
+    """Every import statement of ``path``, at any depth (modules under the import root by their
+    folder's name: ``from kafka_replica_assignor import server`` imports ``server``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     name = module_name(root, path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -90,16 +111,9 @@ def imports_of(root: Path, path: Path) -> list[Import]:
 
     def visit(node: ast.AST, type_only: bool) -> None:
         if isinstance(node, ast.Import):
-            found.extend(Import(alias.name, (), node.lineno, type_only) for alias in node.names)
+            found.extend(Import(_folder_name(alias.name), (), node.lineno, type_only) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            module = node.module or ""
-            if node.level:
-                base = package.split(".") if package else []
-                if node.level > len(base):
-                    raise ValueError(f"{path}:{node.lineno}: relative import beyond the top-level package")
-                base = base[:len(base) - (node.level - 1)]
-                module = ".".join([*base, module] if module else base)
-            found.append(Import(module, tuple(alias.name for alias in node.names), node.lineno, type_only))
+            found.extend(_from_import(node, package, path, type_only))
         elif isinstance(node, ast.If) and _is_type_checking(node.test):
             for statement in node.body:
                 visit(statement, True)
@@ -280,3 +294,15 @@ def test_the_cycle_check_sees_lazy_relative_and_submodule_imports(tmp_path: Path
     assert graph == {"a": {"a.x"}, "a.x": {"a.y"}, "a.y": {"a.sub.deep"}, "a.sub": set(), "a.sub.deep": {"a.x"},
                      "b": set(), "c": {"b"}}
     assert cycles(graph) == ["a.sub.deep -> a.x -> a.y -> a.sub.deep"]
+
+
+def test_imports_under_the_import_root_count_as_their_folders(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "core/__init__.py": "",
+        "core/rules.py": f"from {IMPORT_ROOT}.cli.main import main\nfrom {IMPORT_ROOT} import cli\n"
+                         f"import {IMPORT_ROOT}.core.model as model\n",
+        "core/model.py": "",
+    })
+    assert layering_violations(tmp_path, "core", rule(), ["core", "cli"]) == [
+        "core/rules.py:1 imports cli.main", "core/rules.py:2 imports cli"]
+    assert import_graph(tmp_path, ["core"]) == {"core": set(), "core.model": set(), "core.rules": {"core.model"}}
