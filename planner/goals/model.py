@@ -340,16 +340,22 @@ class Model:
         return max(self.sizes[b] - self.upper(b), self.blo - self.sizes[b])
 
     def room(self, y: int) -> int:
-        """The bytes per replica ``y`` may still take and fill its count target in the band."""
-        return (self.upper(y) - self.sizes[y]) // max(1, self.targets[y] - self.counts[y])
+        """The bytes per replica ``y`` may still take and fill its count target in the band:
+        up to the band's bottom while below it (bytes a receiver takes beyond what the band
+        needs are bytes moved the bound does not ask for), then up to its top."""
+        top = self.upper(y)
+        if self.sizes[y] < self.blo:
+            top = min(top, self.blo)
+        return (top - self.sizes[y]) // max(1, self.targets[y] - self.counts[y])
 
     def want_pair(self, x: int, y: int) -> int:
         """The replica size best moved from ``x`` to ``y`` when ``x`` holds bytes above the mean
-        and ``y`` is below its count target and the mean: the smallest of their excess and
-        deficit per replica still to give or take and :meth:`room`; 0 (the smallest) otherwise."""
+        and ``y`` is below its count target and the band's bottom: the smallest of their excess
+        (to the mean) and deficit (to the band's bottom) per replica still to give or take and
+        :meth:`room`; 0 (the smallest) otherwise."""
         if not self.sized:
             return 0
-        excess, deficit = self.sizes[x] - self.mean, self.mean - self.sizes[y]
+        excess, deficit = self.sizes[x] - self.mean, self.blo - self.sizes[y]
         room = self.targets[y] - self.counts[y]
         if excess <= 0 or deficit <= 0 or room <= 0:
             return 0
