@@ -74,7 +74,7 @@ class Model:
     __slots__ = (
         "allowed_cache", "blo", "bhi", "budget", "by_bytes", "capacity", "chain", "counts", "forced",
         "heaps", "held", "hi", "leader_budget", "leaf", "leaf_bytes", "leaf_chain", "leaf_members", "level",
-        "lo", "mean", "members", "moved", "ncount", "nodes", "order", "parent", "parts", "pre",
+        "fill", "lo", "mean", "members", "moved", "ncount", "nodes", "order", "parent", "parts", "pre",
         "pre_bytes", "reps", "sized", "size", "sizes", "slot", "stride", "targets", "threshold", "topic",
         "topic_name", "topic_parts", "topic_total", "tree", "work",
     )
@@ -174,7 +174,7 @@ class Model:
         self.leaf_bytes: dict[int, list[tuple[int, int]]] = {}
         for s, b in self.by_bytes:
             self.leaf_bytes.setdefault(self.leaf[b], []).append((s, b))
-        self.lo = self.hi = self.blo = self.bhi = self.mean = 0
+        self.lo = self.hi = self.blo = self.bhi = self.mean = self.fill = 0
 
     # -- helpers -------------------------------------------------------------------------
     def budget_left(self, extra: int = 0) -> bool:
@@ -318,6 +318,12 @@ class Model:
         self.lo, self.hi = band(sum(self.counts.values()), len(eligible), self.threshold)
         self.blo, self.bhi = byte_band(total_bytes, len(eligible), self.threshold, max(self.size, default=0))
         self.mean = total_bytes // len(eligible)
+        # what receivers fill up to: the band's bottom when the bytes missing below the band
+        # are at least those above it (any byte a broker takes beyond the bottom is then a
+        # byte the bound does not ask for), else the mean (the surplus must land somewhere)
+        below = sum(max(0, self.blo - s) for s in self.sizes.values())
+        above = sum(max(0, s - self.upper(b)) for b, s in self.sizes.items())
+        self.fill = self.blo if below >= above else self.mean
 
     def set_targets(self) -> None:
         """Each broker's count target: clamped into ``[lo, hi]``, the difference with the total
@@ -340,16 +346,22 @@ class Model:
         return max(self.sizes[b] - self.upper(b), self.blo - self.sizes[b])
 
     def room(self, y: int) -> int:
-        """The bytes per replica ``y`` may still take and fill its count target in the band."""
-        return (self.upper(y) - self.sizes[y]) // max(1, self.targets[y] - self.counts[y])
+        """The bytes per replica ``y`` may still take and fill its count target in the band:
+        up to the band's bottom while below it when receivers fill to the bottom (``fill``,
+        :meth:`set_bands`), else up to its top."""
+        top = self.upper(y)
+        if self.sizes[y] < self.fill == self.blo:
+            top = min(top, self.blo)
+        return (top - self.sizes[y]) // max(1, self.targets[y] - self.counts[y])
 
     def want_pair(self, x: int, y: int) -> int:
         """The replica size best moved from ``x`` to ``y`` when ``x`` holds bytes above the mean
-        and ``y`` is below its count target and the mean: the smallest of their excess and
-        deficit per replica still to give or take and :meth:`room`; 0 (the smallest) otherwise."""
+        and ``y`` is below its count target and ``fill`` (:meth:`set_bands`): the smallest of
+        their excess (to the mean) and deficit (to ``fill``) per replica still to give or take
+        and :meth:`room`; 0 (the smallest) otherwise."""
         if not self.sized:
             return 0
-        excess, deficit = self.sizes[x] - self.mean, self.mean - self.sizes[y]
+        excess, deficit = self.sizes[x] - self.mean, self.fill - self.sizes[y]
         room = self.targets[y] - self.counts[y]
         if excess <= 0 or deficit <= 0 or room <= 0:
             return 0

@@ -13,8 +13,10 @@ Constraints
 
 Algorithm
     For a partition whose replicas span fewer groups at some level than they could, a replica
-    of a doubled group (a follower, on the most loaded broker) moves to the least loaded broker
-    of an unused group (:func:`kafka_replica_assignor.planner.goals.search.receiver`). A replica leaving a doubled
+    of a doubled group (a follower, on the most loaded broker) moves to the broker of an unused
+    group furthest below the byte band that takes it within the topic caps (:func:`filler`:
+    the bytes the band must bring there anyway carry the repair), else to the least loaded
+    broker of an unused group (:func:`kafka_replica_assignor.planner.goals.search.receiver`). A replica leaving a doubled
     group for a new one keeps every level's diversity. Lower bounds: one replica move (and its
     bytes) per group a partition lacks.
 
@@ -25,10 +27,19 @@ Example
 
 from __future__ import annotations
 
+from heapq import merge
+from itertools import islice
+from typing import TYPE_CHECKING
+
 from ..plan import MoveKind
 from .goal import Goal, ReportView, Target, blame
 from .model import Model
 from .search import ANY, ANY_UNCAPPED, receiver
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+FILLERS = 16        # brokers below the byte band looked at for one repair, emptiest first
 
 
 class RackDiversityGoal(Goal):
@@ -118,6 +129,11 @@ class RackDiversityGoal(Goal):
         sources = sorted((b for b in reps if seen[tree.keys[b][level]] > 1 and b not in m.work.excluded),
                          key=lambda b: (b == reps[0], -m.load_key(b)[0], -m.sizes[b], b))
         free = [leaf for leaf, members in m.leaf_members.items() if tree.keys[members[0]][level] not in seen]
+        for x in sources:
+            best = filler(m, i, x, free)
+            if best is not None:
+                m.do_move(i, x, best)
+                return True
         for with_caps in (True, False):   # diversity comes before the topic caps
             for x in sources:
                 best = receiver(m, i, x, free, mode=ANY if with_caps else ANY_UNCAPPED)
@@ -125,3 +141,20 @@ class RackDiversityGoal(Goal):
                     m.do_move(i, x, best)
                     return True
         return False
+
+
+def filler(m: Model, i: int, x: int, leaves: Iterable[int]) -> int | None:
+    """The broker of ``leaves`` furthest below the byte band that may take partition ``i``'s
+    replica from ``x`` (hard rules and topic caps kept) and stays within the band's top, of
+    the first :data:`FILLERS`: the
+    bytes the band needs moved there anyway carry the repair. None when no broker below the
+    band fits."""
+    if not m.sized:
+        return None
+    w = m.size[i]
+    for s, y in islice(merge(*(m.leaf_bytes[leaf] for leaf in leaves)), FILLERS):
+        if s >= m.blo:
+            return None
+        if s + w <= m.upper(y) and m.fits(i, x, y, leaf_known=True):
+            return y
+    return None

@@ -16,7 +16,9 @@ Algorithm
     water filling. Each broker above its target gives followers first, then replicas of the
     topics it holds most of (more than one above the topic's average, then above it), each time
     the one nearest its wanted size, to the broker below target holding the fewest of that topic
-    among the first few emptiest that stay in the byte band. Brokers still outside the band then
+    among the first few emptiest that stay in the byte band (a smaller replica when the taker
+    could not fill its count in its :meth:`~kafka_replica_assignor.planner.goals.model.Model.room` and the giver falls
+    into the byte band without the larger one). Brokers still outside the band then
     level with any broker at least two replicas away. Lower bounds (before repair):
     ``repairs + sum(max(0, count - hi))`` and ``sum(max(0, lo - count))``.
 
@@ -142,7 +144,10 @@ class ReplicaCountGoal(Goal):
             if y is None:
                 continue            # tried once, like every other replica of x
             room = m.room(y)
-            if m.size[i] > room and bucket:     # y could not fill its count in the band
+            # y could not fill its count within its room: a smaller replica instead, unless x
+            # stays above the byte band after giving this one (those bytes must leave x anyway)
+            # and y's disk is not what limits it
+            if m.size[i] > room and bucket and (m.sizes[x] - m.size[i] < m.upper(x) or m.upper(y) < m.bhi):
                 k = m.nearest(bucket, room)
                 j = m.partition(bucket[k])
                 if m.size[j] < m.size[i] and m.leader_ok(j, x) and m.fits(j, x, y):

@@ -166,3 +166,55 @@ def test_repair_mode_honours_the_scope():
     unscoped = make_plan(snap, PlanSettings("repair"))
     assert [p.replicas for p in unscoped.after.partitions][:2] == [(2, 1), (2, 1)] or \
         unscoped.repairs == 2
+
+
+def diversity_model(snap: ClusterSnapshot) -> tuple[Working, Model]:
+    work = Working(snap, (), None)
+    model = Model(work, parse_threshold(10), None, None, work.counts(), work.byte_counts())
+    model.set_bands()
+    model.set_targets()
+    return work, model
+
+
+def test_diversity_repair_goes_where_the_byte_band_needs_bytes():
+    # x-0 lacks rack b. Broker 3 holds the fewest replicas (one large), broker 4 many small
+    # ones and few bytes (below the byte band): the repair lands on 4, whose missing bytes
+    # must arrive anyway, not on 3, where they would be bytes the band does not ask for
+    brokers = (BrokerEntry(1, rack="a"), BrokerEntry(2, rack="a"), BrokerEntry(3, rack="b"),
+               BrokerEntry(4, rack="b"))
+    parts = [PartitionEntry("x", 0, (1, 2), size_bytes=100)]
+    parts += [PartitionEntry(f"big{k}", 0, (b,), size_bytes=400) for k, b in enumerate((1, 2, 3))]
+    parts += [PartitionEntry(f"tiny{k}", 0, (4,), size_bytes=10) for k in range(8)]
+    work, model = diversity_model(ClusterSnapshot(brokers, tuple(parts)))
+    assert model.sizes[4] < model.blo <= model.sizes[3] and model.counts[3] < model.counts[4]
+    RackDiversityGoal(model).optimize()
+    assert [(s, d) for _, s, d, _ in work.moves] == [(2, 4)]
+
+
+def test_diversity_repair_without_a_broker_below_the_band_takes_the_least_loaded():
+    # every broker of rack b is in the byte band: the least loaded by count takes the repair
+    brokers = (BrokerEntry(1, rack="a"), BrokerEntry(2, rack="a"), BrokerEntry(3, rack="b"),
+               BrokerEntry(4, rack="b"))
+    parts = [PartitionEntry("x", 0, (1, 2), size_bytes=10)]
+    parts += [PartitionEntry(f"big{k}", 0, (b,), size_bytes=400) for k, b in enumerate((1, 2, 3, 4))]
+    parts += [PartitionEntry(f"small{k}", 0, (4,), size_bytes=1) for k in range(3)]
+    work, model = diversity_model(ClusterSnapshot(brokers, tuple(parts)))
+    assert all(model.blo <= model.sizes[b] <= model.bhi for b in (3, 4))
+    RackDiversityGoal(model).optimize()
+    assert [(s, d) for _, s, d, _ in work.moves] == [(2, 3)]
+
+
+@pytest.mark.parametrize(("hot", "fills_to_bottom"), [(1, True), (8, False)])
+def test_receivers_fill_to_the_band_bottom_only_when_the_bytes_below_it_dominate(hot, fills_to_bottom):
+    # broker 3 is empty; broker 1 holds ``hot`` partitions of 50 bytes. When the bytes missing below the band are at least
+    # those above it, every byte a receiver takes beyond the band's bottom is a byte the bound
+    # does not ask for: room() stops at the bottom; otherwise the surplus must land somewhere
+    brokers = (BrokerEntry(1), BrokerEntry(2), BrokerEntry(3))
+    parts = [PartitionEntry("h", p, (1,), size_bytes=50) for p in range(hot)]
+    parts += [PartitionEntry("t", p, (1 + p % 2,), size_bytes=10) for p in range(10)]
+    _, model = diversity_model(ClusterSnapshot(brokers, tuple(parts)))
+    below = sum(max(0, model.blo - s) for s in model.sizes.values())
+    above = sum(max(0, s - model.bhi) for s in model.sizes.values())
+    assert (below >= above) is fills_to_bottom
+    top = model.blo if fills_to_bottom else model.bhi
+    assert model.room(3) == top // max(1, model.targets[3])
