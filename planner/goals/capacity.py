@@ -36,20 +36,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .goal import Goal, ReportView, Target, blame
-from .model import Model
+from .goal import ModelGoal, ReportView, Target, blame
 
 if TYPE_CHECKING:
     from ..figures import Figures
 
 
-class CapacityGoal(Goal):
+class CapacityGoal(ModelGoal):
     """Keep and bring every broker under its ``capacity_bytes`` (module doc)."""
 
     name = "capacity"
-
-    def __init__(self, model: Model) -> None:
-        self.model = model
 
     def accepts(self, i: int, source: int, destination: int) -> bool:
         m = self.model

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ..figures import Figures
     from ..plan import Plan
     from ..settings import PlanSettings
+    from .model import Model
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,14 @@ class Goal(ABC):
     @abstractmethod
     def targets(view: ReportView) -> tuple[Target, ...]:
         """The goal's figures for a plan: the report's rows and its targets not reached."""
+
+
+class ModelGoal(Goal):
+    """A goal working on the shared indexed model (:class:`~.model.Model`): every goal but
+    repair and leaders, which work on the plan's replica lists themselves."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
 
 
 def blame(view: ReportView, data: bool, related: str | None) -> str:

@@ -32,7 +32,7 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 from ..plan import MoveKind
-from .goal import Goal, ReportView, Target, blame
+from .goal import ModelGoal, ReportView, Target, blame
 from .model import Model
 from .search import ANY, ANY_UNCAPPED, receiver
 
@@ -42,13 +42,10 @@ if TYPE_CHECKING:
 FILLERS = 16        # brokers below the byte band looked at for one repair, emptiest first
 
 
-class RackDiversityGoal(Goal):
+class RackDiversityGoal(ModelGoal):
     """Repair rack diversity; refuse any move that reduces it (module doc)."""
 
     name = "rack diversity"
-
-    def __init__(self, model: Model) -> None:
-        self.model = model
 
     def accepts(self, i: int, source: int, destination: int) -> bool:
         m = self.model

@@ -34,21 +34,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..plan import MoveKind
-from .goal import Goal, ReportView, Target, blame, eligible_values
-from .model import Model
+from .goal import ModelGoal, ReportView, Target, blame, eligible_values
 from .search import exchange
 
 if TYPE_CHECKING:
     from ..figures import Figures
 
 
-class ReplicaBytesGoal(Goal):
+class ReplicaBytesGoal(ModelGoal):
     """Bring every broker's bytes into the byte band (module doc)."""
 
     name = "replica bytes"
-
-    def __init__(self, model: Model) -> None:
-        self.model = model
 
     def accepts(self, i: int, source: int, destination: int) -> bool:
         """No broker inside the byte band leaves it."""

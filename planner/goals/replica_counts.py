@@ -32,21 +32,17 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from typing import TYPE_CHECKING
 
-from .goal import Goal, ReportView, Target, blame, eligible_values
-from .model import Model
+from .goal import ModelGoal, ReportView, Target, blame, eligible_values
 from .search import TAKER, receiver
 
 if TYPE_CHECKING:
     from ..figures import Figures
 
 
-class ReplicaCountGoal(Goal):
+class ReplicaCountGoal(ModelGoal):
     """Bring every broker's replica count into the band (module doc)."""
 
     name = "replica counts"
-
-    def __init__(self, model: Model) -> None:
-        self.model = model
 
     def accepts(self, i: int, source: int, destination: int) -> bool:
         """No broker inside the band leaves it."""

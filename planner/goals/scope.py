@@ -26,17 +26,13 @@ Example
 
 from __future__ import annotations
 
-from .goal import Goal, ReportView, Target
-from .model import Model
+from .goal import ModelGoal, ReportView, Target
 
 
-class ScopeGoal(Goal):
+class ScopeGoal(ModelGoal):
     """The operator's scope as a hard rule (module doc)."""
 
     name = "scope"
-
-    def __init__(self, model: Model) -> None:
-        self.model = model
 
     def optimize(self) -> int:
         return 0

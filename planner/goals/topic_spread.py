@@ -31,20 +31,16 @@ Example
 
 from __future__ import annotations
 
-from .goal import Goal, ReportView, Target, blame
-from .model import Model
+from .goal import ModelGoal, ReportView, Target, blame
 from .search import TOPIC, receiver
 
 TOPIC_CAP = "max(ceil(R/B), ceil(R_rack/B_rack)) + 1"
 
 
-class TopicSpreadGoal(Goal):
+class TopicSpreadGoal(ModelGoal):
     """Bring every topic under its cap at every node (module doc)."""
 
     name = "topic spread"
-
-    def __init__(self, model: Model) -> None:
-        self.model = model
 
     def accepts(self, i: int, source: int, destination: int) -> bool:
         m = self.model

@@ -82,7 +82,7 @@ def test_goal_order_names_every_goal_module_once():
         with open(os.path.join(GOALS_DIR, name), encoding="utf-8") as f:
             tree = ast.parse(f.read())
         goals = [c.name for c in tree.body if isinstance(c, ast.ClassDef) and c.name.endswith("Goal")
-                 and c.name != "Goal"]
+                 and c.name not in ("Goal", "ModelGoal")]
         assert len(goals) <= 1, (name, goals)
         classes += goals
     assert sorted(classes) == sorted(g.__name__ for g in GOALS)
