@@ -34,6 +34,7 @@ import binascii
 import hmac
 import secrets
 from collections.abc import Callable
+from typing import Protocol
 
 from kafka_replica_assignor.protocol.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
 
@@ -264,10 +265,32 @@ class ScramServer:
         return b"v=" + base64.b64encode(server_signature)
 
 
-def create_mechanism(name: str, users: UserStore, secret: bytes) -> PlainServer | ScramServer:
-    if name == "PLAIN":
-        return PlainServer(users, secret)
-    return ScramServer(name, users, secret)
+class MechanismServer(Protocol):
+    """What the session needs of one mechanism's server side (one object per exchange)."""
+
+    name: str
+    blocking: bool  # evaluate() is slow (a password hash): run it off the event loop
+    complete: bool
+    user: str | None
+
+    def evaluate(self, token: bytes) -> bytes: ...
+
+
+# the one table of server mechanisms: name -> factory(name, users, secret); every name in
+# kafka_replica_assignor.protocol.security.SASL_MECHANISMS has an entry (a test checks it)
+MECHANISM_SERVERS: dict[str, Callable[[str, UserStore, bytes], MechanismServer]] = {
+    "PLAIN": lambda _name, users, secret: PlainServer(users, secret),
+    **{name: ScramServer for name in HASHES},
+}
+
+
+def create_mechanism(name: str, users: UserStore, secret: bytes) -> MechanismServer:
+    try:
+        factory = MECHANISM_SERVERS[name]
+    except KeyError:
+        raise ValueError(f"no server side for SASL mechanism {name!r} "
+                         f"(add it to MECHANISM_SERVERS in {__name__})") from None
+    return factory(name, users, secret)
 
 
 class SaslSession:
@@ -280,7 +303,7 @@ class SaslSession:
         self.mechanisms = mechanisms
         self.users = users
         self.secret = secret
-        self.mechanism: PlainServer | ScramServer | None = None
+        self.mechanism: MechanismServer | None = None
         self.principal: str | None = None
 
     @property

@@ -14,15 +14,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.net.sasl.scram import ScramClient
 
+from kafka_replica_assignor.protocol.security import SASL_MECHANISMS
 from kafka_replica_assignor.server.security.principal import distinguished_name, principal_from_certificate
 from kafka_replica_assignor.server.security.sasl import (
     AUTHZID_MISMATCH,
     INVALID_CREDENTIALS,
+    MECHANISM_SERVERS,
     PLAIN_INVALID,
     AuthenticationFailed,
     PlainServer,
     SaslSession,
     ScramServer,
+    create_mechanism,
 )
 from kafka_replica_assignor.server.security.users import (
     MIN_ITERATIONS,
@@ -252,3 +255,19 @@ def test_certificate_subjects_become_rfc2253_names(subject, dn):
 
 def test_no_certificate_is_anonymous():
     assert principal_from_certificate(None) == principal_from_certificate({}) == "User:ANONYMOUS"
+
+
+def test_every_mechanism_the_config_accepts_has_a_server_side(store):
+    """``sasl.enabled.mechanisms`` accepts the names in protocol/security.py; a name added there
+    without a server in MECHANISM_SERVERS fails here, not at a client's SaslHandshake."""
+    assert set(MECHANISM_SERVERS) == set(SASL_MECHANISMS)
+    for name in SASL_MECHANISMS:
+        session = SaslSession(SASL_MECHANISMS, store, SECRET)
+        assert session.start(name, raw=False)
+        assert session.mechanism is not None
+        assert (session.mechanism.name, session.mechanism.complete) == (name, False)
+
+
+def test_a_mechanism_without_a_server_side_is_refused_by_name(store):
+    with pytest.raises(ValueError, match="no server side for SASL mechanism 'OAUTHBEARER'"):
+        create_mechanism("OAUTHBEARER", store, SECRET)
