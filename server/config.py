@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from kafka_replica_assignor.assignors.registry import REGISTERED
 from kafka_replica_assignor.protocol.client_config import ClientConfigError
 from kafka_replica_assignor.protocol.client_config import parse_properties as read_properties_text
 from kafka_replica_assignor.protocol.security import (
@@ -308,7 +309,7 @@ class ServerConfig:
         default_doc="the bound address")
     replica_assignor_class_name: str = _setting(
         "replica.assignor.class.name", _Text(required="a class name"), "default",
-        "`default`, `striped`, `multi-level`, `multi-level-ring`, or `package.module.Class`")
+        ", ".join(f"`{name}`" for name in REGISTERED) + ", or `package.module.Class`")
     replica_assignor_random_seed: int | None = _setting(
         "replica.assignor.random.seed", _OptionalInt(), None,
         "deterministic mode: the same request always gets the same bytes",

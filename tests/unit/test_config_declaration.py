@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kafka_replica_assignor.assignors.registry import REGISTERED
 from kafka_replica_assignor.server.config import (
     CONFIG_KEYS,
     ConfigError,
@@ -26,6 +27,13 @@ def test_the_readme_table_is_the_declared_one():
     assert property_table() in readme, (
         "README.md's server property table differs from server/config.py; paste "
         "`python -c 'from kafka_replica_assignor.server.config import property_table; print(property_table())'`")
+
+
+def test_the_assignor_key_names_every_registered_assignor():
+    """Its doc (and so the README's table) comes from assignors/registry.py: a new assignor is
+    registered in one place."""
+    _, key = CONFIG_KEYS["replica.assignor.class.name"]
+    assert [name for name in REGISTERED if f"`{name}`" not in key.doc] == []
 
 
 def test_every_security_key_is_in_the_security_guide():
