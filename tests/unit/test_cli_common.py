@@ -79,3 +79,15 @@ def test_topic_configs() -> None:
         "retention.ms": "1", "cleanup.policy": "compact"}
     with pytest.raises(CommandError, match="--config must be KEY=VALUE"):
         topic_configs(["retention.ms"])
+
+
+def test_every_listed_subcommand_module_adds_its_subcommand(monkeypatch) -> None:
+    """``SUBCOMMAND_MODULES`` is the one list: each entry adds a subcommand, and an entry that
+    names no module fails at once instead of leaving its subcommand out of ``--help``."""
+    from kafka_replica_assignor.cli import main
+
+    listed = main.build_parser().format_help()
+    assert all(command in listed for command in ("assign", "state", "balance", "verify-plan", "users"))
+    monkeypatch.setattr(main, "SUBCOMMAND_MODULES", (*main.SUBCOMMAND_MODULES, "kafka_replica_assignor.cli.no_such"))
+    with pytest.raises(ModuleNotFoundError, match="no_such"):
+        main.build_parser()
