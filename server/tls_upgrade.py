@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .connection import KafkaConnection
 
 log = structlog.get_logger("replica_assignor")
+TIMED_OUT_SHARE = 0.8  # a handshake failing after this share of ssl.handshake.timeout.ms timed out (below)
 
 
 class TlsUpgrade:
@@ -66,8 +67,11 @@ class TlsUpgrade:
             self._failed(raw, None)
             raise
         except (OSError, TimeoutError, EOFError) as exc:
-            # uvloop says a handshake timeout with ConnectionAbortedError: told apart by the time it took
-            self._failed(raw, exc, timed_out=loop.time() - started >= timeout)
+            # uvloop says a handshake timeout with ConnectionAbortedError: told apart by the time it took.
+            # Its timer starts from the loop's cached clock, which can be older than ``started`` by
+            # one busy loop iteration, so it may fire before ``timeout`` has passed by our clock:
+            # a failure in the last fifth of the window counts as the timeout.
+            self._failed(raw, exc, timed_out=loop.time() - started >= TIMED_OUT_SHARE * timeout)
             return
         self.task = None
         connection.tls_ready(raw, tls)
