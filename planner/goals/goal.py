@@ -118,6 +118,17 @@ def blame(view: ReportView, data: bool, related: str | None) -> str:
             "capacity, topic caps)")
 
 
+def band_missed(view: ReportView, field: str, label: str, lo: int | None, hi: int | None,
+                note_word: str) -> tuple[bool, str]:
+    """Whether every eligible broker's ``field`` is within ``lo``-``hi`` after the plan (no band
+    recorded counts as reached), and the "Targets not reached" line when it is not."""
+    values = eligible_values(view, field)
+    if lo is None or hi is None or not values or lo <= min(values) and max(values) <= hi:
+        return True, ""
+    return False, (f"{label}: {min(values)}-{max(values)} after the plan, band at threshold "
+                   f"{view.settings.threshold}% {lo}-{hi}: " + blame(view, True, note_word))
+
+
 def eligible_values(view: ReportView, field: str) -> list[int]:
     """A per-broker figure after the plan over the brokers the bands are taken over: alive and
     not forgotten (one definition for every band target)."""

@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..plan import MoveKind
-from .goal import ModelGoal, ReportView, Target, blame, eligible_values
+from .goal import ModelGoal, ReportView, Target, band_missed
 from .search import exchange
 
 if TYPE_CHECKING:
@@ -106,11 +106,8 @@ class ReplicaBytesGoal(ModelGoal):
     def targets(view: ReportView) -> tuple[Target, ...]:
         plan = view.plan
         blo, bhi = plan.bound("bytes_band_lo"), plan.bound("bytes_band_hi")
-        values = eligible_values(view, "bytes")
         band = f"band at threshold {view.settings.threshold}%"
-        reached = blo is None or bhi is None or not values or blo <= min(values) and max(values) <= bhi
-        missed = "" if reached else (f"bytes per alive broker: {min(values)}-{max(values)} after the plan, "
-                                     f"{band} {blo}-{bhi}: " + blame(view, True, "bytes, outside"))
+        reached, missed = band_missed(view, "bytes", "bytes per alive broker", blo, bhi, "bytes, outside")
         return (Target("bytes per alive broker", ratio(view.before), ratio(view.after),
                        f"{blo}-{bhi} bytes ({band})" if blo is not None else "-", reached, 2, missed),)
 

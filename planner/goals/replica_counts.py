@@ -32,7 +32,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from typing import TYPE_CHECKING
 
-from .goal import ModelGoal, ReportView, Target, blame, eligible_values
+from .goal import ModelGoal, ReportView, Target, band_missed
 from .search import TAKER, receiver
 
 if TYPE_CHECKING:
@@ -77,11 +77,8 @@ class ReplicaCountGoal(ModelGoal):
     def targets(view: ReportView) -> tuple[Target, ...]:
         plan, before, after = view.plan, view.before, view.after
         lo, hi = plan.bound("replicas_band_lo"), plan.bound("replicas_band_hi")
-        values = eligible_values(view, "replicas")
         band = f"band at threshold {view.settings.threshold}%"
-        reached = lo is None or hi is None or not values or lo <= min(values) and max(values) <= hi
-        missed = "" if reached else (f"replicas per alive broker: {min(values)}-{max(values)} after the plan, "
-                                     f"{band} {lo}-{hi}: " + blame(view, True, "replicas, outside"))
+        reached, missed = band_missed(view, "replicas", "replicas per alive broker", lo, hi, "replicas, outside")
         rows = [Target("replicas per alive broker", spread(before), spread(after),
                        f"{lo}-{hi} ({band})" if lo is not None else "-", reached, 2, missed)]
         if after.wider_than_alive:
