@@ -5,7 +5,8 @@ Goals
     :mod:`kafka_replica_assignor.planner.replica_balance`: every replica on an eligible broker (repair), full rack
     diversity at every level of the rack tree, each broker's bytes in the byte band
     ``[blo, min(bhi, capacity_bytes)]`` (:func:`kafka_replica_assignor.planner.bands.byte_band`), each broker's replica
-    count in ``[lo, hi]`` (:func:`kafka_replica_assignor.planner.bands.band`), capacities kept. It
+    count in ``[lo, hi]`` (:func:`kafka_replica_assignor.planner.bands.band`), every topic within
+    its cap on every broker (the report's "worst topic" target), capacities kept. It
     sees what the per-broker bound ``max(repaired + above the band, below the band)`` and the
     per-partition bound (each partition's size times the racks it lacks) do not: diversity moves
     must leave given racks, and the bytes they take out of a broker must come back when that
@@ -19,11 +20,11 @@ Constraints
     - Scope: an excluded broker neither gives nor takes (nor repaired replicas: a partition
       with fewer other brokers free than replicas to repair stays as it is, as the repair
       leaves it); with ``takers`` (added brokers) the other brokers only take repaired replicas.
-    - Targets are dropped in the planner's reverse order when the program cannot keep them
-      together (the byte band first, then the replica band, then diversity): the bound is then
-      for plans meeting the
-      targets kept (:attr:`ByteBound.kept`). ``None`` when even the capacities alone cannot hold
-      or nothing is sized.
+    - When the program cannot keep every target together, the first of :data:`KEPT_ORDER` it
+      can keep is taken (the topic caps are dropped before the bands, then the byte band, the
+      replica band, diversity): the bound is then for plans meeting the targets kept
+      (:attr:`ByteBound.kept`). ``None`` when even the capacities alone cannot hold or nothing
+      is sized.
 
 Algorithm
     Per eligible broker ``b``: ``out_b`` the bytes of its replicas that leave it (at most the
@@ -35,11 +36,16 @@ Algorithm
     2. ``blo <= after_b <= min(bhi, capacity_b)`` (band), or ``after_b <= capacity_b``;
     3. per node ``n`` of the rack tree (every level): ``sum(d_nb, b in n) >= E_n`` with
        ``0 <= d_nb <= min(out_b, X_nb)``, and ``sum(in_b, b not in n) >= E_n``;
-       ``sum(in_b, b in n) >= F_n``;
+       ``sum(in_b, b in n) - sum(e_nb, b in n) >= F_n`` with ``max(0, out_b - (movable_b -
+       Z_nb)) <= e_nb <= Z_nb``;
     4. ``sum(in_b) >= D + sum(size_p * gap_p)`` (``gap_p`` the groups partition ``p`` lacks at
        its worst level, for partitions on eligible brokers only);
     5. (replica band) ``out_b >=`` the ``count_b - hi`` smallest replicas ``b`` may give,
-       ``in_b >=`` the ``lo - count_b`` smallest partitions that may move;
+       ``in_b >=`` the ``lo - count_b`` smallest partitions that may move; (topic caps) ``out_b
+       >=`` per topic ``t`` the ``count_tb - cap_tb`` smallest replicas of ``t`` it may give,
+       plus (with the replica band) the smallest of its others up to ``count_b - hi`` in all,
+       where ``cap_tb = max(ceil(R_t / B), ceil(H_t / B_rack)) + 1`` and ``H_t`` bounds the
+       topic's replicas in ``b``'s rack after any plan (:class:`_Topics`);
     6. with ``takers``: ``sum(in_b, b not a taker) <= D``.
 
     With ``r`` replicas and ``G`` groups at a level, full diversity holds at most ``cap = 1``
@@ -47,7 +53,8 @@ Algorithm
     when ``r >= G``. ``E_n`` sums, over the partitions, ``size * max(0, c - cap)`` (``c`` its
     replicas on eligible brokers of ``n``); ``X_nb`` the bytes of the replicas on ``b`` whose
     partition has more than ``cap`` in ``n``; ``F_n`` the sizes of the partitions with ``r >= G``
-    and no replica in ``n``.
+    and no replica in ``n``; ``Z_nb`` the bytes of the replicas on ``b`` that are their
+    partition's only one in ``n`` (``r >= G``), ``movable_b`` the bytes ``b`` may give.
 
     Soundness: take any plan meeting the targets kept, and let ``out_b`` (``in_b``) be the bytes
     of the replicas its final lists drop from (add to) broker ``b``. Bytes moved are the bytes
@@ -58,10 +65,16 @@ Algorithm
     bytes are in ``out_b`` and ``X_nb`` of the brokers of ``n`` they leave (``d_nb``) and in
     ``in_b`` of brokers outside; one with no
     replica in ``n`` and ``r >= G`` ends with one there, whose bytes are in ``in_b`` of a broker
-    of ``n``. Summing over distinct partitions gives (3). A partition lacking ``g`` groups gains
+    of ``n``; so does one whose only replica in ``n`` leaves its broker (``e_nb`` the bytes of
+    those leaving ``b``: at least what ``b`` gives beyond its other replicas): each such
+    partition has a replica added in ``n``, and these partitions are distinct from those of
+    ``F_n`` and from each other. Summing over distinct partitions gives (3). A partition lacking ``g`` groups gains
     them only by ``g`` replicas added, one group each: (4). A broker above ``hi`` drops at least
     ``count - hi`` distinct replicas, one below ``lo`` gains ``lo - count`` replicas of distinct
-    partitions: (5). A broker that is not a taker gains only repaired replicas, one per replica
+    partitions; a broker holding ``count_tb`` replicas of topic ``t`` and ending within its cap
+    (at most ``cap_tb``, since its rack ends with at most ``H_t``) drops at least ``count_tb -
+    cap_tb`` of them, and the cheapest set of dropped replicas with that many of every topic
+    and ``count_b - hi`` in all is the one of row 5: (5). A broker that is not a taker gains only repaired replicas, one per replica
     dropped off the eligible brokers: (6). So the plan's ``(out, in, d)`` is a
     feasible point and its bytes moved are at least the program's minimum. The value returned is
     the solver's objective rounded down after a relative safety margin of ``1e-6`` (solver
@@ -94,7 +107,8 @@ from .bands import band, byte_band
 from .racks import RackTree
 
 MARGIN = 1e-6       # relative margin taken off the solver's objective (its tolerances)
-KEPT_ORDER = (("band", "counts", "diversity"), ("counts", "diversity"), ("diversity",), ())  # dropped in reverse
+KEPT_ORDER = (("band", "counts", "topics", "diversity"), ("band", "counts", "diversity"),
+              ("counts", "topics", "diversity"), ("counts", "diversity"), ("topics", "diversity"), ("diversity",), ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +125,7 @@ class _Figures:
     movable: np.ndarray         # of them, bytes that may leave
     dead: float                 # bytes on brokers that are not eligible, to be repaired
     gap_bytes: float            # sum of size * groups lacking, partitions on eligible brokers
-    nodes: list[tuple[np.ndarray, float, float, np.ndarray]]   # (members, E_n, F_n, X_n per broker)
+    nodes: list[tuple[np.ndarray, float, float, np.ndarray, np.ndarray]]   # (members, E_n, F_n, X_n, Z_n per broker)
     total: int
     largest: int
     counts: np.ndarray          # replicas per eligible broker
@@ -119,6 +133,7 @@ class _Figures:
     free_pos: np.ndarray        # movable replicas on eligible brokers: broker position
     free_size: np.ndarray       # and size
     smallest_cum: np.ndarray    # running sums of the movable partitions' sizes, smallest first
+    topics: _Topics             # what the topic caps need
 
 
 def byte_lower_bound(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree, threshold: Fraction,
@@ -148,9 +163,11 @@ def byte_lower_bound(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: R
         # columns: out_0..out_{n-1}, in_0..in_{n-1}
         upper_out = np.where(shut, 0.0, fig.movable / scale)
         upper_in = np.where(shut, 0.0, math.inf)
-        least_out, least_in = _count_floors(fig, band(fig.replicas, n, threshold)) if "counts" in kept else (0, 0)
-        h.addVars(2 * n, np.concatenate([least_out, least_in]) / scale if "counts" in kept else np.zeros(2 * n),
-                  np.concatenate([upper_out, upper_in]))
+        limits = band(fig.replicas, n, threshold)
+        least_out, least_in = _count_floors(fig, limits) if "counts" in kept else (np.zeros(n), np.zeros(n))
+        if "topics" in kept:
+            least_out = fig.topics.floors(limits[1] if "counts" in kept else None, "diversity" in kept)
+        h.addVars(2 * n, np.concatenate([least_out, least_in]) / scale, np.concatenate([upper_out, upper_in]))
         h.changeColsCost(2 * n, np.arange(2 * n, dtype=np.int32), np.concatenate([np.zeros(n), np.ones(n)]))
         outs, ins = np.arange(n, dtype=np.int32), np.arange(n, 2 * n, dtype=np.int32)
         dead = fig.dead / scale
@@ -164,26 +181,41 @@ def byte_lower_bound(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: R
         hi = (tops if "band" in kept else caps) - before
         _pairs(h, ins, outs, lo, hi)
         if "diversity" in kept:
-            for mask, excess, deficit, holding in fig.nodes:
-                if excess > 0:      # d_b <= min(out_b, X_n,b), sum(d_b, b in n) >= E_n
-                    members = np.flatnonzero(mask)
-                    first = h.getNumCol()
-                    h.addVars(len(members), np.zeros(len(members)), holding[members] / scale)
-                    ds = np.arange(first, first + len(members), dtype=np.int32)
-                    _pairs(h, ds, outs[members], np.full(len(ds), -math.inf), np.zeros(len(ds)))
-                    h.addRow(excess / scale, math.inf, len(ds), ds, np.ones(len(ds)))
-                    idx = ins[~mask]
-                    h.addRow(excess / scale, math.inf, len(idx), idx, np.ones(len(idx)))
-                if deficit > 0:
-                    idx = ins[mask]
-                    h.addRow(deficit / scale, math.inf, len(idx), idx, np.ones(len(idx)))
-            need = (fig.dead + fig.gap_bytes) / scale
-            h.addRow(need, math.inf, n, ins, np.ones(n))
+            _diversity_rows(h, fig, outs, ins, scale)
         h.run()
         if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
             value = h.getInfo().objective_function_value * scale
             return ByteBound(max(0, math.floor(value * (1 - MARGIN))), kept)
     return None
+
+
+def _diversity_rows(h: Any, fig: _Figures, outs: np.ndarray, ins: np.ndarray, scale: float) -> None:
+    """Rows (3) and (4) of the module doc."""
+    for mask, excess, deficit, holding, sole in fig.nodes:
+        if excess > 0:      # d_b <= min(out_b, X_n,b), sum(d_b, b in n) >= E_n
+            members = np.flatnonzero(mask)
+            first = h.getNumCol()
+            h.addVars(len(members), np.zeros(len(members)), holding[members] / scale)
+            ds = np.arange(first, first + len(members), dtype=np.int32)
+            _pairs(h, ds, outs[members], np.full(len(ds), -math.inf), np.zeros(len(ds)))
+            h.addRow(excess / scale, math.inf, len(ds), ds, np.ones(len(ds)))
+            idx = ins[~mask]
+            h.addRow(excess / scale, math.inf, len(idx), idx, np.ones(len(idx)))
+        members = np.flatnonzero(mask & (sole > 0))
+        if len(members):    # e_b >= out_b - (movable_b - Z_n,b): sole replicas that leave
+            first = h.getNumCol()
+            h.addVars(len(members), np.zeros(len(members)), sole[members] / scale)
+            es = np.arange(first, first + len(members), dtype=np.int32)
+            _pairs(h, outs[members], es, np.full(len(es), -math.inf),
+                   (fig.movable[members] - sole[members]) / scale)
+            idx = np.concatenate([ins[mask], es])
+            h.addRow(deficit / scale, math.inf, len(idx), idx,
+                     np.concatenate([np.ones(int(mask.sum())), -np.ones(len(es))]))
+        elif deficit > 0:
+            idx = ins[mask]
+            h.addRow(deficit / scale, math.inf, len(idx), idx, np.ones(len(idx)))
+    need = (fig.dead + fig.gap_bytes) / scale
+    h.addRow(need, math.inf, len(ins), ins, np.ones(len(ins)))
 
 
 def _pairs(h: Any, plus: np.ndarray, minus: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
@@ -218,6 +250,89 @@ def _count_floors(fig: _Figures, limits: tuple[int, int]) -> tuple[np.ndarray, n
     return out, into
 
 
+class _Topics:
+    """The replicas on eligible brokers with their topics, and what bounds each topic's cap
+    ``max(ceil(R_t / B), ceil(R_t(rack) / B_rack)) + 1`` on a broker after any plan (row 5 of the
+    module doc): ``R_t(rack)`` is at most the replicas of the topic's partitions that stay where
+    they are in that rack plus, for each other partition, the most one rack may hold (its
+    replication factor, or with full diversity ``1`` when ``r <= G`` and ``r - G + 1`` else)."""
+
+    def __init__(self, n: int, leaf: np.ndarray, shut: np.ndarray) -> None:
+        self.n = n
+        self.leaf = leaf                    # leaf index per eligible broker (0 without racks)
+        self.shut = shut                    # excluded: gives nothing
+        self.pos: list[np.ndarray] = []     # per replica on an eligible broker: its position,
+        self.topic: list[np.ndarray] = []   # topic,
+        self.size: list[np.ndarray] = []    # size,
+        self.free: list[np.ndarray] = []    # whether it may move
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []   # per partition: topic, rf, may move
+
+    def add(self, topic: np.ndarray, spot: np.ndarray, alive: np.ndarray, s: np.ndarray, use: np.ndarray) -> None:
+        """Partitions of one replication factor (rows of ``spot``, ``n`` off the eligible brokers)."""
+        rf = spot.shape[1]
+        self.pos.append(spot[alive])
+        self.topic.append(np.broadcast_to(topic[:, None], spot.shape)[alive])
+        self.size.append(np.broadcast_to(s[:, None], spot.shape)[alive].astype(float))
+        self.free.append(np.broadcast_to(use[:, None], spot.shape)[alive] & ~self.shut[spot[alive]])
+        self.parts.append((topic, np.full(len(topic), rf), use))
+
+    def floors(self, hi: int | None, diversity: bool) -> np.ndarray:
+        """Bytes each eligible broker gives at least: per topic the smallest of its replicas of
+        the topic above the cap, and with ``hi`` the smallest others up to ``count - hi``
+        (``inf`` when it has too few it may give)."""
+        n = self.n
+        pos, topic = np.concatenate(self.pos), np.concatenate(self.topic)
+        size, free = np.concatenate(self.size), np.concatenate(self.free)
+        ptopic = np.concatenate([p[0] for p in self.parts])
+        prf = np.concatenate([p[1] for p in self.parts])
+        puse = np.concatenate([p[2] for p in self.parts])
+        topics = int(max(ptopic.max(initial=-1), topic.max(initial=-1))) + 1
+        out = np.zeros(n)
+        if not topics or not len(pos):
+            return out
+        total = np.bincount(ptopic, weights=prf, minlength=topics)
+        share = np.ceil(total / n)
+        leaves = int(self.leaf.max()) + 1
+        members = np.bincount(self.leaf, minlength=leaves).astype(float)
+        most = prf.astype(float)
+        if diversity and leaves > 1:
+            most = np.where(prf <= leaves, np.minimum(prf, 1), prf - leaves + 1).astype(float)
+        moving = np.bincount(ptopic[puse], weights=most[puse], minlength=topics)
+        stay = np.bincount(topic[~free] * leaves + self.leaf[pos[~free]], minlength=topics * leaves)
+        held = np.minimum(total[:, None], moving[:, None] + stay.reshape(topics, leaves))
+        code = topic * n + pos
+        uniq, count = np.unique(code, return_counts=True)
+        t, b = uniq // n, uniq % n
+        cap = np.maximum(share[t], np.ceil(held[t, self.leaf[b]] / np.maximum(1.0, members[self.leaf[b]]))) + 1
+        excess = np.maximum(0, count - cap).astype(np.int64)
+        # the free replicas by (broker, topic, size): the first ``excess`` of each group go
+        fcode, fsize = code[free], size[free]
+        order = np.lexsort((fsize, fcode))
+        fcode, fsize = fcode[order], fsize[order]
+        group = np.searchsorted(uniq, fcode)
+        start = np.searchsorted(fcode, uniq)
+        rank = np.arange(len(fcode)) - start[group]
+        take = rank < excess[group]
+        if np.any(excess > np.bincount(group, minlength=len(uniq))):
+            short = np.bincount(b[excess > np.bincount(group, minlength=len(uniq))], minlength=n) > 0
+            out[short] = math.inf
+        fpos = fcode % n
+        out += np.bincount(fpos[take], weights=fsize[take], minlength=n)
+        if hi is not None:
+            held_b = np.bincount(pos, minlength=n)
+            more = np.maximum(0, held_b - hi) - np.bincount(fpos[take], minlength=n)
+            rest = ~take
+            rpos, rsize = fpos[rest], fsize[rest]
+            order = np.lexsort((rsize, rpos))
+            rpos, rsize = rpos[order], rsize[order]
+            first = np.searchsorted(rpos, np.arange(n))
+            rank = np.arange(len(rpos)) - first[rpos]
+            pick = rank < more[rpos]
+            out += np.bincount(rpos[pick], weights=rsize[pick], minlength=n)
+            out[np.bincount(rpos, minlength=n) < more] = math.inf
+        return out
+
+
 class _Racks:
     """Excess ``E_n``, deficit ``F_n`` and the bytes per broker in a crowded group, per level."""
 
@@ -226,6 +341,7 @@ class _Racks:
         self.excess = np.zeros((depth, nkeys))
         self.deficit = np.zeros((depth, nkeys))
         self.holding = np.zeros((depth, n))     # replicas in a group with an excess, per broker
+        self.sole = np.zeros((depth, n))        # replicas alone in their group with r >= G, per broker
 
     def add(self, level: int, k: np.ndarray, alive: np.ndarray, spot: np.ndarray, s: np.ndarray,
             use: np.ndarray) -> np.ndarray:
@@ -248,6 +364,9 @@ class _Racks:
         weight = s[:, None] * use[:, None]
         crowded = (count > cap) & alive
         self.holding[level] += np.bincount(spot.ravel(), weights=(weight * crowded).ravel(), minlength=n + 1)[:n]
+        if rf >= g:     # the partition's only replica in its group: leaving it brings another one in
+            alone = (count == 1) & alive
+            self.sole[level] += np.bincount(spot.ravel(), weights=(weight * alone).ravel(), minlength=n + 1)[:n]
         over = np.maximum(0, count - cap) * first
         self.excess[level] += np.bincount(k.ravel(), weights=(weight * over).ravel(), minlength=nkeys + rf)[:nkeys]
         if rf >= g:
@@ -287,6 +406,9 @@ def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
     keys = np.array([tree.keys[b] for b in eligible] if depth else [], dtype=np.int64).reshape(n, depth)
     nkeys = len(tree.names)
     racks = _Racks(depth, nkeys, n, tree.groups(eligible))
+    names, tid = np.unique(np.array([p.topic for p in parts], dtype=object), return_inverse=True)
+    leaf = np.unique(keys[:, depth - 1], return_inverse=True)[1].reshape(n) if depth else np.zeros(n, dtype=np.int64)
+    topics = _Topics(n, leaf, np.array([b in excluded for b in eligible], dtype=bool))
     for rf in map(int, np.unique(rfs)):
         rows = np.flatnonzero(rfs == rf)
         if rf == 0:
@@ -302,6 +424,7 @@ def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
             spare = n - len(excluded) - (alive & ~shut).sum(axis=1)
             stay[rows] |= rf - alive.sum(axis=1) > spare
             use = ~stay[rows]
+        topics.add(tid[rows], spot, alive, s, use)
         sw = np.broadcast_to(s[:, None], spot.shape).ravel()
         before += np.bincount(spot.ravel(), weights=sw, minlength=n + 1)[:n]
         counts += np.bincount(spot.ravel(), minlength=n + 1)[:n]
@@ -320,14 +443,14 @@ def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
                 k = np.where(alive, keys[np.minimum(spot, n - 1), level], nkeys + np.arange(rf))
                 lacking = np.maximum(lacking, racks.add(level, k, alive, spot, s, use))
             gap_bytes += float((s * lacking)[use & (lost == 0)].sum())
-    nodes: list[tuple[np.ndarray, float, float, np.ndarray]] = []
+    nodes: list[tuple[np.ndarray, float, float, np.ndarray, np.ndarray]] = []
     for level in range(depth):
         for key in np.unique(keys[:, level]):
             nodes.append((keys[:, level] == key, float(racks.excess[level, key]),
-                          float(racks.deficit[level, key]), racks.holding[level]))
+                          float(racks.deficit[level, key]), racks.holding[level], racks.sole[level]))
     fpos = np.concatenate(free_pos) if free_pos else np.zeros(0, dtype=np.int64)
     fsize = np.concatenate(free_size) if free_size else np.zeros(0, dtype=np.int64)
     smallest = np.concatenate([[0.0], np.cumsum(np.sort(size[~stay]), dtype=float)])
     return _Figures(before, movable, dead, gap_bytes, nodes,
                     int(before.sum() + dead), int(size.max(initial=0)), counts,
-                    int(counts.sum()) + dead_count, fpos, fsize, smallest)
+                    int(counts.sum()) + dead_count, fpos, fsize, smallest, topics)

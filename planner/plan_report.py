@@ -40,19 +40,34 @@ BOUND_TEXT = {
                                "the band or capacity, bytes missing below the band)",
     "diversity_bytes_needed": "bytes moved lower bound (any threshold): bytes repaired + each partition's "
                               "size times the racks it lacks",
+    "bytes_moved_lp_bound_band_counts_topics_diversity": "bytes moved lower bound at threshold {t}: a linear "
+                                                         "program over brokers (HiGHS) of repairs, the byte and "
+                                                         "replica bands, the topic caps per broker, capacities "
+                                                         "and rack diversity at every level "
+                                                         "(planner/byte_bound.py)",
     "bytes_moved_lp_bound_band_counts_diversity": "bytes moved lower bound at threshold {t}: a linear program "
                                                   "over brokers (HiGHS) of repairs, the byte and replica bands, "
-                                                  "capacities and rack diversity at every level "
-                                                  "(planner/byte_bound.py)",
+                                                  "capacities and rack diversity at every level (the topic caps "
+                                                  "cannot be kept with them; planner/byte_bound.py)",
+    "bytes_moved_lp_bound_counts_topics_diversity": "bytes moved lower bound at threshold {t}: a linear program "
+                                                    "over brokers (HiGHS) of repairs, the replica band, the topic "
+                                                    "caps per broker, capacities and rack diversity at every "
+                                                    "level (the byte band cannot be kept with them; "
+                                                    "planner/byte_bound.py)",
     "bytes_moved_lp_bound_counts_diversity": "bytes moved lower bound at threshold {t}: a linear program over "
                                              "brokers (HiGHS) of repairs, the replica band, capacities and rack "
-                                             "diversity at every level (the byte band cannot be kept with them; "
+                                             "diversity at every level (the byte band and the topic caps cannot "
+                                             "be kept with them; planner/byte_bound.py)",
+    "bytes_moved_lp_bound_topics_diversity": "bytes moved lower bound: a linear program over brokers (HiGHS) of "
+                                             "repairs, the topic caps per broker, capacities and rack diversity "
+                                             "at every level (the bands cannot be kept with them; "
                                              "planner/byte_bound.py)",
     "bytes_moved_lp_bound_diversity": "bytes moved lower bound: a linear program over brokers (HiGHS) of repairs, "
-                                      "capacities and rack diversity at every level (the bands cannot be "
-                                      "kept with them; planner/byte_bound.py)",
+                                      "capacities and rack diversity at every level (the bands and the topic caps "
+                                      "cannot be kept with them; planner/byte_bound.py)",
     "bytes_moved_lp_bound": "bytes moved lower bound: a linear program over brokers (HiGHS) of repairs and "
-                            "capacities (the bands and diversity cannot be kept with them; planner/byte_bound.py)",
+                            "capacities (the bands, the topic caps and diversity cannot be kept with them; "
+                            "planner/byte_bound.py)",
     "replicas_band_lo": "replica band low end (lo) at threshold {t}",
     "replicas_band_hi": "replica band high end (hi) at threshold {t}",
     "leader_changes_lower_bound": "leader changes lower bound for the plan's own replica lists (ideal band): "
@@ -69,8 +84,9 @@ BOUND_TEXT = {
 
 # the bytes-moved lower bounds, from the weakest to the strongest at equal value: the largest is shown
 BYTE_BOUNDS = {"diversity_bytes_needed": "racks lacking", "bytes_moved_lower_bound": "per-broker band",
-               "bytes_moved_lp_bound": "LP", "bytes_moved_lp_bound_diversity": "LP",
-               "bytes_moved_lp_bound_counts_diversity": "LP", "bytes_moved_lp_bound_band_counts_diversity": "LP"}
+               **{f"bytes_moved_lp_bound{kept}": "LP" for kept in (
+                   "", "_diversity", "_topics_diversity", "_counts_diversity", "_counts_topics_diversity",
+                   "_band_counts_diversity", "_band_counts_topics_diversity")}}
 
 
 def _row(cells: list[object]) -> str:

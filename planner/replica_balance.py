@@ -88,6 +88,8 @@ Algorithm
        ends in few transfers.
     7. Steps 4-6 repeat while they move something (at most a few rounds); what is still off
        target is explained in the notes (the blocking constraint) next to the lower bounds.
+       Then *fewer moves* (:mod:`kafka_replica_assignor.planner.goals.fewer_moves`) puts back
+       the moved replicas the targets did not need, keeping everything above.
 
     8. *Exact path* (:func:`best_replicas` with ``exact_seconds`` > 0, the command's default):
        on a cluster of at most :data:`kafka_replica_assignor.planner.exact.EXACT_CELLS` partitions x brokers, without

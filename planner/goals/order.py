@@ -21,7 +21,9 @@ Constraints
        and bytes are evened only by moves that keep every topic under its cap.
     6. *Replica counts*, then 7. *bytes*: the count band first (a swap evens bytes without
        touching counts; a move for bytes keeps both counts in their band).
-    8. *Leaders* last: they move no data, so they cannot break anything above; the replica
+    8. *Fewer moves*: once every band is reached, undo the moves it turned out not to need,
+       keeping everything above.
+    9. *Leaders* last: they move no data, so they cannot break anything above; the replica
        goals help them by moving followers before leaders.
 
     ``max_moves`` is spent in this order; ``max_leader_changes`` stops replica goals from
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING
 
 from ..plan import Working
 from .capacity import CapacityGoal
+from .fewer_moves import FewerMovesGoal
 from .goal import Goal, ReportView, Target
 from .leaders import LeaderGoal
 from .lost_replicas import RepairGoal
@@ -62,11 +65,12 @@ if TYPE_CHECKING:
     from ..plan import Plan
     from ..settings import PlanSettings
 
-ModelGoal = ScopeGoal | RackDiversityGoal | CapacityGoal | TopicSpreadGoal | ReplicaCountGoal | ReplicaBytesGoal
+ModelGoal = (ScopeGoal | RackDiversityGoal | CapacityGoal | TopicSpreadGoal | ReplicaCountGoal | ReplicaBytesGoal
+             | FewerMovesGoal)
 """The goals that run on the shared model (repair and leaders run on the working lists)."""
 
 GOALS: tuple[type[Goal], ...] = (RepairGoal, ScopeGoal, RackDiversityGoal, CapacityGoal, TopicSpreadGoal, ReplicaCountGoal,
-         ReplicaBytesGoal, LeaderGoal)
+         ReplicaBytesGoal, FewerMovesGoal, LeaderGoal)
 """Every goal, highest rank first (the module doc says why)."""
 
 ONCE = (ScopeGoal, RackDiversityGoal)
@@ -76,6 +80,9 @@ REPEATED = (CapacityGoal, TopicSpreadGoal, ReplicaCountGoal, ReplicaBytesGoal)
 """(Capacity's own pass is empty: a broker above its disk is relieved in the byte exchange, see
 :mod:`kafka_replica_assignor.planner.goals.capacity`.)"""
 """Replica goals that run in rounds: one goal's moves may open room for another's."""
+
+LAST = (FewerMovesGoal,)
+"""Replica goals that run once, after the rounds: they only undo what the others did not need."""
 
 ROUNDS = 4
 
@@ -92,7 +99,7 @@ def balance(work: Working, threshold: Fraction, *, max_moves: int | None = None,
     if not work.eligible:
         work.notes.append("no alive broker: nothing to balance")
         return None
-    goals: dict[type[ModelGoal], ModelGoal] = {cls: cls(model) for cls in (*ONCE, *REPEATED)}
+    goals: dict[type[ModelGoal], ModelGoal] = {cls: cls(model) for cls in (*ONCE, *REPEATED, *LAST)}
     ranked = [goals[cls] for cls in GOALS if cls in goals]
     CapacityGoal(model).check_total()
     model.set_bands()
@@ -105,6 +112,8 @@ def balance(work: Working, threshold: Fraction, *, max_moves: int | None = None,
         moved = sum(goals[cls].optimize() for cls in REPEATED)
         if not moved or not model.budget_left():
             break
+    for last in LAST:
+        goals[last].optimize()
     for goal in ranked:
         goal.explain()
     return model

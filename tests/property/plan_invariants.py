@@ -277,12 +277,39 @@ def _lp_bound_violations(plan: Plan, usable: set[int], counts: Counter[int], siz
         return lo is not None and hi is not None and all(lo <= values[x] <= hi for x in usable)
 
     counts_ok = within(counts, "replicas_band_lo", "replicas_band_hi")
+    band_ok = within(sizes, "bytes_band_lo", "bytes_band_hi")
+    topics_ok = _within_broker_topic_caps(plan, usable)
     meets = {"bytes_moved_lp_bound": True, "bytes_moved_lp_bound_diversity": diverse,
+             "bytes_moved_lp_bound_topics_diversity": diverse and topics_ok,
              "bytes_moved_lp_bound_counts_diversity": diverse and counts_ok,
-             "bytes_moved_lp_bound_band_counts_diversity":
-                 diverse and counts_ok and within(sizes, "bytes_band_lo", "bytes_band_hi")}
+             "bytes_moved_lp_bound_counts_topics_diversity": diverse and counts_ok and topics_ok,
+             "bytes_moved_lp_bound_band_counts_diversity": diverse and counts_ok and band_ok,
+             "bytes_moved_lp_bound_band_counts_topics_diversity": diverse and counts_ok and band_ok and topics_ok}
     return [f"{label} is {plan.bound(label)} but the plan moves {moved_bytes} bytes"
             for label, met in meets.items() if met and (plan.bound(label) or 0) > moved_bytes]
+
+
+def _within_broker_topic_caps(plan: Plan, usable: set[int]) -> bool:
+    """The report's topic target after the plan: every usable broker holds at most
+    ``max(ceil(R / B), ceil(R_rack / B_rack)) + 1`` replicas of each topic (``R`` the topic's
+    replicas, ``R_rack`` those on usable brokers of the broker's rack)."""
+    tree = RackTree.of({b.id: b.rack for b in plan.after.brokers if b.id in usable})
+    leaf = {b: tree.leaf(b) for b in usable}
+    total: Counter[str] = Counter()
+    on: Counter[tuple[str, int]] = Counter()
+    in_rack: Counter[tuple[str, int | None]] = Counter()
+    for p in plan.after.partitions:
+        total[p.topic] += len(p.replicas)
+        for b in p.replicas:
+            if b in usable:
+                on[(p.topic, b)] += 1
+                in_rack[(p.topic, leaf[b])] += 1
+    members = Counter(leaf.values())
+    for (t, b), count in on.items():
+        rack = -(-in_rack[(t, leaf[b])] // members[leaf[b]]) if leaf[b] is not None else 0
+        if count > max(-(-total[t] // len(usable)), rack) + 1:
+            return False
+    return True
 
 
 def check_plan(plan: Plan, **kwargs: Any) -> None:

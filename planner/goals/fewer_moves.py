@@ -1,0 +1,478 @@
+"""Fewer bytes moved: undo what the other goals' moves turned out not to need.
+
+Goals
+    The same targets for fewer bytes moved (fewer replica moves when nothing is sized). The
+    other goals move one replica at a time towards their own figure, so some of their moves are
+    not needed by the end: a replica that went to a broker that could have kept its old one, a
+    broker that took bytes another broker could have taken. An *undo* puts a moved replica
+    back on a broker of its partition's input list; every figure the goals before this one
+    reached stays reached, and none gets worse.
+
+Constraints
+    - Ranks after bytes and before leaders: it runs once, after the rounds of the other replica
+      goals. Every move it makes keeps rack diversity (the racks a replica may go to, as for
+      any goal), the capacities, the topic caps at every node of the rack tree
+      (``Model.caps_ok``) and the scope; a broker's replica count stays in ``[lo, hi]`` and its
+      bytes in ``[blo, min(bhi, capacity)]``, or no further out than the plan had left them.
+    - An undo needs the input broker to be eligible and not excluded; with ``--add-brokers`` it
+      may return a replica to a broker that is not added (it held it before the plan).
+    - The solver stage needs no move or leader budget (moves that only hold together are made
+      together, and undone together when the check fails), at most :data:`SOLVER_PARTITIONS`
+      partitions changed by the plan and :data:`SOLVER_COLUMNS` candidates (the greedy stage
+      always runs). A linear program solved by the simplex method gives the same answer on
+      every run; the time limit is only a safety net, and a note says when it ended a solve.
+
+Algorithm
+    1. Candidates: per partition the plan changed, each replica on a broker outside the input
+       list paired with each input broker the partition left (an undo; it gains the partition's
+       size, or one move when unsized), and, for the solver, the same replica sent to one of the
+       :data:`REDIRECT` emptiest other brokers of its own rack (it gains nothing itself but makes
+       room for undos elsewhere: a broker at the top of its band takes a replica back once
+       another leaves it).
+    2. Greedy: undos by gain, largest first, each made when the rules above hold, in passes while
+       one is made.
+    3. Shortcuts: a replica that came to broker ``x`` while another left ``x`` for ``c`` goes
+       on to ``c`` and the other stays on ``x`` (counts unchanged, one move fewer), in passes;
+       then the greedy again.
+    4. Solver, in up to :data:`SOLVER_ROUNDS` rounds: the candidates as a 0-1 program (HiGHS)
+       in its linear relaxation: at most one per partition; per broker its count and bytes in
+       the bounds above; per topic and rack-tree node its replicas at most the cap as it
+       stands; maximise the gain. The candidates it takes at more than one half are made one
+       by one where each keeps every rule on its own, in passes; those left (a rotation whose
+       every step breaks a band) are made together and kept only if a check of the whole
+       passes (bands, caps at every node touched, since a cap below a rack moves with its
+       parent's count, diversity, capacities), else undone. Then a greedy pass.
+
+Example
+    Brokers 1-4 without racks, threshold 10 %, 100 bytes each of ``a-0`` and ``b-0`` on broker
+    1, ``c-0`` on 2 and ``d-0`` on 3 (count band ``[1, 1]``). A plan moving ``a-0`` to 4 and
+    rotating ``b-0`` 1 -> 2, ``c-0`` 2 -> 3, ``d-0`` 3 -> 1 reaches every band and moves 400
+    bytes. No single undo keeps the count band (each puts two replicas on a broker); shortcuts
+    take the rotation back (``d-0`` goes on to 4 and ``a-0`` stays on 1, then ``b-0`` goes on
+    to 3 and ``c-0`` stays on 2, then ``b-0`` to 4 and ``d-0`` stays on 3): 100 bytes move, the
+    optimum (``tests/unit/test_fewer_moves.py``; made together, the three undos do the same).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from typing import Any
+
+from .goal import ModelGoal, ReportView, Target
+
+REDIRECT = 1
+"""Other brokers of the moved replica's rack offered to the solver, emptiest first."""
+
+SHORTCUT_TRIES = 8
+"""Replicas that came to a broker tried per replica that left it, nearest in size first."""
+
+SHORTCUT_PASSES = 4
+"""Passes of the shortcut stage at most."""
+
+SOLVER_PARTITIONS = 20_000
+"""Partitions changed by the plan above which the solver stage is left out (about a second
+per 10,000 changed partitions)."""
+
+SOLVER_COLUMNS = 40_000
+"""Candidates above which the solver stage is left out."""
+
+SOLVER_ROUNDS = 2
+"""Rounds of the solver stage (each on the candidates the previous one left)."""
+
+TIME_LIMIT = 20.0
+"""Seconds per solve: a safety net (a note says when it ended a solve)."""
+
+Move = tuple[int, int, int]     # (partition, source, destination)
+
+
+class FewerMovesGoal(ModelGoal):
+    """Undo moves the plan did not need (module doc)."""
+
+    name = "fewer moves"
+
+    def accepts(self, i: int, source: int, destination: int) -> bool:
+        return True     # ranks after every replica goal: nothing after it moves replicas
+
+    def optimize(self) -> int:
+        m = self.model
+        before, gained = m.moved, 0
+        gained += self.greedy()
+        gained += self.shortcuts()
+        gained += self.greedy()
+        solver_note = ""
+        if m.budget is None and m.leader_budget is None:
+            more, solver_note = self.solve()
+            if more:
+                gained += more + self.greedy()
+        if gained:
+            unit = "bytes" if m.sized else "replica move(s)"
+            m.work.notes.append(f"fewer moves: undos saved {gained} {unit} after the other goals"
+                                + (f" ({solver_note})" if solver_note else ""))
+        return m.moved - before
+
+    @staticmethod
+    def targets(view: ReportView) -> tuple[Target, ...]:
+        return ()   # its figure is the bytes moved, reported with their lower bounds
+
+    # -- candidates and the rules --------------------------------------------------------
+    def gain(self, i: int) -> int:
+        m = self.model
+        return m.size[i] if m.sized else 1
+
+    def undos(self) -> list[Move]:
+        """Every undo candidate now, largest gain first (then in partition order)."""
+        m = self.model
+        work = m.work
+        out: list[tuple[int, int, int, int, int]] = []
+        for i in sorted(work.touched, key=m.slot.__getitem__):
+            if i in work.frozen:
+                continue
+            reps, original = m.reps[i], work.original[i]
+            went = [a for a in original if a not in reps and a in work.eligible_set and a not in work.excluded]
+            if not went:
+                continue
+            for b in reps:
+                if b not in original:
+                    out.extend((-self.gain(i), m.slot[i], b, a, i) for a in went)
+        out.sort()
+        return [(i, b, a) for _, _, b, a, i in out]
+
+    def allowed(self, i: int, source: int, destination: int) -> bool:
+        """The hard rules and the caps for one move (``Model.fits`` without the added-brokers rule
+        for an undo, whose destination held the replica before the plan)."""
+        m = self.model
+        if destination in m.reps[i] or destination in m.work.excluded or not m.leader_ok(i, source):
+            return False
+        if destination not in m.work.original[i] and not m.may_take(destination):
+            return False
+        if m.leaf[destination] not in m.allowed_leaves(i, source):
+            return False
+        limit = m.capacity.get(destination)
+        if limit is not None and m.sizes[destination] + m.size[i] > limit:
+            return False
+        return m.caps_ok(m.topic[i], source, destination)
+
+    def in_bands(self, i: int, source: int, destination: int) -> bool:
+        m = self.model
+        if m.counts[destination] + 1 > m.hi or m.counts[source] - 1 < m.lo:
+            return False
+        w = m.size[i]
+        return not w or (m.sizes[destination] + w <= m.upper(destination) and m.sizes[source] - w >= m.blo)
+
+    def greedy(self) -> int:
+        """Step 2 of the module doc; returns the gain. An undo only removes candidates, so the
+        list is built once and each pass retries the ones that did not fit."""
+        m = self.model
+        gained = 0
+        left = self.undos()
+        while left:
+            rest = []
+            for i, b, a in left:
+                if b not in m.reps[i] or a in m.reps[i]:
+                    continue        # that replica or that broker was taken by another undo
+                if self.in_bands(i, b, a) and self.allowed(i, b, a):
+                    m.do_move(i, b, a)
+                    gained += self.gain(i)
+                else:
+                    rest.append((i, b, a))
+            if len(rest) == len(left):
+                break
+            left = rest
+        return gained
+
+    def shortcuts(self) -> int:
+        """Step 3 of the module doc: a replica ``p`` that came to ``x`` while a replica ``q``
+        left ``x`` for ``c`` becomes ``p`` going to ``c`` and ``q`` staying on ``x``: counts
+        unchanged, one move fewer. Replicas of ``q``'s topic are tried first (the topic
+        caps then hold on both sides), nearest in size first; in passes while one is made (a
+        shortcut can open another). Returns the gain."""
+        m = self.model
+        gained = 0
+        for _ in range(SHORTCUT_PASSES):
+            came, went = self._flows()
+            made = 0
+            for x in sorted(set(came) & set(went)):
+                arrived = sorted(came[x])
+                same: dict[int, list[tuple[int, int]]] = {}     # per topic
+                for entry in arrived:
+                    same.setdefault(m.topic[entry[1]], []).append(entry)
+                for _, q, c in sorted(went[x]):
+                    if c not in m.reps[q] or x in m.reps[q]:
+                        continue
+                    tried = self._nearest(same.get(m.topic[q], []), m.size[q])
+                    for p in tried + [p for p in self._nearest(arrived, m.size[q]) if p not in tried]:
+                        if p != q and x in m.reps[p] and self._shortcut(p, q, x, c):
+                            arrived.remove((m.size[p], p))
+                            same[m.topic[p]].remove((m.size[p], p))
+                            gained += self.gain(q)
+                            made += 1
+                            break
+            if not made:
+                break
+        return gained
+
+    def _flows(self) -> tuple[dict[int, list[tuple[int, int]]], dict[int, list[tuple[int, int, int]]]]:
+        """Per broker, the replicas moved onto it ``(size, partition)`` and those that left it
+        ``(-size, partition, broker it is on now)``."""
+        m = self.model
+        work = m.work
+        came: dict[int, list[tuple[int, int]]] = {}
+        went: dict[int, list[tuple[int, int, int]]] = {}
+        for i in sorted(work.touched, key=m.slot.__getitem__):
+            if i in work.frozen:
+                continue
+            reps, original = m.reps[i], work.original[i]
+            new = [c for c in reps if c not in original]
+            for c in new:
+                came.setdefault(c, []).append((m.size[i], i))
+            for a in original:
+                if a not in reps and a in work.eligible_set:
+                    went.setdefault(a, []).extend((-m.size[i], i, c) for c in new)
+        return came, went
+
+    def _nearest(self, arrived: list[tuple[int, int]], size: int) -> list[int]:
+        """Up to :data:`SHORTCUT_TRIES` partitions of ``arrived`` (sorted by size), those
+        nearest ``size`` first."""
+        k = bisect_left(arrived, (size, -1))
+        lo, hi = k - 1, k
+        out: list[int] = []
+        while len(out) < SHORTCUT_TRIES and (lo >= 0 or hi < len(arrived)):
+            if hi >= len(arrived) or (lo >= 0 and size - arrived[lo][0] <= arrived[hi][0] - size):
+                out.append(arrived[lo][1])
+                lo -= 1
+            else:
+                out.append(arrived[hi][1])
+                hi += 1
+        return out
+
+    def _shortcut(self, p: int, q: int, x: int, c: int) -> bool:
+        """Move ``p`` from ``x`` to ``c`` and ``q`` from ``c`` back to ``x`` when both keep the
+        rules (the bands as after both); undone otherwise."""
+        m = self.model
+        if c in m.reps[p]:
+            return False
+        delta = m.size[p] - m.size[q]
+        if delta and m.sized:
+            for b, d in ((c, delta), (x, -delta)):
+                now = m.sizes[b]
+                if not min(m.blo, now) <= now + d <= max(m.upper(b), now):
+                    return False
+        if not self.allowed(p, x, c):
+            return False
+        m.do_move(p, x, c)
+        if self.allowed(q, c, x):
+            m.do_move(q, c, x)
+            return True
+        m.do_move(p, c, x)
+        return False
+
+    # -- the solver stage ----------------------------------------------------------------
+    def redirects(self) -> list[Move]:
+        m = self.model
+        work = m.work
+        out: list[Move] = []
+        for i in sorted(work.touched, key=m.slot.__getitem__):
+            if i in work.frozen:
+                continue
+            reps, original = m.reps[i], work.original[i]
+            for b in reps:
+                if b in original:
+                    continue
+                offered = 0
+                for _, c in m.leaf_bytes[m.leaf[b]]:
+                    if offered == REDIRECT:
+                        break
+                    if c != b and c not in reps and c not in original and self.allowed(i, b, c):
+                        out.append((i, b, c))
+                        offered += 1
+        return out
+
+    def solve(self) -> tuple[int, str]:
+        """Step 4 of the module doc, in up to :data:`SOLVER_ROUNDS` rounds: the gain it adds (0
+        when it adds nothing) and its note."""
+        gained, timed_out = 0, False
+        for _ in range(SOLVER_ROUNDS):
+            chosen, ended = self.relaxation()
+            timed_out |= ended
+            if not chosen:
+                break
+            got, left = self.one_by_one(chosen)
+            got += self.together(left) + self.greedy()
+            gained += got
+            if not got:
+                break
+        how = ("the linear relaxation of a 0-1 program over the undos and moves within a rack, HiGHS"
+               + (f"; its time limit ({TIME_LIMIT:g} s) ended a solve, so another run may differ" if timed_out else ""))
+        return gained, how if gained else ""
+
+    def relaxation(self) -> tuple[list[Move], bool]:
+        """The candidates the program's linear relaxation takes (value above one half), highest
+        value first; whether its time limit ended the solve."""
+        m = self.model
+        if len(m.work.touched) > SOLVER_PARTITIONS:
+            return [], False
+        columns = [c for c in self.undos() if self.allowed(*c)]
+        if not columns:
+            return [], False
+        columns += self.redirects()
+        if len(columns) > SOLVER_COLUMNS:
+            return [], False
+        import highspy  # the planner extra, loaded when planning
+
+        h = highspy.Highs()  # type: ignore[no-untyped-call]
+        for option, value in (("output_flag", False), ("threads", 1), ("random_seed", 0),
+                              ("time_limit", TIME_LIMIT)):
+            h.setOptionValue(option, value)
+        n = len(columns)
+        gains = [self.gain(i) if a in m.work.original[i] else 0 for i, _, a in columns]
+        top = max(gains) or 1
+        h.addVars(n, [0.0] * n, [1.0] * n)
+        h.changeColsCost(n, list(range(n)), [-g / top for g in gains])
+        self._rows(h, columns)
+        h.run()
+        ended = h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit
+        if h.getInfo().primal_solution_status != 2:     # no feasible point
+            return [], ended
+        values = list(h.getSolution().col_value)
+        ranked = sorted((-v, k) for k, v in enumerate(values) if v > 0.5)
+        return [columns[k] for _, k in ranked], ended
+
+    def one_by_one(self, chosen: list[Move]) -> tuple[int, list[Move]]:
+        """Make the chosen moves that keep every rule on their own, in passes; the gain and the
+        moves left (those that only hold together, such as a rotation)."""
+        m = self.model
+        gained = 0
+        left = chosen
+        while True:
+            made, rest = 0, []
+            for i, b, a in left:
+                if b not in m.reps[i] or a in m.reps[i]:
+                    continue
+                if self.in_bands(i, b, a) and self.allowed(i, b, a):
+                    m.do_move(i, b, a)
+                    gained += self.gain(i) if a in m.work.original[i] else 0
+                    made += 1
+                else:
+                    rest.append((i, b, a))
+            left = rest
+            if not made:
+                return gained, left
+
+    def together(self, left: list[Move]) -> int:
+        """Make ``left`` (one move per partition) at once, and keep them only when nothing the
+        check compares got worse (:meth:`_no_worse`); the gain kept."""
+        m = self.model
+        seen: set[int] = set()
+        moves = []
+        for i, b, a in left:
+            if i not in seen and b in m.reps[i] and a not in m.reps[i]:
+                seen.add(i)
+                moves.append((i, b, a))
+        gain = sum(self.gain(i) for i, _, a in moves if a in m.work.original[i])
+        if not gain:
+            return 0
+        before = self._figures(moves)
+        for i, b, a in moves:
+            m.do_move(i, b, a)
+        if self._no_worse(moves, before):
+            return gain
+        for i, b, a in reversed(moves):
+            m.do_move(i, a, b)
+        return 0
+
+    def _rows(self, h: Any, columns: list[Move]) -> None:
+        """At most one per partition; the count and byte bounds per broker; the topic caps."""
+        m = self.model
+        per_part, count, size, topic = self._coefficients(columns)
+        for ks in per_part.values():
+            if len(ks) > 1:
+                h.addRow(-math.inf, 1.0, len(ks), ks, [1.0] * len(ks))
+        for broker, coef in count.items():
+            c = m.counts[broker]
+            h.addRow(min(m.lo, c) - c, max(m.hi, c) - c, len(coef), list(coef), list(coef.values()))
+        scale = max(1, m.mean)
+        for broker, coef in size.items():
+            s = m.sizes[broker]
+            h.addRow((min(m.blo, s) - s) / scale, (max(m.upper(broker), s) - s) / scale, len(coef), list(coef),
+                     list(coef.values()))
+        for key, coef in topic.items():
+            t, node = divmod(key, m.stride)
+            now = m.ncount.get(key, 0)
+            parent = m.parent[node]
+            room = max(m.cap(t, node, parent, m.n(t, parent)), now) - now
+            h.addRow(-math.inf, float(room), len(coef), list(coef), list(coef.values()))
+
+    def _coefficients(self, columns: list[Move]) -> tuple[dict[int, list[int]], dict[int, dict[int, float]],
+                                                           dict[int, dict[int, float]], dict[int, dict[int, float]]]:
+        """The columns per partition, and per broker (count, bytes over the mean) and per
+        (topic, node) key what each column adds or takes."""
+        m = self.model
+        per_part: dict[int, list[int]] = {}
+        count: dict[int, dict[int, float]] = {}
+        size: dict[int, dict[int, float]] = {}
+        topic: dict[int, dict[int, float]] = {}
+        scale = max(1, m.mean)
+        for k, (i, b, a) in enumerate(columns):
+            per_part.setdefault(i, []).append(k)
+            for broker, sign in ((a, 1.0), (b, -1.0)):
+                count.setdefault(broker, {})[k] = sign
+                if m.size[i]:
+                    size.setdefault(broker, {})[k] = sign * m.size[i] / scale
+            base = m.topic[i] * m.stride
+            cs, cd = m.chain[b], m.chain[a]
+            d = 1
+            while cs[d] == cd[d]:
+                d += 1
+            for node in cd[d:]:
+                topic.setdefault(base + node, {})[k] = 1.0
+            for node in cs[d:]:
+                topic.setdefault(base + node, {})[k] = -1.0
+        return per_part, count, size, topic
+
+    def _figures(self, chosen: list[Move]) -> dict[str, dict[int, int]]:
+        """What the check compares: counts and bytes of the brokers, excess over the caps of the
+        (topic, node) pairs, and the groups per level of the partitions the moves touch."""
+        m = self.model
+        brokers = {b for _, s, d in chosen for b in (s, d)}
+        return {"counts": {b: m.counts[b] for b in brokers}, "bytes": {b: m.sizes[b] for b in brokers},
+                "excess": self._excess(chosen), "groups": self._groups(chosen)}
+
+    def _excess(self, chosen: list[Move]) -> dict[int, int]:
+        m = self.model
+        out: dict[int, int] = {}
+        for i, s, d in chosen:
+            base = m.topic[i] * m.stride
+            for b in (s, d):
+                for node in m.chain[b][1:]:
+                    t = m.topic[i]
+                    out[base + node] = m.n(t, node) - m.cap(t, node, m.parent[node], m.n(t, m.parent[node]))
+        return out
+
+    def _groups(self, chosen: list[Move]) -> dict[int, int]:
+        m = self.model
+        tree = m.tree
+        out: dict[int, int] = {}
+        for i, _, _ in chosen:
+            for level in range(tree.depth):
+                out[i * (tree.depth + 1) + level] = len({tree.keys[b][level] for b in m.reps[i]})
+        return out
+
+    def _no_worse(self, chosen: list[Move], before: dict[str, dict[int, int]]) -> bool:
+        m = self.model
+        for b, was in before["counts"].items():
+            now = m.counts[b]
+            if not min(m.lo, was) <= now <= max(m.hi, was):
+                return False
+        for b, was in before["bytes"].items():
+            now = m.sizes[b]
+            if not min(m.blo, was) <= now <= max(m.upper(b), was):
+                return False
+            limit = m.capacity.get(b)
+            if limit is not None and now > max(limit, was):
+                return False
+        after = self._excess(chosen)
+        if any(v > max(0, before["excess"].get(k, 0)) for k, v in after.items()):
+            return False
+        groups = self._groups(chosen)
+        return all(groups[k] >= v for k, v in before["groups"].items())
