@@ -13,8 +13,9 @@ Constraints
     - When the targets cannot all hold together, each is kept in the order diversity, counts,
       topics, bytes if it can hold with those kept before it; one that cannot is proven so by
       HiGHS (the program keeping it is infeasible) and is then only brought as close as it can
-      be (its rows' total violation minimised). A target is called unreachable only on such a
-      proof.
+      be (its rows' total violation minimised), starting from the last plan found keeping those
+      before it. A target is called unreachable only on such a proof; one neither found nor
+      proven within the limits is brought as close as it can be too, and not called unreachable.
     - Only for clusters where every partition can be repaired and ``partitions x brokers`` is at
       most :data:`EXACT_CELLS`, without move or leader budgets; a time limit for the whole
       solve; ``None`` when nothing is found, and the caller keeps its own plan.
@@ -271,16 +272,21 @@ class ExactProblem:
         unreachable: list[str] = []
         if status == "infeasible":
             on = set()
+            soft: list[str] = []    # proven out of reach, or neither found nor proven within the limits
+            start = seed            # the last plan found keeping ``on``: where the closest solve starts
             for name in TARGETS:    # keep each target that can hold with the ones kept before it
                 h = self._highs(highspy, on | {name}, left(0.25), node_limit, gap)
-                found, _ = self._run(h, highspy, {}, seed)
-                if found == "infeasible":
-                    unreachable.append(name)
-                elif found in ("optimal", "feasible"):
+                found, got = self._run(h, highspy, {}, seed)
+                if found in ("optimal", "feasible"):
                     on.add(name)
+                    if got is not None:
+                        lists = self._lists(got)
+                        start = [lists.get(i, list(p.replicas)) for i, p in enumerate(self.snapshot.partitions)]
                 else:
-                    return None
-            status, values, bound = self._optimise(highspy, on, seed, left, node_limit, gap, soft=unreachable)
+                    soft.append(name)
+                    if found == "infeasible":
+                        unreachable.append(name)
+            status, values, bound = self._optimise(highspy, on, start, left, node_limit, gap, soft=soft)
             if status == "infeasible":
                 hard, _ = self._run(self._highs(highspy, set(), left(1.0), node_limit, gap), highspy, {}, None)
                 if hard == "infeasible":    # the hard rules alone: no plan at all
@@ -352,7 +358,8 @@ class ExactProblem:
     def _closest(self, highspy, on: set[str], seed: Sequence[Sequence[int]] | None,  # type: ignore[no-untyped-def]
                  left: Callable[[float], float], node_limit: int | None, gap: float, soft: Sequence[str],
                  primary: dict[int, float], moves: dict[int, float]) -> tuple[str, list[float] | None, float]:
-        """The program keeping ``on``, each target of ``soft`` (proven out of reach) as close as
+        """The program keeping ``on``, each target of ``soft`` (proven out of reach, or not found
+        within the limits) as close as
         it can be, one after the other (its rows' total violation minimised and then held),
         then what moves: the planner's rule of "as far as the earlier ones allow"."""
         h = self._highs(highspy, on, left(0.5), node_limit, gap, soft=soft)
