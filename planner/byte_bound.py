@@ -301,35 +301,33 @@ class _Topics:
         stay = np.bincount(topic[~free] * leaves + self.leaf[pos[~free]], minlength=topics * leaves)
         held = np.minimum(total[:, None], moving[:, None] + stay.reshape(topics, leaves))
         code = topic * n + pos
-        uniq, count = np.unique(code, return_counts=True)
+        uniq, inverse, count = np.unique(code, return_inverse=True, return_counts=True)
         t, b = uniq // n, uniq % n
         cap = np.maximum(share[t], np.ceil(held[t, self.leaf[b]] / np.maximum(1.0, members[self.leaf[b]]))) + 1
         excess = np.maximum(0, count - cap).astype(np.int64)
-        # the free replicas by (broker, topic, size): the first ``excess`` of each group go
-        fcode, fsize = code[free], size[free]
-        order = np.lexsort((fsize, fcode))
-        fcode, fsize = fcode[order], fsize[order]
-        group = np.searchsorted(uniq, fcode)
-        start = np.searchsorted(fcode, uniq)
-        rank = np.arange(len(fcode)) - start[group]
-        take = rank < excess[group]
-        if np.any(excess > np.bincount(group, minlength=len(uniq))):
-            short = np.bincount(b[excess > np.bincount(group, minlength=len(uniq))], minlength=n) > 0
-            out[short] = math.inf
-        fpos = fcode % n
-        out += np.bincount(fpos[take], weights=fsize[take], minlength=n)
+        # only the groups above their cap (and the brokers above hi) need their replicas sorted
+        hot = np.flatnonzero(free & (excess[inverse] > 0))
+        gcode, gsize = code[hot], size[hot]
+        order = np.lexsort((gsize, gcode))
+        gcode, gsize, ggroup = gcode[order], gsize[order], inverse[hot][order]
+        first = np.searchsorted(gcode, uniq[ggroup])
+        take = np.arange(len(gcode)) - first < excess[ggroup]
+        free_count = np.bincount(inverse[free], minlength=len(uniq))
+        out[np.unique(b[excess > free_count])] = math.inf
+        out += np.bincount(gcode[take] % n, weights=gsize[take], minlength=n)
         if hi is not None:
-            held_b = np.bincount(pos, minlength=n)
-            more = np.maximum(0, held_b - hi) - np.bincount(fpos[take], minlength=n)
-            rest = ~take
-            rpos, rsize = fpos[rest], fsize[rest]
+            taken = np.bincount(gcode[take] % n, minlength=n)
+            more = np.maximum(0, np.bincount(pos, minlength=n) - hi) - taken
+            chosen = np.zeros(len(code), dtype=bool)
+            chosen[hot[order][take]] = True
+            rest = np.flatnonzero(free & ~chosen & (more[pos] > 0))
+            rpos, rsize = pos[rest], size[rest]
             order = np.lexsort((rsize, rpos))
             rpos, rsize = rpos[order], rsize[order]
-            first = np.searchsorted(rpos, np.arange(n))
-            rank = np.arange(len(rpos)) - first[rpos]
+            rank = np.arange(len(rpos)) - np.searchsorted(rpos, rpos)
             pick = rank < more[rpos]
             out += np.bincount(rpos[pick], weights=rsize[pick], minlength=n)
-            out[np.bincount(rpos, minlength=n) < more] = math.inf
+            out[(more > 0) & (np.bincount(rpos, minlength=n) < more)] = math.inf
         return out
 
 
@@ -406,7 +404,8 @@ def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
     keys = np.array([tree.keys[b] for b in eligible] if depth else [], dtype=np.int64).reshape(n, depth)
     nkeys = len(tree.names)
     racks = _Racks(depth, nkeys, n, tree.groups(eligible))
-    names, tid = np.unique(np.array([p.topic for p in parts], dtype=object), return_inverse=True)
+    numbered: dict[str, int] = {}
+    tid = np.fromiter((numbered.setdefault(p.topic, len(numbered)) for p in parts), dtype=np.int64, count=len(parts))
     leaf = np.unique(keys[:, depth - 1], return_inverse=True)[1].reshape(n) if depth else np.zeros(n, dtype=np.int64)
     topics = _Topics(n, leaf, np.array([b in excluded for b in eligible], dtype=bool))
     for rf in map(int, np.unique(rfs)):
