@@ -152,19 +152,10 @@ class FewerMovesGoal(ModelGoal):
         return [(i, b, a) for _, _, b, a, i in out]
 
     def allowed(self, i: int, source: int, destination: int) -> bool:
-        """The hard rules and the caps for one move (``Model.fits`` without the added-brokers rule
-        for an undo, whose destination held the replica before the plan)."""
+        """The hard rules and the caps for one move (``Model.fits``; an undo's destination held
+        the replica before the plan)."""
         m = self.model
-        if destination in m.reps[i] or destination in m.work.excluded or not m.leader_ok(i, source):
-            return False
-        if destination not in m.work.original[i] and not m.may_take(destination):
-            return False
-        if m.leaf[destination] not in m.allowed_leaves(i, source):
-            return False
-        limit = m.capacity.get(destination)
-        if limit is not None and m.sizes[destination] + m.size[i] > limit:
-            return False
-        return m.caps_ok(m.topic[i], source, destination)
+        return m.fits(i, source, destination, returning=destination in m.work.original[i])
 
     def in_bands(self, i: int, source: int, destination: int) -> bool:
         return not self.full(i, destination) and not self.short(i, source)
@@ -184,24 +175,29 @@ class FewerMovesGoal(ModelGoal):
     def greedy(self) -> int:
         """Step 2 of the module doc; returns the gain. An undo only removes candidates, so the
         list is built once and the next pass retries the ones that did not fit."""
+        return self.make(self.undos(), GREEDY_PASSES)[0]
+
+    def make(self, moves: list[Move], passes: int | None = None) -> tuple[int, list[Move]]:
+        """Make the ``moves`` that keep every rule on their own, in passes (at most ``passes``)
+        while one is made; the gain (undos only) and the moves left."""
         m = self.model
-        gained = 0
-        left = self.undos()
-        for _ in range(GREEDY_PASSES):
+        gained, done = 0, 0
+        left = moves
+        while left and (passes is None or done < passes):
             rest, made = [], 0
             for i, b, a in left:
                 if b not in m.reps[i] or a in m.reps[i]:
-                    continue        # that replica or that broker was taken by another undo
+                    continue        # that replica or that broker was taken by another move
                 if self.in_bands(i, b, a) and self.allowed(i, b, a):
                     m.do_move(i, b, a)
-                    gained += self.gain(i)
+                    gained += self.gain(i) if a in m.work.original[i] else 0
                     made += 1
                 else:
                     rest.append((i, b, a))
-            if not made or not rest:
+            left, done = rest, done + 1
+            if not made:
                 break
-            left = rest
-        return gained
+        return gained, left
 
     # -- the solver stage ----------------------------------------------------------------
     def redirects(self, full: set[int], short: set[int]) -> list[Move]:
@@ -248,7 +244,7 @@ class FewerMovesGoal(ModelGoal):
         chosen, timed_out = self.relaxation()
         if not chosen:
             return 0, ""
-        gained, left = self.one_by_one(chosen)
+        gained, left = self.make(chosen)
         gained += self.together(left)
         how = ("the linear relaxation of a 0-1 program over the undos and moves within a rack, HiGHS"
                + (f"; its time limit ({TIME_LIMIT:g} s) ended the solve, so another run may differ" if timed_out else ""))
@@ -287,27 +283,6 @@ class FewerMovesGoal(ModelGoal):
         values = list(h.getSolution().col_value)
         ranked = sorted((-v, k) for k, v in enumerate(values) if v > 0.5)
         return [columns[k] for _, k in ranked], ended
-
-    def one_by_one(self, chosen: list[Move]) -> tuple[int, list[Move]]:
-        """Make the chosen moves that keep every rule on their own, in passes; the gain and the
-        moves left (those that only hold together, such as a rotation)."""
-        m = self.model
-        gained = 0
-        left = chosen
-        while True:
-            made, rest = 0, []
-            for i, b, a in left:
-                if b not in m.reps[i] or a in m.reps[i]:
-                    continue
-                if self.in_bands(i, b, a) and self.allowed(i, b, a):
-                    m.do_move(i, b, a)
-                    gained += self.gain(i) if a in m.work.original[i] else 0
-                    made += 1
-                else:
-                    rest.append((i, b, a))
-            left = rest
-            if not made:
-                return gained, left
 
     def together(self, left: list[Move]) -> int:
         """Make ``left`` (one move per partition) at once, and keep them only when nothing the

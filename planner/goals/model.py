@@ -237,11 +237,13 @@ class Model:
         return self.reps[i][0] != source or self.leader_budget is None or self.leader_budget > 0
 
     def fits(self, i: int, source: int, destination: int, *, caps: bool = True,
-             leaf_known: bool = False) -> bool:
+             leaf_known: bool = False, returning: bool = False) -> bool:
         """May partition ``i``'s replica on ``source`` move to ``destination`` (hard rules, and
         the topic caps unless ``caps`` is false)? ``leaf_known``: the destination's rack is one
-        of :meth:`allowed_leaves` already."""
-        if destination in self.reps[i] or not self.may_take(destination) or not self.leader_ok(i, source):
+        of :meth:`allowed_leaves` already. ``returning``: the destination held the replica
+        before the plan, so only its exclusion (not the added-brokers rule) stops it."""
+        scoped = destination not in self.work.excluded if returning else self.may_take(destination)
+        if destination in self.reps[i] or not scoped or not self.leader_ok(i, source):
             return False
         if not leaf_known and self.leaf[destination] not in self.allowed_leaves(i, source):
             return False
