@@ -12,7 +12,7 @@ Constraints
       capacities; nodes are ``0 .. nodes - 1``. A graph is solved once: build, solve, read.
     - The planner's leader balance is not a flow over edge capacities: each unit it sends must
       be one real partition, and a partition sits in several broker-to-broker pools at once,
-      so it cancels negative cycles over live partition pools itself (kafka_replica_assignor.planner.leader_balance).
+      so it cancels negative cycles over live partition pools itself (kafka_replica_assignor.planner.goals.leader_flow).
 
 Algorithm
     *Max flow* (:class:`MaxFlow`): Dinic's algorithm. A breadth-first search from the source

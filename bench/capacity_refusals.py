@@ -12,7 +12,7 @@ may be forced by the rule that diversity never drops). Fixed seeds.
     python bench/capacity_refusals.py [--instances 400] [--slack 0.1 0.2 0.5 1.0] [--exact-seconds 10]
 
 ``--exact-seconds S``: a cluster the heuristic refuses is planned again with the exact path
-(:mod:`kafka_replica_assignor.planner.exact`, at most S seconds); the table then counts what that path still refuses,
+(:mod:`kafka_replica_assignor.planner.solving.exact`, at most S seconds); the table then counts what that path still refuses,
 and how many of those it proves infeasible (the witness then needs a drop of rack diversity).
 """
 
@@ -28,7 +28,7 @@ from collections import Counter
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry  # noqa: E402
-from kafka_replica_assignor.planner.cluster_balance import cluster_balance  # noqa: E402
+from kafka_replica_assignor.planner.solving.cluster_balance import cluster_balance  # noqa: E402
 
 RACKS = {"none": lambda i: None, "flat": lambda i: f"r{i % 3}", "tree": lambda i: f"/dc{i % 2}/rack{i % 3}"}
 

@@ -3,10 +3,10 @@
 
 Each instance comes from :func:`generate` (6-16 brokers, 20-150 partitions, no racks, one or two
 rack levels, new / dead / hot brokers, capacities, sizes known or unknown, thresholds 5-20 %).
-The optimum is the mixed-integer program of :mod:`kafka_replica_assignor.planner.exact` solved by HiGHS without a node
-limit (the targets of :mod:`kafka_replica_assignor.planner.replica_balance`, then the fewest bytes moved, then replicas,
+The optimum is the mixed-integer program of :mod:`kafka_replica_assignor.planner.solving.exact` solved by HiGHS without a node
+limit (the targets of :mod:`kafka_replica_assignor.planner.solving.replica_balance`, then the fewest bytes moved, then replicas,
 then leader replicas). Every plan, the optimum's and the planner's, is re-checked by
-:func:`check`, written here from the module doc of :mod:`kafka_replica_assignor.planner.replica_balance` and sharing no
+:func:`check`, written here from the module doc of :mod:`kafka_replica_assignor.planner.solving.replica_balance` and sharing no
 code with the planner: replication factors, duplicates, eligible brokers, capacities, rack
 diversity never reduced, and which targets it meets (full diversity, replica band, topic caps,
 byte band).
@@ -217,7 +217,7 @@ def met(result: dict[str, Any]) -> str:
 def heuristic_lists(snapshot: ClusterSnapshot, threshold: int) -> list[list[int]] | str:
     """The replica lists of the planner's heuristic alone (the message when it refuses)."""
     from kafka_replica_assignor.planner.plan import Working
-    from kafka_replica_assignor.planner.replica_balance import balance_replicas
+    from kafka_replica_assignor.planner.solving.replica_balance import balance_replicas
 
     work = Working(snapshot)
     try:
@@ -229,7 +229,7 @@ def heuristic_lists(snapshot: ClusterSnapshot, threshold: int) -> list[list[int]
 
 def planner_lists(snapshot: ClusterSnapshot, threshold: int, seconds: float) -> tuple[list[list[int]] | str, str]:
     """The planner's replica lists (the message when it refuses) and the path its notes name."""
-    from kafka_replica_assignor.planner.replica_balance import replica_balance
+    from kafka_replica_assignor.planner.solving.replica_balance import replica_balance
 
     try:
         plan = replica_balance(snapshot, threshold=threshold, exact_seconds=seconds)
@@ -243,8 +243,8 @@ def optimum(snapshot: ClusterSnapshot, threshold: int, seed: list[list[int]] | N
             gap: float) -> tuple[list[list[int]] | None, bool, float]:
     """The optimum's replica lists (None when no plan keeps the hard rules), whether it is
     proven (within ``gap``), and the solver's lower bound of what moves."""
-    from kafka_replica_assignor.planner.exact import ExactProblem, targets_of
     from kafka_replica_assignor.planner.racks import RackTree
+    from kafka_replica_assignor.planner.solving.exact import ExactProblem, targets_of
 
     eligible = sorted(b.id for b in snapshot.brokers if b.alive)
     capacity = {b.id: b.capacity_bytes for b in snapshot.brokers if b.alive and b.capacity_bytes is not None}

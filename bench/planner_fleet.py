@@ -4,7 +4,7 @@
 Generates ``--clusters`` snapshots of ``--partitions`` sized partitions with
 ``bench/snapshots.py`` (fixed seeds: cluster k has seed k + 1; new, dead and hot brokers vary
 from cluster to cluster; brokers have a ``capacity_bytes`` unless ``--capacity 0``), cached in ``--work``, then
-runs :func:`kafka_replica_assignor.planner.pipeline.run_pipeline` once and prints the wall time, the planner's own
+runs :func:`kafka_replica_assignor.planner.fleet.pipeline.run_pipeline` once and prints the wall time, the planner's own
 seconds (per cluster, inside the executors), the peak resident memory of the whole process
 tree (this driver, its JVM and the Python workers) and the fleet's totals. The master and
 memory go through ``PYSPARK_SUBMIT_ARGS``, as spark-submit would pass them; the pipeline
@@ -116,7 +116,7 @@ def main() -> int:
     os.environ["PYSPARK_SUBMIT_ARGS"] = (f"--master local[{a.cores}] --driver-memory {a.driver_memory} "
                                          "pyspark-shell")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from kafka_replica_assignor.planner.pipeline import run_pipeline, session
+    from kafka_replica_assignor.planner.fleet.pipeline import run_pipeline, session
     from kafka_replica_assignor.planner.settings import PlanSettings
 
     out = os.path.join(a.work, f"fleet-out-{a.clusters}")

@@ -14,7 +14,7 @@
     snapshot by one function, :func:`measure`. ``--skip-peers`` keeps our rows on these
     snapshots and leaves the peers out. The bound column shows two lower bounds of the bytes any
     plan in the 10 % band moves: ``max(dead + above the band, below the band)`` and the linear
-    program of :mod:`kafka_replica_assignor.planner.byte_bound` (rack diversity at every level too); ``/ LP`` is the
+    program of :mod:`kafka_replica_assignor.planner.solving.bound` (rack diversity at every level too); ``/ LP`` is the
     plan's bytes over the latter.
 
     python bench/planner_realistic.py [--big] [--skip-peers] [--peers-python /tmp/peers-venv/bin/python]
@@ -200,10 +200,10 @@ def _gib(n: float) -> str:
 
 
 def lp_bound(data: Mapping[str, Any]) -> int | None:
-    """The bound of :mod:`kafka_replica_assignor.planner.byte_bound` for the snapshot at :data:`THRESHOLD`."""
+    """The bound of :mod:`kafka_replica_assignor.planner.solving.bound` for the snapshot at :data:`THRESHOLD`."""
     from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-    from kafka_replica_assignor.planner.byte_bound import byte_lower_bound
     from kafka_replica_assignor.planner.racks import RackTree
+    from kafka_replica_assignor.planner.solving.bound import byte_lower_bound
 
     snap = ClusterSnapshot.from_dict(data)
     eligible = sorted(b.id for b in snap.brokers if b.alive)

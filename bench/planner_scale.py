@@ -21,10 +21,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from kafka_replica_assignor.planner.cluster_balance import cluster_balance  # noqa: E402
-from kafka_replica_assignor.planner.leader_balance import leader_balance  # noqa: E402
-from kafka_replica_assignor.planner.replica_balance import replica_balance  # noqa: E402
-from kafka_replica_assignor.planner.sources import load_snapshot  # noqa: E402
+from kafka_replica_assignor.planner.goals.leader_flow import leader_balance  # noqa: E402
+from kafka_replica_assignor.planner.inputs.sources import load_snapshot  # noqa: E402
+from kafka_replica_assignor.planner.solving.cluster_balance import cluster_balance  # noqa: E402
+from kafka_replica_assignor.planner.solving.replica_balance import replica_balance  # noqa: E402
 
 PEERS_DIR = os.path.abspath(os.path.join(HERE, "..", "..", "shared", "peers"))
 

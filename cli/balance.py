@@ -6,9 +6,9 @@
 
 One snapshot is planned by the pure planner in this process (``--spark`` sends it through the
 Spark pipeline instead); ``--fleet`` always uses the pipeline. The files written are described
-in :mod:`kafka_replica_assignor.planner.outputs`; ``--batch-size``, ``--max-moves-per-broker`` and
+in :mod:`kafka_replica_assignor.planner.report.outputs`; ``--batch-size``, ``--max-moves-per-broker`` and
 ``--max-bytes-per-batch`` split the plan into batches, ``--throttle`` times them
-(:mod:`kafka_replica_assignor.planner.execution`); ``replica-assignor verify-plan`` checks a cluster before it runs. Bad input: one line on stderr, exit code 2, nothing written.
+(:mod:`kafka_replica_assignor.planner.execution.batches`); ``replica-assignor verify-plan`` checks a cluster before it runs. Bad input: one line on stderr, exit code 2, nothing written.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from kafka_replica_assignor.planner.exact import EXACT_CELLS
-from kafka_replica_assignor.planner.log_dirs import merge_log_dirs, read_log_dirs_text
-from kafka_replica_assignor.planner.modes import MODES, make_plan
+from kafka_replica_assignor.planner.inputs.log_dirs import merge_log_dirs, read_log_dirs_text
+from kafka_replica_assignor.planner.inputs.sources import SourceError
 from kafka_replica_assignor.planner.plan import Scope
 from kafka_replica_assignor.planner.settings import EXACT_SECONDS, PlanSettings
-from kafka_replica_assignor.planner.sources import SourceError
+from kafka_replica_assignor.planner.solving.exact import EXACT_CELLS
+from kafka_replica_assignor.planner.solving.modes import MODES, make_plan
 
 if TYPE_CHECKING:
     from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         settings = settings_of(args)
         check_out(args.out)
         if getattr(args, "fleet", None) or args.spark:
-            from kafka_replica_assignor.planner.pipeline import run_pipeline
+            from kafka_replica_assignor.planner.fleet.pipeline import run_pipeline
 
             if args.log_dirs:
                 raise SourceError("--log-dirs sizes the one cluster planned here, not with --fleet or --spark")
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         plan = make_plan(snapshot, settings)
         marks.append(("plan", time.perf_counter()))
         try:  # the report and charts need the planner extras (numpy, matplotlib); --help does not
-            from kafka_replica_assignor.planner.outputs import render_outputs, write_outputs
+            from kafka_replica_assignor.planner.report.outputs import render_outputs, write_outputs
         except ModuleNotFoundError as exc:
             raise CommandError(f"the report needs the planner extras ({exc.name} is not installed): "
                                "pip install '.[planner]'", 2) from None

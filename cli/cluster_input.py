@@ -2,7 +2,7 @@
 (a live cluster, with ``--command-config``), ``--describe`` with ``--racks``, and for ``balance``
 ``--fleet``. Shared by ``state``, ``balance``, ``verify`` and ``repair``.
 
-Bad input (a missing file, a bad snapshot): :class:`kafka_replica_assignor.planner.sources.SourceError` (exit code 2);
+Bad input (a missing file, a bad snapshot): :class:`kafka_replica_assignor.planner.inputs.sources.SourceError` (exit code 2);
 a live cluster that cannot be reached or read: :class:`kafka_replica_assignor.cli.common.CommandError` (exit code 1).
 """
 
@@ -14,7 +14,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-from kafka_replica_assignor.planner.sources import SourceError, load_snapshot, read_describe
+from kafka_replica_assignor.planner.inputs.sources import SourceError, load_snapshot, read_describe
 from kafka_replica_assignor.server.exit_codes import EXIT_USAGE
 
 from .common import CommandError, add_connection_arguments, check_regular_file, host_port, security_options

@@ -33,8 +33,8 @@ import sys
 import time
 from typing import Any
 
-from kafka_replica_assignor.planner.execution import read_replicas
-from kafka_replica_assignor.planner.executor_schedule import ORDERS
+from kafka_replica_assignor.planner.execution.batches import read_replicas
+from kafka_replica_assignor.planner.execution.executor_schedule import ORDERS
 
 from .common import (
     EXIT_CODES,
@@ -91,7 +91,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 # ---- the plan directory ------------------------------------------------------------------------
 
 def load_plan(args: argparse.Namespace) -> Any:
-    from kafka_replica_assignor.planner.executor import ExecutePlan
+    from kafka_replica_assignor.planner.execution.executor import ExecutePlan
 
     plan_dir = args.plan
     starting = read_plan(plan_dir)
@@ -194,7 +194,7 @@ def _size(n: float) -> str:
 # ---- actions -----------------------------------------------------------------------------------
 
 def run(args: argparse.Namespace) -> int:
-    from kafka_replica_assignor.planner.executor_state import ExecutionState, lock_holder
+    from kafka_replica_assignor.planner.execution.executor_state import ExecutionState, lock_holder
 
     try:
         plan = load_plan(args)
@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def show_status(plan: Any, state: Any) -> int:
-    from kafka_replica_assignor.planner.executor_state import lock_holder
+    from kafka_replica_assignor.planner.execution.executor_state import lock_holder
 
     counts = {s: 0 for s in ("finished", "submitted", "cancelled", "failed")}
     if state is not None:
@@ -244,7 +244,7 @@ def show_status(plan: Any, state: Any) -> int:
 
 def talk_to_running(args: argparse.Namespace, plan: Any, holder: int) -> int:
     """A request to the execution that runs (``--cancel``, ``--throttle``), or a refusal."""
-    from kafka_replica_assignor.planner.executor_state import ExecutionState, lock_holder, write_control
+    from kafka_replica_assignor.planner.execution.executor_state import ExecutionState, lock_holder, write_control
 
     if args.cancel:
         write_control(plan.plan_dir, {"cancel": True})
@@ -301,9 +301,9 @@ def _open(args: argparse.Namespace) -> Any:
 
 
 def execute(args: argparse.Namespace, plan: Any, state: Any) -> int:
-    from kafka_replica_assignor.planner.executor import cancel_and_settle
-    from kafka_replica_assignor.planner.executor_state import ExecutionState, Locked, hold_lock
-    from kafka_replica_assignor.planner.executor_throttles import clear_throttles
+    from kafka_replica_assignor.planner.execution.executor import cancel_and_settle
+    from kafka_replica_assignor.planner.execution.executor_state import ExecutionState, Locked, hold_lock
+    from kafka_replica_assignor.planner.execution.executor_throttles import clear_throttles
 
     emit = Progress()
     if args.dry_run:
@@ -336,7 +336,7 @@ def execute(args: argparse.Namespace, plan: Any, state: Any) -> int:
 
 def run_plan(plan: Any, state: Any, cluster: Any, emit: Progress) -> int:
     """Check, run, report; the exit code."""
-    from kafka_replica_assignor.planner.executor import Executor
+    from kafka_replica_assignor.planner.execution.executor import Executor
 
     executor = Executor(plan, cluster, state, emit)
     pending, flying, done = _prepare(executor)
@@ -378,7 +378,7 @@ def run_plan(plan: Any, state: Any, cluster: Any, emit: Progress) -> int:
 def _prepare(executor: Any) -> Any:
     """The executor's checks before anything (drift, foreign reassignments): a refusal prints
     the partitions it names on stdout and is one line on stderr (exit 1)."""
-    from kafka_replica_assignor.planner.executor import Refused
+    from kafka_replica_assignor.planner.execution.executor import Refused
 
     try:
         return executor.prepare()
@@ -391,7 +391,7 @@ def _prepare(executor: Any) -> Any:
 
 
 def _report(plan: Any, state: Any, cluster_sizes: Any) -> None:
-    from kafka_replica_assignor.planner.executor_report import execution_report, write_report
+    from kafka_replica_assignor.planner.execution.executor_report import execution_report, write_report
 
     settings = {"max_moves_per_broker": plan.per_broker, "max_concurrent_moves": plan.concurrent,
                 "order": plan.order, "throttle": plan.throttle}
@@ -401,10 +401,10 @@ def _report(plan: Any, state: Any, cluster_sizes: Any) -> None:
 
 
 def dry_run(args: argparse.Namespace, plan: Any, state: Any, emit: Progress) -> int:
-    from kafka_replica_assignor.planner.executor import Executor
-    from kafka_replica_assignor.planner.executor_schedule import Schedule
-    from kafka_replica_assignor.planner.executor_state import ExecutionState
-    from kafka_replica_assignor.planner.executor_throttles import throttles
+    from kafka_replica_assignor.planner.execution.executor import Executor
+    from kafka_replica_assignor.planner.execution.executor_schedule import Schedule
+    from kafka_replica_assignor.planner.execution.executor_state import ExecutionState
+    from kafka_replica_assignor.planner.execution.executor_throttles import throttles
 
     cluster = _open(args)
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 
-from kafka_replica_assignor.planner.sources import SourceError
+from kafka_replica_assignor.planner.inputs.sources import SourceError
 
 #: files up to this size are parsed whole; bigger ones by their first bytes
 FULL_PARSE_BYTES = 8 * 1024 * 1024

@@ -16,8 +16,8 @@ import json
 import sys
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-from kafka_replica_assignor.planner.cluster_report import ClusterState, describe, render
-from kafka_replica_assignor.planner.sources import SourceError
+from kafka_replica_assignor.planner.inputs.sources import SourceError
+from kafka_replica_assignor.planner.report.cluster_report import ClusterState, describe, render
 
 from .cluster_input import add_input_arguments, load_input
 from .common import EXIT_CODES, CommandError, fail, help_text

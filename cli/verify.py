@@ -19,8 +19,8 @@ import json
 import os
 import sys
 
-from kafka_replica_assignor.planner.execution import drift, fingerprint, read_replicas
-from kafka_replica_assignor.planner.sources import SourceError
+from kafka_replica_assignor.planner.execution.batches import drift, fingerprint, read_replicas
+from kafka_replica_assignor.planner.inputs.sources import SourceError
 
 from .cluster_input import add_input_arguments, load_input
 from .common import CommandError, fail

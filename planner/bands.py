@@ -1,7 +1,7 @@
 """The bands of replica balance: the replica counts and bytes a broker may hold at a threshold.
 
-One definition for the heuristic (:mod:`kafka_replica_assignor.planner.replica_balance`), the exact program
-(:mod:`kafka_replica_assignor.planner.exact`) and the report: ``avg * (1 -+ threshold)``, widened only where that band
+One definition for the heuristic (:mod:`kafka_replica_assignor.planner.solving.replica_balance`), the exact program
+(:mod:`kafka_replica_assignor.planner.solving.exact`) and the report: ``avg * (1 -+ threshold)``, widened only where that band
 is provably out of reach.
 """
 

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from itertools import chain
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
-
-from .racks import RackTree
+from kafka_replica_assignor.planner.racks import RackTree
 
 
 class MoveKind(enum.StrEnum):

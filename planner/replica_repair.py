@@ -1,7 +1,7 @@
 """Repair: give every partition its replicas back on alive brokers (KIP-409 placeholders too).
 
 The one repair algorithm of the project: ``replica-assignor repair`` calls :func:`repair`, the
-balance planner (:mod:`kafka_replica_assignor.planner.repair_rule`) calls :func:`repair_lists` on its working copy.
+balance planner (:mod:`kafka_replica_assignor.planner.solving.repair_rule`) calls :func:`repair_lists` on its working copy.
 
 Goals
     Replace every replica that cannot serve (a KIP-409 placeholder, a replica on a broker that

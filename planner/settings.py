@@ -1,5 +1,5 @@
 """What a plan is asked for: :class:`PlanSettings` (mode, threshold, budgets, batch limits and
-throttle, forgotten brokers, source name, echoed in the report). :func:`kafka_replica_assignor.planner.modes.make_plan`
+throttle, forgotten brokers, source name, echoed in the report). :func:`kafka_replica_assignor.planner.solving.modes.make_plan`
 turns it into a plan; a mode without a rule there is refused here, before any rule runs.
 """
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .modes import MODES
-from .plan import Scope
+from kafka_replica_assignor.planner.plan import Scope
+from kafka_replica_assignor.planner.solving.modes import MODES
 
 __all__ = ["EXACT_SECONDS", "MODES", "PlanSettings"]
 

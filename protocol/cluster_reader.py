@@ -1,6 +1,6 @@
 """The one reader of a live cluster: Kafka's answers in, an :mod:`kafka_replica_assignor.cluster.snapshot` value out.
 
-The server's live source (:mod:`kafka_replica_assignor.server.cluster_source`), the planner (:mod:`kafka_replica_assignor.planner.sources`)
+The server's live source (:mod:`kafka_replica_assignor.server.cluster_source`), the planner (:mod:`kafka_replica_assignor.planner.inputs.sources`)
 and the CLI all read a cluster here. It lives in ``protocol/`` because it speaks Kafka through
 kafka-python; it returns ``assignors`` data types, which ``protocol/`` may import (nothing in
 ``assignors/`` imports ``protocol/``), so the server and the planner both reach it without

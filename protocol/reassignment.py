@@ -1,6 +1,6 @@
 """The Kafka calls of a plan's execution, through one kafka-python admin client.
 
-Everything the executor (:mod:`kafka_replica_assignor.planner.executor`) asks of a cluster, as plain values:
+Everything the executor (:mod:`kafka_replica_assignor.planner.execution.executor`) asks of a cluster, as plain values:
 partitions as ``(topic, partition)``, replica lists as tuples, config changes as
 ``{name: value}`` where ``None`` deletes the key (IncrementalAlterConfigs DELETE). Errors of
 the whole request are kafka-python's exceptions; per-partition errors come back as names.

@@ -36,10 +36,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .goal import ModelGoal, ReportView, Target, blame
+from kafka_replica_assignor.planner.goals.goal import ModelGoal, ReportView, Target, blame
 
 if TYPE_CHECKING:
-    from ..figures import Figures
+    from kafka_replica_assignor.planner.report.figures import Figures
 
 
 class CapacityGoal(ModelGoal):

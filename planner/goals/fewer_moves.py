@@ -57,7 +57,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .goal import ModelGoal, ReportView, Target
+from kafka_replica_assignor.planner.goals.goal import ModelGoal, ReportView, Target
 
 GREEDY_PARTITIONS = 100_000
 """Partitions changed by the plan above which the goal does not run (its greedy stage costs

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from ..figures import Figures
-    from ..plan import Plan
-    from ..settings import PlanSettings
-    from .model import Model
+    from kafka_replica_assignor.planner.goals.model import Model
+    from kafka_replica_assignor.planner.plan import Plan
+    from kafka_replica_assignor.planner.report.figures import Figures
+    from kafka_replica_assignor.planner.settings import PlanSettings
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 Goals
     Every eligible broker is the preferred leader of between ``floor(P/B)`` and ``ceil(P/B)``
     partitions, with the fewest partitions whose preferred leader changes; only the order of
-    replica lists changes (:mod:`kafka_replica_assignor.planner.leader_balance`, a min-cost flow on the broker graph).
+    replica lists changes (:mod:`kafka_replica_assignor.planner.goals.leader_flow`, a min-cost flow on the broker graph).
 
 Constraints
     - Ranks last: it moves no data, so every replica goal's figure stays as it is; the replica
@@ -12,7 +12,7 @@ Constraints
       only what no other alive replica can lead; ``max_leader_changes`` caps the changes.
 
 Algorithm
-    :func:`kafka_replica_assignor.planner.leader_balance.balance_leaders` on the working replica lists, priced against
+    :func:`kafka_replica_assignor.planner.goals.leader_flow.balance_leaders` on the working replica lists, priced against
     the leaders before the replica moves (cluster mode).
 
 Example
@@ -25,14 +25,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-
-from ..leader_balance import balance_leaders
-from ..plan import Working
-from .goal import Goal, ReportView, Target, blame, eligible_values
+from kafka_replica_assignor.planner.goals.goal import Goal, ReportView, Target, blame, eligible_values
+from kafka_replica_assignor.planner.goals.leader_flow import balance_leaders
+from kafka_replica_assignor.planner.plan import Working
 
 if TYPE_CHECKING:
-    from ..figures import Figures
-    from ..plan import Plan
+    from kafka_replica_assignor.planner.plan import Plan
+    from kafka_replica_assignor.planner.report.figures import Figures
 
 
 class LeaderGoal(Goal):
@@ -55,7 +54,7 @@ class LeaderGoal(Goal):
         return True
 
     def explain(self) -> None:
-        """:func:`kafka_replica_assignor.planner.leader_balance.balance_leaders` notes what it leaves."""
+        """:func:`kafka_replica_assignor.planner.goals.leader_flow.balance_leaders` notes what it leaves."""
 
     @staticmethod
     def band(plan: Plan, after: Figures) -> tuple[int, int]:

@@ -2,7 +2,7 @@
 
 Goals
     Replace placeholders and replicas on dead, unknown or forgotten brokers
-    (:func:`kafka_replica_assignor.planner.repair_rule.repair_working`, the algorithm of :mod:`kafka_replica_assignor.planner.replica_repair`), first of
+    (:func:`kafka_replica_assignor.planner.solving.repair_rule.repair_working`, the algorithm of :mod:`kafka_replica_assignor.planner.replica_repair`), first of
     all goals: a partition naming a broker that cannot serve is neither movable nor leadable.
 
 Constraints
@@ -22,9 +22,9 @@ Example
 
 from __future__ import annotations
 
-from ..plan import Working
-from ..repair_rule import repair_working
-from .goal import Goal, ReportView, Target, blame
+from kafka_replica_assignor.planner.goals.goal import Goal, ReportView, Target, blame
+from kafka_replica_assignor.planner.plan import Working
+from kafka_replica_assignor.planner.solving.repair_rule import repair_working
 
 
 class RepairGoal(Goal):
@@ -43,7 +43,7 @@ class RepairGoal(Goal):
         return destination in self.work.eligible_set
 
     def explain(self) -> None:
-        """:func:`kafka_replica_assignor.planner.repair_rule.repair_working` notes what it could not repair."""
+        """:func:`kafka_replica_assignor.planner.solving.repair_rule.repair_working` notes what it could not repair."""
 
     @staticmethod
     def targets(view: ReportView) -> tuple[Target, ...]:

@@ -37,8 +37,8 @@ import heapq
 from bisect import bisect_left, insort
 from fractions import Fraction
 
-from ..bands import band, byte_band
-from ..plan import MoveKind, Working
+from kafka_replica_assignor.planner.bands import band, byte_band
+from kafka_replica_assignor.planner.plan import MoveKind, Working
 
 
 def water_fill(counts: dict[int, int], members: list[int], targets: dict[int, int],

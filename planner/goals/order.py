@@ -34,7 +34,7 @@ Algorithm
     each goal records its lower bounds (from the cluster before the plan), the goals of
     :data:`ONCE` run once and those of :data:`REPEATED` in rounds while they move something (at
     most :data:`ROUNDS`), then each goal explains what it left (notes, or a refusal). Leaders
-    run after, on the same working lists (:mod:`kafka_replica_assignor.planner.cluster_balance`, leader mode).
+    run after, on the same working lists (:mod:`kafka_replica_assignor.planner.solving.cluster_balance`, leader mode).
 
 Example
     Adding a goal (say network-in per broker): one module here with the goal class (its
@@ -47,23 +47,23 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from ..plan import Working
-from .capacity import CapacityGoal
-from .fewer_moves import FewerMovesGoal
-from .goal import Goal, ReportView, Target
-from .leaders import LeaderGoal
-from .lost_replicas import RepairGoal
-from .model import Model
-from .rack_diversity import RackDiversityGoal
-from .replica_bytes import ReplicaBytesGoal
-from .replica_counts import ReplicaCountGoal
-from .scope import ScopeGoal
-from .topic_spread import TopicSpreadGoal
+from kafka_replica_assignor.planner.goals.capacity import CapacityGoal
+from kafka_replica_assignor.planner.goals.fewer_moves import FewerMovesGoal
+from kafka_replica_assignor.planner.goals.goal import Goal, ReportView, Target
+from kafka_replica_assignor.planner.goals.leaders import LeaderGoal
+from kafka_replica_assignor.planner.goals.lost_replicas import RepairGoal
+from kafka_replica_assignor.planner.goals.model import Model
+from kafka_replica_assignor.planner.goals.rack_diversity import RackDiversityGoal
+from kafka_replica_assignor.planner.goals.replica_bytes import ReplicaBytesGoal
+from kafka_replica_assignor.planner.goals.replica_counts import ReplicaCountGoal
+from kafka_replica_assignor.planner.goals.scope import ScopeGoal
+from kafka_replica_assignor.planner.goals.topic_spread import TopicSpreadGoal
+from kafka_replica_assignor.planner.plan import Working
 
 if TYPE_CHECKING:
-    from ..figures import Figures
-    from ..plan import Plan
-    from ..settings import PlanSettings
+    from kafka_replica_assignor.planner.plan import Plan
+    from kafka_replica_assignor.planner.report.figures import Figures
+    from kafka_replica_assignor.planner.settings import PlanSettings
 
 ModelGoal = (ScopeGoal | RackDiversityGoal | CapacityGoal | TopicSpreadGoal | ReplicaCountGoal | ReplicaBytesGoal
              | FewerMovesGoal)

@@ -31,10 +31,10 @@ from heapq import merge
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from ..plan import MoveKind
-from .goal import ModelGoal, ReportView, Target, blame
-from .model import Model
-from .search import ANY, ANY_UNCAPPED, receiver
+from kafka_replica_assignor.planner.goals.goal import ModelGoal, ReportView, Target, blame
+from kafka_replica_assignor.planner.goals.model import Model
+from kafka_replica_assignor.planner.goals.search import ANY, ANY_UNCAPPED, receiver
+from kafka_replica_assignor.planner.plan import MoveKind
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

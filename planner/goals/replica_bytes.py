@@ -33,12 +33,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..plan import MoveKind
-from .goal import ModelGoal, ReportView, Target, band_missed
-from .search import exchange
+from kafka_replica_assignor.planner.goals.goal import ModelGoal, ReportView, Target, band_missed
+from kafka_replica_assignor.planner.goals.search import exchange
+from kafka_replica_assignor.planner.plan import MoveKind
 
 if TYPE_CHECKING:
-    from ..figures import Figures
+    from kafka_replica_assignor.planner.report.figures import Figures
 
 
 class ReplicaBytesGoal(ModelGoal):
@@ -66,7 +66,9 @@ class ReplicaBytesGoal(ModelGoal):
         work.bounds["bytes_band_lo"] = m.blo
         work.bounds["bytes_band_hi"] = m.bhi
         work.bounds["bytes_moved_lower_bound"] = max(repaired + leave, reach)
-        from ..byte_bound import byte_lower_bound  # numpy and highspy: the planner extra, loaded when planning
+        from kafka_replica_assignor.planner.solving.bound import (
+            byte_lower_bound,  # numpy and highspy: the planner extra, loaded when planning
+        )
 
         lp = byte_lower_bound(work.snapshot, work.eligible, m.tree, m.threshold, m.capacity,
                               frozen=work.frozen, excluded=work.excluded, takers=work.takers)

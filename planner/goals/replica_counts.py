@@ -32,11 +32,11 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from typing import TYPE_CHECKING
 
-from .goal import ModelGoal, ReportView, Target, band_missed
-from .search import TAKER, receiver
+from kafka_replica_assignor.planner.goals.goal import ModelGoal, ReportView, Target, band_missed
+from kafka_replica_assignor.planner.goals.search import TAKER, receiver
 
 if TYPE_CHECKING:
-    from ..figures import Figures
+    from kafka_replica_assignor.planner.report.figures import Figures
 
 
 class ReplicaCountGoal(ModelGoal):

@@ -16,7 +16,7 @@ Constraints
 Algorithm
     None of its own: the model never offers a frozen partition or an excluded broker's replica
     (:class:`kafka_replica_assignor.planner.goals.model.Model` leaves them out of its per-broker lists), repair skips
-    them (:func:`kafka_replica_assignor.planner.repair_rule.repair_working`), the leader goal gives a frozen partition its
+    them (:func:`kafka_replica_assignor.planner.solving.repair_rule.repair_working`), the leader goal gives a frozen partition its
     current leader as its only candidate.
 
 Example
@@ -26,7 +26,7 @@ Example
 
 from __future__ import annotations
 
-from .goal import ModelGoal, ReportView, Target
+from kafka_replica_assignor.planner.goals.goal import ModelGoal, ReportView, Target
 
 
 class ScopeGoal(ModelGoal):

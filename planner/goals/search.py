@@ -31,7 +31,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from itertools import islice
 
-from .model import Model
+from kafka_replica_assignor.planner.goals.model import Model
 
 PEEK = 4            # fitting receivers looked at for one replica (the fewest of its topic wins)
 TAKER, TOPIC, ANY, ANY_UNCAPPED = range(4)   # what :func:`receiver` looks for

@@ -31,8 +31,8 @@ Example
 
 from __future__ import annotations
 
-from .goal import ModelGoal, ReportView, Target, blame
-from .search import TOPIC, receiver
+from kafka_replica_assignor.planner.goals.goal import ModelGoal, ReportView, Target, blame
+from kafka_replica_assignor.planner.goals.search import TOPIC, receiver
 
 TOPIC_CAP = "max(ceil(R/B), ceil(R_rack/B_rack)) + 1"
 

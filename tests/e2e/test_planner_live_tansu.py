@@ -10,7 +10,7 @@ import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from kafka_replica_assignor.cli.main import main
-from kafka_replica_assignor.planner.cluster_report import describe
+from kafka_replica_assignor.planner.report.cluster_report import describe
 from kafka_replica_assignor.protocol.cluster_reader import read_live_cluster
 
 pytestmark = pytest.mark.tansu

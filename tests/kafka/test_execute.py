@@ -3,7 +3,7 @@
 Topics are filled with incompressible records so that a move copies megabytes, and the
 throttle is low enough that a move takes seconds: what an operator sees on a real cluster,
 in miniature. Each test makes its plan directory with the planner's own writer
-(:func:`kafka_replica_assignor.planner.outputs.render_outputs`), so the executor reads exactly what ``balance``
+(:func:`kafka_replica_assignor.planner.report.outputs.render_outputs`), so the executor reads exactly what ``balance``
 writes."""
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-from kafka_replica_assignor.planner.executor_throttles import BROKER_RATES, TOPIC_REPLICAS
-from kafka_replica_assignor.planner.outputs import render_outputs, write_outputs
+from kafka_replica_assignor.planner.execution.executor_throttles import BROKER_RATES, TOPIC_REPLICAS
 from kafka_replica_assignor.planner.plan import MoveKind, Working
+from kafka_replica_assignor.planner.report.outputs import render_outputs, write_outputs
 from kafka_replica_assignor.planner.settings import PlanSettings
 from kafka_replica_assignor.protocol.cluster_reader import open_admin_client, read_cluster
 from kafka_replica_assignor.protocol.reassignment import ReassignmentAdmin

@@ -19,7 +19,7 @@ is sound); ``check_plan`` asserts there are none. Checked:
 - rack diversity repaired (``diversity=True``): every fully usable partition spans
   ``min(replicas, groups)`` groups at every level after the plan;
 - topic caps (``topic_caps=True``): every (topic, node of the rack tree) is within the cap of
-  :mod:`kafka_replica_assignor.planner.replica_balance`, recomputed here from the result, or holds no more replicas of
+  :mod:`kafka_replica_assignor.planner.solving.replica_balance`, recomputed here from the result, or holds no more replicas of
   the topic than before;
 - lower bounds: without a move budget, the plan's replica moves and bytes moved are at least
   its recorded bounds.
@@ -82,7 +82,7 @@ def topic_counts(snapshot: ClusterSnapshot, usable: set[int], tree: RackTree) ->
 
 
 def topic_cap_violations(plan: Plan, usable: set[int], tree: RackTree) -> list[str]:
-    """The topic cap of :mod:`kafka_replica_assignor.planner.replica_balance`, recomputed from the result."""
+    """The topic cap of :mod:`kafka_replica_assignor.planner.solving.replica_balance`, recomputed from the result."""
     after = topic_counts(plan.after, usable, tree)
     before = topic_counts(plan.before, usable, tree)
     total = Counter(p.topic for p in plan.after.partitions for _ in p.replicas)
@@ -270,7 +270,7 @@ def _bound_violations(plan: Plan, usable: set[int], old: dict[tuple[str, int], t
 
 def _lp_bound_violations(plan: Plan, usable: set[int], counts: Counter[int], sizes: Counter[int],
                          moved_bytes: int, *, diverse: bool) -> list[str]:
-    """The linear-program bound (planner/byte_bound.py) holds for every plan meeting the
+    """The linear-program bound (planner/solving/bound.py) holds for every plan meeting the
     targets it kept (its label names them)."""
     def within(values: Counter[int], lo_name: str, hi_name: str) -> bool:
         lo, hi = plan.bound(lo_name), plan.bound(hi_name)

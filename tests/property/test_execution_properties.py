@@ -1,4 +1,4 @@
-"""Property tests of :mod:`kafka_replica_assignor.planner.execution` on generated snapshots: every planned partition in
+"""Property tests of :mod:`kafka_replica_assignor.planner.execution.batches` on generated snapshots: every planned partition in
 exactly one batch, the per-broker move limit, the byte and size limits, reorders last in their
 batch, the time estimate between its bounds, rollback on live brokers only."""
 
@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-from kafka_replica_assignor.planner.execution import Limits, execution
-from kafka_replica_assignor.planner.modes import make_plan
+from kafka_replica_assignor.planner.execution.batches import Limits, execution
 from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.solving.modes import make_plan
 from tests.property.test_planner_properties import clusters
 
 FAST = settings(max_examples=80, deadline=None)

@@ -1,4 +1,4 @@
-"""Property tests of :mod:`kafka_replica_assignor.planner.executor_schedule`: generated plans run to the end with
+"""Property tests of :mod:`kafka_replica_assignor.planner.execution.executor_schedule`: generated plans run to the end with
 moves finishing in a random order; at every step the caps hold, every reassignment is started
 exactly once, and a started one never jumps an earlier one that fitted."""
 
@@ -10,7 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_replica_assignor.planner.executor_schedule import ORDERS, Reassignment, Schedule, order_key, peak_load
+from kafka_replica_assignor.planner.execution.executor_schedule import (
+    ORDERS,
+    Reassignment,
+    Schedule,
+    order_key,
+    peak_load,
+)
 
 
 @st.composite

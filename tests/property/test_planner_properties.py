@@ -14,15 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.cluster_balance import cluster_balance
-from kafka_replica_assignor.planner.leader_balance import leader_balance
-from kafka_replica_assignor.planner.modes import make_plan
-from kafka_replica_assignor.planner.outputs import reassignment_json
+from kafka_replica_assignor.planner.goals.leader_flow import leader_balance
 from kafka_replica_assignor.planner.plan import Scope
-from kafka_replica_assignor.planner.repair_rule import repair
-from kafka_replica_assignor.planner.replica_balance import band, replica_balance
 from kafka_replica_assignor.planner.replica_repair import repair as assignors_repair
+from kafka_replica_assignor.planner.report.outputs import reassignment_json
 from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.solving.cluster_balance import cluster_balance
+from kafka_replica_assignor.planner.solving.modes import make_plan
+from kafka_replica_assignor.planner.solving.repair_rule import repair
+from kafka_replica_assignor.planner.solving.replica_balance import band, replica_balance
 from tests.property.plan_invariants import check_plan
 
 FAST = settings(max_examples=120)

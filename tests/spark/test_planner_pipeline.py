@@ -10,9 +10,7 @@ import pytest
 
 from bench.snapshots import SnapshotSpec, generate
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-from kafka_replica_assignor.planner.modes import make_plan
-from kafka_replica_assignor.planner.outputs import render_outputs
-from kafka_replica_assignor.planner.pipeline import (
+from kafka_replica_assignor.planner.fleet.pipeline import (
     broker_rows,
     broker_state,
     normalise,
@@ -23,7 +21,9 @@ from kafka_replica_assignor.planner.pipeline import (
     topic_state,
     validation_errors,
 )
+from kafka_replica_assignor.planner.report.outputs import render_outputs
 from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.solving.modes import make_plan
 
 pytestmark = pytest.mark.spark
 

@@ -3,7 +3,7 @@
 A master and two workers (one core, 1 GB each) are started on 127.0.0.1 with pyspark's own
 ``bin/spark-class``; the job is submitted with ``bin/spark-submit --master spark://...`` exactly
 as an operator would, and its plan files must be byte-identical to those of the same command on
-``local[*]`` (``python -m kafka_replica_assignor.planner.pipeline``). Every process is started in its own process
+``local[*]`` (``python -m kafka_replica_assignor.planner.fleet.pipeline``). Every process is started in its own process
 group and killed at the end, whatever happens. No session fixture: these are separate processes.
 """
 
@@ -153,7 +153,7 @@ def test_fleet_job_on_a_standalone_cluster_writes_the_local_plans(standalone: St
          "--conf", f"spark.pyspark.python={sys.executable}",
          str(ROOT / "planner" / "pipeline.py"), *arguments, "--out", str(tmp_path / "on-cluster")],
         standalone.env, tmp_path, tmp_path / "submit.log")
-    run([sys.executable, "-m", "kafka_replica_assignor.planner.pipeline", *arguments, "--out", str(tmp_path / "local")],
+    run([sys.executable, "-m", "kafka_replica_assignor.planner.fleet.pipeline", *arguments, "--out", str(tmp_path / "local")],
         standalone.env, ROOT, tmp_path / "local.log")
 
     on_cluster, local = plan_files(tmp_path / "on-cluster"), plan_files(tmp_path / "local")

@@ -1,4 +1,4 @@
-"""The bytes-moved lower bound of :mod:`kafka_replica_assignor.planner.byte_bound`: never above an optimum, never below
+"""The bytes-moved lower bound of :mod:`kafka_replica_assignor.planner.solving.bound`: never above an optimum, never below
 the planner's other bounds, strictly tighter where diversity moves must be paid back."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import pytest
 
 from bench.exact_optimum import TARGET_NAMES, check, generate
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.byte_bound import MARGIN, ByteBound, byte_lower_bound
 from kafka_replica_assignor.planner.plan import Scope, Working
-from kafka_replica_assignor.planner.plan_report import render_report
 from kafka_replica_assignor.planner.racks import RackTree
-from kafka_replica_assignor.planner.replica_balance import balance_replicas, replica_balance
+from kafka_replica_assignor.planner.report.plan_report import render_report
 from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.solving.bound import MARGIN, ByteBound, byte_lower_bound
+from kafka_replica_assignor.planner.solving.replica_balance import balance_replicas, replica_balance
 from tests.unit.test_planner_exact import brute_force
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "exact_optima.json")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from kafka_replica_assignor.cli.execute import Progress
-from kafka_replica_assignor.planner.executor_report import REPORT_MARK, execution_report, write_report
-from kafka_replica_assignor.planner.executor_state import ExecutionState
+from kafka_replica_assignor.planner.execution.executor_report import REPORT_MARK, execution_report, write_report
+from kafka_replica_assignor.planner.execution.executor_state import ExecutionState
 
 START = {("t", 0): (1, 2), ("t", 1): (1, 3), ("t", 2): (4, 5)}
 TARGET = {("t", 0): (3, 2), ("t", 1): (4, 3), ("t", 2): (5, 4)}

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.executor import ExecutePlan, Executor, Refused
-from kafka_replica_assignor.planner.executor_state import ExecutionState
-from kafka_replica_assignor.planner.executor_throttles import BROKER_RATES
+from kafka_replica_assignor.planner.execution.executor import ExecutePlan, Executor, Refused
+from kafka_replica_assignor.planner.execution.executor_state import ExecutionState
+from kafka_replica_assignor.planner.execution.executor_throttles import BROKER_RATES
 
 Key = tuple[str, int]
 

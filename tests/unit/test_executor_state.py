@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_replica_assignor.planner.executor_state import (
+from kafka_replica_assignor.planner.execution.executor_state import (
     STATE,
     ExecutionState,
     Locked,
@@ -69,7 +69,7 @@ def test_a_second_execution_of_the_plan_is_refused(tmp_path: Path) -> None:
 
 
 def test_kill_9_releases_the_lock(tmp_path: Path) -> None:
-    code = ("import sys, time; sys.path.insert(0, sys.argv[2]); from kafka_replica_assignor.planner.executor_state import hold_lock\n"
+    code = ("import sys, time; sys.path.insert(0, sys.argv[2]); from kafka_replica_assignor.planner.execution.executor_state import hold_lock\n"
             "with hold_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(REPO)], stdout=subprocess.PIPE, text=True)
     try:

@@ -6,17 +6,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from kafka_replica_assignor.planner.executor_schedule import Reassignment
-from kafka_replica_assignor.planner.executor_state import ExecutionState
-from kafka_replica_assignor.planner.executor_throttles import (
+from kafka_replica_assignor.planner.execution.executor_schedule import Reassignment
+from kafka_replica_assignor.planner.execution.executor_state import ExecutionState
+from kafka_replica_assignor.planner.execution.executor_throttles import (
     BROKER_RATES,
     ThrottleKeeper,
     throttles,
 )
-from kafka_replica_assignor.planner.executor_throttles import (
+from kafka_replica_assignor.planner.execution.executor_throttles import (
     FOLLOWER_REPLICAS as FOLLOWER,
 )
-from kafka_replica_assignor.planner.executor_throttles import (
+from kafka_replica_assignor.planner.execution.executor_throttles import (
     LEADER_REPLICAS as LEADER,
 )
 

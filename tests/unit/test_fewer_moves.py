@@ -8,13 +8,13 @@ from random import Random
 import pytest
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner import exact
 from kafka_replica_assignor.planner.bands import parse_threshold
 from kafka_replica_assignor.planner.goals import order
 from kafka_replica_assignor.planner.goals.fewer_moves import FewerMovesGoal
 from kafka_replica_assignor.planner.goals.model import Model
 from kafka_replica_assignor.planner.plan import Working
-from kafka_replica_assignor.planner.replica_balance import replica_balance
+from kafka_replica_assignor.planner.solving import exact as exact
+from kafka_replica_assignor.planner.solving.replica_balance import replica_balance
 from tests.unit.test_planner_goals import random_cluster
 
 

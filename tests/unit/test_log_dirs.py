@@ -12,8 +12,8 @@ import pytest
 
 from kafka_replica_assignor.cli import balance
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.log_dirs import merge_sizes, parse_log_dirs
-from kafka_replica_assignor.planner.sources import SourceError
+from kafka_replica_assignor.planner.inputs.log_dirs import merge_sizes, parse_log_dirs
+from kafka_replica_assignor.planner.inputs.sources import SourceError
 
 HEADER = ("Querying brokers for log directories information\n"
           "Received log directory information from brokers 0,1,2\n")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.charts import chart_figures, histogram_view
 from kafka_replica_assignor.planner.plan import Plan
+from kafka_replica_assignor.planner.report.charts import chart_figures, histogram_view
 from kafka_replica_assignor.planner.settings import PlanSettings
 
 HOT = (7, 150, 299)

@@ -16,7 +16,11 @@ from kafka_replica_assignor.cluster.snapshot import (
     SnapshotError,
     with_log_dirs,
 )
-from kafka_replica_assignor.planner.disks import (
+from kafka_replica_assignor.planner.inputs.log_dirs import merge_log_dirs, parse_placement
+from kafka_replica_assignor.planner.plan import Plan, Scope
+from kafka_replica_assignor.planner.report.outputs import render_outputs, write_outputs
+from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.solving.disks import (
     balance_disks,
     broker_dirs,
     dir_loads,
@@ -25,11 +29,7 @@ from kafka_replica_assignor.planner.disks import (
     intra_only,
     report_lines,
 )
-from kafka_replica_assignor.planner.log_dirs import merge_log_dirs, parse_placement
-from kafka_replica_assignor.planner.modes import MODES, RULES, make_plan
-from kafka_replica_assignor.planner.outputs import render_outputs, write_outputs
-from kafka_replica_assignor.planner.plan import Plan, Scope
-from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.solving.modes import MODES, RULES, make_plan
 from kafka_replica_assignor.protocol.cluster_reader import placement_from_log_dirs
 
 G = 1 << 30

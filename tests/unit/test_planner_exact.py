@@ -1,4 +1,4 @@
-"""The exact path of replica balance (kafka_replica_assignor.planner.exact) and the report's figures, on small
+"""The exact path of replica balance (kafka_replica_assignor.planner.solving.exact) and the report's figures, on small
 hand-made clusters whose optimum is found here by enumerating every plan."""
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import pytest
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from kafka_replica_assignor.planner.bands import byte_band
-from kafka_replica_assignor.planner.exact import distances, targets_of
-from kafka_replica_assignor.planner.figures import plan_figures
-from kafka_replica_assignor.planner.modes import make_plan
 from kafka_replica_assignor.planner.plan import Scope, Working
-from kafka_replica_assignor.planner.plan_report import render_report
 from kafka_replica_assignor.planner.racks import RackTree
-from kafka_replica_assignor.planner.replica_balance import balance_replicas, replica_balance
+from kafka_replica_assignor.planner.report.figures import plan_figures
+from kafka_replica_assignor.planner.report.plan_report import render_report
 from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.solving.exact import distances, targets_of
+from kafka_replica_assignor.planner.solving.modes import make_plan
+from kafka_replica_assignor.planner.solving.replica_balance import balance_replicas, replica_balance
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "exact_optima.json")
 

@@ -1,6 +1,6 @@
 """The operator's kit around a plan: batches, summary.json, verify-plan, rollback, the report's
 notes agreeing with its figures, the charts (asserted on the figures, not pixels), the explain
-chart's level names, and the fast figures agreeing with ``kafka_replica_assignor.planner.cluster_report.describe``."""
+chart's level names, and the fast figures agreeing with ``kafka_replica_assignor.planner.report.cluster_report.describe``."""
 
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ import pytest
 from kafka_replica_assignor.assignors.explain import explain
 from kafka_replica_assignor.cli import balance, state, verify
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.charts import chart_figures
-from kafka_replica_assignor.planner.cluster_report import describe
-from kafka_replica_assignor.planner.execution import Limits, execution, fingerprint
-from kafka_replica_assignor.planner.figures import figures, plan_figures
-from kafka_replica_assignor.planner.modes import make_plan
-from kafka_replica_assignor.planner.outputs import render_outputs
-from kafka_replica_assignor.planner.plan_report import render_report
+from kafka_replica_assignor.planner.execution.batches import Limits, execution, fingerprint
 from kafka_replica_assignor.planner.racks import RackTree
 from kafka_replica_assignor.planner.replica_repair import repair as assignors_repair
+from kafka_replica_assignor.planner.report.charts import chart_figures
+from kafka_replica_assignor.planner.report.cluster_report import describe
+from kafka_replica_assignor.planner.report.figures import figures, plan_figures
+from kafka_replica_assignor.planner.report.outputs import render_outputs
+from kafka_replica_assignor.planner.report.plan_report import render_report
 from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.solving.modes import make_plan
 
 
 def cluster(sized: bool = True) -> ClusterSnapshot:

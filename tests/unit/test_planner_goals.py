@@ -12,7 +12,6 @@ import pytest
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from kafka_replica_assignor.planner.bands import parse_threshold
-from kafka_replica_assignor.planner.figures import plan_figures
 from kafka_replica_assignor.planner.goals.capacity import CapacityGoal
 from kafka_replica_assignor.planner.goals.goal import ReportView
 from kafka_replica_assignor.planner.goals.model import Model
@@ -20,11 +19,12 @@ from kafka_replica_assignor.planner.goals.order import GOALS, targets
 from kafka_replica_assignor.planner.goals.rack_diversity import RackDiversityGoal
 from kafka_replica_assignor.planner.goals.scope import ScopeGoal
 from kafka_replica_assignor.planner.goals.topic_spread import TopicSpreadGoal
-from kafka_replica_assignor.planner.modes import make_plan
 from kafka_replica_assignor.planner.plan import MoveKind, Scope, Working
-from kafka_replica_assignor.planner.plan_report import render_report
-from kafka_replica_assignor.planner.replica_balance import replica_balance
+from kafka_replica_assignor.planner.report.figures import plan_figures
+from kafka_replica_assignor.planner.report.plan_report import render_report
 from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.solving.modes import make_plan
+from kafka_replica_assignor.planner.solving.replica_balance import replica_balance
 from tests.property.plan_invariants import check_plan
 
 GOALS_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "planner", "goals")

@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.leader_balance import leader_balance
+from kafka_replica_assignor.planner.goals.leader_flow import leader_balance
 from tests.property.plan_invariants import check_plan
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.cluster_balance import cluster_balance
-from kafka_replica_assignor.planner.leader_balance import leader_balance
-from kafka_replica_assignor.planner.modes import MODES, RULES, make_plan
-from kafka_replica_assignor.planner.repair_rule import repair
-from kafka_replica_assignor.planner.replica_balance import replica_balance
+from kafka_replica_assignor.planner.goals.leader_flow import leader_balance
 from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.solving.cluster_balance import cluster_balance
+from kafka_replica_assignor.planner.solving.modes import MODES, RULES, make_plan
+from kafka_replica_assignor.planner.solving.repair_rule import repair
+from kafka_replica_assignor.planner.solving.replica_balance import replica_balance
 
 SNAPSHOT = ClusterSnapshot(brokers=(BrokerEntry(0, "a"), BrokerEntry(1, "b")),
                            partitions=(PartitionEntry("t", 0, (0, 1)), PartitionEntry("t", 1, (0, 1))))

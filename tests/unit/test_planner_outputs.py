@@ -9,9 +9,9 @@ import os
 import pytest
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.modes import make_plan
-from kafka_replica_assignor.planner.outputs import render_outputs, write_outputs
+from kafka_replica_assignor.planner.report.outputs import render_outputs, write_outputs
 from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.solving.modes import make_plan
 
 
 def cluster() -> ClusterSnapshot:

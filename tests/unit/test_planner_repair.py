@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.cluster_report import describe
-from kafka_replica_assignor.planner.repair_rule import repair
+from kafka_replica_assignor.planner.report.cluster_report import describe
+from kafka_replica_assignor.planner.solving.repair_rule import repair
 from tests.property.plan_invariants import check_plan
 
 BROKERS = (BrokerEntry(0, "a"), BrokerEntry(1, "b"), BrokerEntry(2, "c"), BrokerEntry(3, "c"),

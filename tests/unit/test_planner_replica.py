@@ -10,10 +10,10 @@ from collections import Counter
 import pytest
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.cluster_balance import cluster_balance
 from kafka_replica_assignor.planner.goals.model import Model
 from kafka_replica_assignor.planner.racks import RackTree
-from kafka_replica_assignor.planner.replica_balance import replica_balance
+from kafka_replica_assignor.planner.solving.cluster_balance import cluster_balance
+from kafka_replica_assignor.planner.solving.replica_balance import replica_balance
 from tests.property.plan_invariants import check_plan
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_replica_assignor.planner.cluster_report import describe
-from kafka_replica_assignor.planner.sources import SourceError, from_describe, parse_racks
+from kafka_replica_assignor.planner.inputs.sources import SourceError, from_describe, parse_racks
+from kafka_replica_assignor.planner.report.cluster_report import describe
 
 # kafka-topics.sh --bootstrap-server ... --describe, Kafka 3.7 (KRaft), tabs as printed
 DESCRIBE = (

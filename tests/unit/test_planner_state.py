@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.cluster_report import describe, render
 from kafka_replica_assignor.planner.racks import RackTree
+from kafka_replica_assignor.planner.report.cluster_report import describe, render
 
 BROKERS = (
     BrokerEntry(1, "/dc1/r1"), BrokerEntry(2, "/dc1/r2"), BrokerEntry(3, "/dc2/r1"),

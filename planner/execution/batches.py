@@ -49,8 +49,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
-
-from .plan import Plan
+from kafka_replica_assignor.planner.plan import Plan
 
 __all__ = ["Batch", "Execution", "Limits", "drift", "execution", "fingerprint", "read_replicas"]
 

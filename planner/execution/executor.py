@@ -8,16 +8,16 @@ Goals
 
 Constraints
     - **Before anything**: every partition not yet submitted must still have the replicas the
-      plan started from (:func:`kafka_replica_assignor.planner.execution.drift`, the check of ``verify-plan``), or
+      plan started from (:func:`kafka_replica_assignor.planner.execution.batches.drift`, the check of ``verify-plan``), or
       already the planned ones; a partition this plan submitted must be in flight, at its
       planned replicas, or back at its starting ones. No reassignment that this plan did not
       start may be in progress (Kafka's tool refuses the same without ``--additional``).
       Either failing: :class:`Refused`, and nothing was changed.
-    - **Moves**: :class:`kafka_replica_assignor.planner.executor_schedule.Schedule` says which partitions start; each
+    - **Moves**: :class:`kafka_replica_assignor.planner.execution.executor_schedule.Schedule` says which partitions start; each
       is marked ``submitted`` in the state file before AlterPartitionReassignments is sent. A
       partition is finished when ListPartitionReassignments no longer lists it and its replicas
       are the planned ones.
-    - **Throttles** (:class:`kafka_replica_assignor.planner.executor_throttles.ThrottleKeeper`): set before the moves
+    - **Throttles** (:class:`kafka_replica_assignor.planner.execution.executor_throttles.ThrottleKeeper`): set before the moves
       they cover start, recomputed when the moves in flight change, removed at the end whatever
       the end (done, cancelled, stopped, an error).
     - **Stop** (SIGINT, SIGTERM, ``--cancel`` from another shell): the plan's reassignments in
@@ -31,7 +31,7 @@ Algorithm
     One loop: apply a control request if any; start what the schedule allows; sleep one poll
     interval; list the reassignments in progress; those of ours no longer listed are checked
     against Metadata and finished; throttles follow the moves in flight. When none are left and
-    ``reassignment.json`` names log directories (JBOD, :mod:`kafka_replica_assignor.planner.disks`), each replica is
+    ``reassignment.json`` names log directories (JBOD, :mod:`kafka_replica_assignor.planner.solving.disks`), each replica is
     moved into its directory (AlterReplicaLogDirs) and waited for (DescribeLogDirs: there, no
     future copy); then a preferred leader election for ``leader-election.json``, then the
     throttles are removed.
@@ -47,11 +47,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-
-from .execution import drift
-from .executor_schedule import Reassignment, Schedule
-from .executor_state import ExecutionState, read_control
-from .executor_throttles import ThrottleKeeper
+from kafka_replica_assignor.planner.execution.batches import drift
+from kafka_replica_assignor.planner.execution.executor_schedule import Reassignment, Schedule
+from kafka_replica_assignor.planner.execution.executor_state import ExecutionState, read_control
+from kafka_replica_assignor.planner.execution.executor_throttles import ThrottleKeeper
 
 __all__ = ["Cluster", "ExecutePlan", "Executor", "Refused", "cancel_and_settle"]
 

@@ -8,14 +8,14 @@ Extract, transform and load are kept apart:
 - *transform* (pure ``DataFrame -> DataFrame`` functions): :func:`normalise`,
   :func:`broker_rows`, :func:`partition_rows`, :func:`validation_errors`, :func:`broker_state`,
   :func:`rack_state`, :func:`topic_state`, :func:`plan_clusters` (each cluster is planned inside
-  an executor: ``cogroup(...).applyInPandas`` calls the same :func:`kafka_replica_assignor.planner.modes.make_plan`
-  and :func:`kafka_replica_assignor.planner.outputs.render_outputs` as the command line, so the files are
+  an executor: ``cogroup(...).applyInPandas`` calls the same :func:`kafka_replica_assignor.planner.solving.modes.make_plan`
+  and :func:`kafka_replica_assignor.planner.report.outputs.render_outputs` as the command line, so the files are
   byte-identical), :func:`plan_rows`, :func:`metrics`.
 - *load* (:func:`run_pipeline`): ``<out>/<cluster id>/`` gets the plan files of each cluster,
   ``<out>/_tables/`` the Parquet tables (metrics, plans, broker/rack/topic state, errors) and
   ``<out>/fleet-report.md`` one line per cluster.
 
-Nothing here calls ``.master()``: ``python -m kafka_replica_assignor.planner.pipeline`` runs on ``local[*]`` and
+Nothing here calls ``.master()``: ``python -m kafka_replica_assignor.planner.fleet.pipeline`` runs on ``local[*]`` and
 ``spark-submit --master ...`` runs the same job on a cluster. The job is not iterative, so it
 has no join + checkpoint chain; invalid clusters are dropped with an anti join.
 """
@@ -34,14 +34,14 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 if __name__ == "__main__" and not __package__:
-    # ``spark-submit planner/pipeline.py``: import the package from its root, not this folder
+    # ``spark-submit planner/fleet/pipeline.py``: import the package from its root, not this folder
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, check_log_dirs
-from kafka_replica_assignor.planner.modes import MODES, make_plan
-from kafka_replica_assignor.planner.outputs import render_outputs, write_outputs
 from kafka_replica_assignor.planner.plan import Scope
+from kafka_replica_assignor.planner.report.outputs import render_outputs, write_outputs
 from kafka_replica_assignor.planner.settings import EXACT_SECONDS, PlanSettings
+from kafka_replica_assignor.planner.solving.modes import MODES, make_plan
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -567,9 +567,9 @@ def _fleet_report(out: str, settings: PlanSettings, rows: Iterable[Row], invalid
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m kafka_replica_assignor.planner.pipeline --fleet DIR --mode cluster --out DIR`` (local[*]), or the same
-    arguments after ``spark-submit --master spark://HOST:7077 planner/pipeline.py``."""
-    ap = argparse.ArgumentParser(prog="kafka_replica_assignor.planner.pipeline", description=__doc__.splitlines()[0])
+    """``python -m kafka_replica_assignor.planner.fleet.pipeline --fleet DIR --mode cluster --out DIR`` (local[*]), or the same
+    arguments after ``spark-submit --master spark://HOST:7077 planner/fleet/pipeline.py``."""
+    ap = argparse.ArgumentParser(prog="kafka_replica_assignor.planner.fleet.pipeline", description=__doc__.splitlines()[0])
     ap.add_argument("--fleet", required=True, help="snapshot file or directory (JSON, JSON lines, Parquet)")
     ap.add_argument("--mode", required=True, choices=MODES)
     ap.add_argument("--threshold", type=float, default=10.0)
@@ -604,13 +604,15 @@ def main(argv: list[str] | None = None) -> int:
                                 exact_seconds=a.exact_seconds, scope=scope)
         summary = run_pipeline(a.fleet, a.out, settings, charts=not a.no_charts, progress=True)
     except (ValueError, OSError) as exc:
-        print(f"kafka_replica_assignor.planner.pipeline: error: {exc}", file=sys.stderr)
+        print(f"kafka_replica_assignor.planner.fleet.pipeline: error: {exc}", file=sys.stderr)
         return 2
     print(summary)
     return 0 if "failed" not in summary else 1
 
 
 if __name__ == "__main__":
-    from kafka_replica_assignor.planner.pipeline import main as package_main  # one module, run with -m or as a file
+    from kafka_replica_assignor.planner.fleet.pipeline import (
+        main as package_main,  # one module, run with -m or as a file
+    )
 
     sys.exit(package_main())

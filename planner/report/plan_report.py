@@ -14,13 +14,13 @@ Pure and deterministic: the same plan and settings give the same text (no clock,
 
 from __future__ import annotations
 
-from .execution import Execution, Limits, execution
-from .figures import Figures, plan_figures
-from .goals.goal import Target
-from .goals.leaders import LeaderGoal
-from .goals.order import targets
-from .plan import MoveKind, Plan
-from .settings import PlanSettings
+from kafka_replica_assignor.planner.execution.batches import Execution, Limits, execution
+from kafka_replica_assignor.planner.goals.goal import Target
+from kafka_replica_assignor.planner.goals.leaders import LeaderGoal
+from kafka_replica_assignor.planner.goals.order import targets
+from kafka_replica_assignor.planner.plan import MoveKind, Plan
+from kafka_replica_assignor.planner.report.figures import Figures, plan_figures
+from kafka_replica_assignor.planner.settings import PlanSettings
 
 MOVES_SHOWN = 100
 BATCHES_SHOWN = 100
@@ -44,30 +44,30 @@ BOUND_TEXT = {
                                                          "program over brokers (HiGHS) of repairs, the byte and "
                                                          "replica bands, the topic caps per broker, capacities "
                                                          "and rack diversity at every level "
-                                                         "(planner/byte_bound.py)",
+                                                         "(planner/solving/bound.py)",
     "bytes_moved_lp_bound_band_counts_diversity": "bytes moved lower bound at threshold {t}: a linear program "
                                                   "over brokers (HiGHS) of repairs, the byte and replica bands, "
                                                   "capacities and rack diversity at every level (the topic caps "
-                                                  "cannot be kept with them; planner/byte_bound.py)",
+                                                  "cannot be kept with them; planner/solving/bound.py)",
     "bytes_moved_lp_bound_counts_topics_diversity": "bytes moved lower bound at threshold {t}: a linear program "
                                                     "over brokers (HiGHS) of repairs, the replica band, the topic "
                                                     "caps per broker, capacities and rack diversity at every "
                                                     "level (the byte band cannot be kept with them; "
-                                                    "planner/byte_bound.py)",
+                                                    "planner/solving/bound.py)",
     "bytes_moved_lp_bound_counts_diversity": "bytes moved lower bound at threshold {t}: a linear program over "
                                              "brokers (HiGHS) of repairs, the replica band, capacities and rack "
                                              "diversity at every level (the byte band and the topic caps cannot "
-                                             "be kept with them; planner/byte_bound.py)",
+                                             "be kept with them; planner/solving/bound.py)",
     "bytes_moved_lp_bound_topics_diversity": "bytes moved lower bound: a linear program over brokers (HiGHS) of "
                                              "repairs, the topic caps per broker, capacities and rack diversity "
                                              "at every level (the bands cannot be kept with them; "
-                                             "planner/byte_bound.py)",
+                                             "planner/solving/bound.py)",
     "bytes_moved_lp_bound_diversity": "bytes moved lower bound: a linear program over brokers (HiGHS) of repairs, "
                                       "capacities and rack diversity at every level (the bands and the topic caps "
-                                      "cannot be kept with them; planner/byte_bound.py)",
+                                      "cannot be kept with them; planner/solving/bound.py)",
     "bytes_moved_lp_bound": "bytes moved lower bound: a linear program over brokers (HiGHS) of repairs and "
                             "capacities (the bands, the topic caps and diversity cannot be kept with them; "
-                            "planner/byte_bound.py)",
+                            "planner/solving/bound.py)",
     "replicas_band_lo": "replica band low end (lo) at threshold {t}",
     "replicas_band_hi": "replica band high end (hi) at threshold {t}",
     "leader_changes_lower_bound": "leader changes lower bound for the plan's own replica lists (ideal band): "

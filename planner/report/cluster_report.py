@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-
-from .racks import RackTree
+from kafka_replica_assignor.planner.racks import RackTree
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .executor_state import ExecutionState, MoveRecord, write_atomic
+from kafka_replica_assignor.planner.execution.executor_state import ExecutionState, MoveRecord, write_atomic
 
 __all__ = ["REPORT_MARK", "execution_report", "report_section", "write_report"]
 

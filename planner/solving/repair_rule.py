@@ -6,8 +6,8 @@ adapts it to the planner's plans.
 
 Goals
     Give every partition its replicas back on alive brokers, as a :class:`~kafka_replica_assignor.planner.plan.Plan` of
-    ``repair`` moves that the other rules (:mod:`kafka_replica_assignor.planner.replica_balance`,
-    :mod:`kafka_replica_assignor.planner.cluster_balance`) start from.
+    ``repair`` moves that the other rules (:mod:`kafka_replica_assignor.planner.solving.replica_balance`,
+    :mod:`kafka_replica_assignor.planner.solving.cluster_balance`) start from.
 
 Constraints
     - Nothing is expected back: a replica on a broker marked dead is replaced like one on an
@@ -41,9 +41,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, gc_paused
+from kafka_replica_assignor.planner.plan import MoveKind, Plan, Scope, Working
 from kafka_replica_assignor.planner.replica_repair import repair_lists
-
-from .plan import MoveKind, Plan, Scope, Working
 
 
 def repair(snapshot: ClusterSnapshot, forgotten: Iterable[int] = frozenset(), *,

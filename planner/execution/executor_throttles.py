@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .executor_schedule import Reassignment
-from .executor_state import ExecutionState
+from kafka_replica_assignor.planner.execution.executor_schedule import Reassignment
+from kafka_replica_assignor.planner.execution.executor_state import ExecutionState
 
 __all__ = ["BROKER_RATES", "TOPIC_REPLICAS", "ConfigAdmin", "ThrottleKeeper", "Throttles", "clear_throttles",
            "throttles"]

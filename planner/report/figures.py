@@ -1,6 +1,6 @@
 """The figures of a snapshot that the report and the charts show, computed with numpy.
 
-A fast path beside :func:`kafka_replica_assignor.planner.cluster_report.describe` (the plain path, which also lists every
+A fast path beside :func:`kafka_replica_assignor.planner.report.cluster_report.describe` (the plain path, which also lists every
 misplaced replica and partition by name): :func:`figures` counts the same things in a few
 array passes over the flattened replica lists, so a report of 150,000 partitions does not
 walk them partition by partition in Python, twice per chart. ``tests/unit/test_planner_figures.py``
@@ -9,7 +9,7 @@ checks that both paths agree.
 Counted, per known broker: replicas, preferred leaders, bytes (``size_bytes`` of its replicas;
 unsized partitions weigh 0); per unknown broker id (not in the snapshot, not a placeholder):
 replicas and leaders; per node of the rack tree of the alive brokers: alive brokers, replicas,
-leaders; the spreads of :func:`kafka_replica_assignor.planner.cluster_report.spread`; partitions lacking rack diversity at some
+leaders; the spreads of :func:`kafka_replica_assignor.planner.report.cluster_report.spread`; partitions lacking rack diversity at some
 level; replicas on dead brokers, on unknown brokers, placeholders; the worst topic's excess over
 its cap on one alive broker (``max(ceil(R / B), ceil(R_rack / B_rack)) + 1``, the planner's); the partitions with more replicas than there
 are alive brokers (they make the ideal band unreachable).
@@ -24,10 +24,9 @@ import numpy as np
 import numpy.typing as npt
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-
-from .cluster_report import BrokerState, RackState, Spread, rack_totals, spread
-from .plan import Plan
-from .racks import RackTree
+from kafka_replica_assignor.planner.plan import Plan
+from kafka_replica_assignor.planner.racks import RackTree
+from kafka_replica_assignor.planner.report.cluster_report import BrokerState, RackState, Spread, rack_totals, spread
 
 __all__ = ["Figures", "figures", "plan_figures"]
 
@@ -204,7 +203,7 @@ def _leaves(tree: RackTree, ids: Ints) -> Ints:
 def _topic_excess(topic: Ints, rf: Ints, pos: Ints, alive_replica: npt.NDArray[np.bool_], leaf_of: Ints,
                   alive_pos: Ints) -> int:
     """Max over topics and alive brokers of the replicas of the topic on the broker minus its
-    cap in :mod:`kafka_replica_assignor.planner.replica_balance`: ``max(ceil(R / B), ceil(R_rack / B_rack)) + 1``, where
+    cap in :mod:`kafka_replica_assignor.planner.solving.replica_balance`: ``max(ceil(R / B), ceil(R_rack / B_rack)) + 1``, where
     ``R_rack`` is the topic's replicas in the broker's rack and ``B_rack`` its alive brokers (a
     topic on no alive broker counts 0 replicas)."""
     n_alive = len(alive_pos)

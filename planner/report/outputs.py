@@ -2,22 +2,22 @@
 
 - ``reassignment.json``: ``kafka-reassign-partitions.sh --execute --reassignment-json-file``
   input (version 1), only the partitions that change, in plan order. When the input names log
-  directories (:mod:`kafka_replica_assignor.planner.disks`), each entry carries Kafka's ``log_dirs`` (one per replica,
+  directories (:mod:`kafka_replica_assignor.planner.solving.disks`), each entry carries Kafka's ``log_dirs`` (one per replica,
   ``"any"`` where unknown), and partitions that only change directories (intra-broker moves)
   follow, with their unchanged replicas; with batches they go into the last batch file. Written even when nothing
   changes (an empty ``partitions`` list). With a batch size, a per-broker move limit or a byte
-  limit, also ``reassignment-0001.json``, ... (:mod:`kafka_replica_assignor.planner.execution`; run them in order).
+  limit, also ``reassignment-0001.json``, ... (:mod:`kafka_replica_assignor.planner.execution.batches`; run them in order).
 - ``rollback.json``: the partitions that change with their current replicas, those only whose
   replicas are all on live brokers (the others can only be repaired again: see the report).
 - ``starting-replicas.json``: every partition that changes with its current replicas (the
   same format); ``replica-assignor verify-plan`` compares a cluster with it.
 - ``summary.json``: the totals (bytes moved, replica moves, leader changes, batches, estimated
-  seconds with a throttle) and ``starting_replicas_sha256`` (:func:`kafka_replica_assignor.planner.execution.fingerprint`).
+  seconds with a throttle) and ``starting_replicas_sha256`` (:func:`kafka_replica_assignor.planner.execution.batches.fingerprint`).
 - ``leader-election.json``: ``kafka-leader-election.sh --election-type preferred
   --path-to-json-file`` input: the partitions whose preferred leader changes.
 - ``moves.csv``: every move (kind, topic, partition, source, destination).
 - ``report.md``, ``replicas.png``, ``leaders.png``, ``disk.png`` (sized partitions): see
-  :mod:`kafka_replica_assignor.planner.plan_report`, :mod:`kafka_replica_assignor.planner.charts`.
+  :mod:`kafka_replica_assignor.planner.report.plan_report`, :mod:`kafka_replica_assignor.planner.report.charts`.
 
 :func:`render_outputs` is pure and deterministic (byte-identical for the same plan), so the
 command line and the Spark pipeline produce the same files. :func:`write_outputs` writes them
@@ -35,14 +35,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafka_replica_assignor.cluster.snapshot import PartitionEntry
-
-from .charts import render_charts
-from .disks import ANY, intra_only, report_lines
-from .execution import Execution, Limits, execution, fingerprint
-from .figures import plan_figures
-from .plan import Plan
-from .plan_report import render_report
-from .settings import PlanSettings
+from kafka_replica_assignor.planner.execution.batches import Execution, Limits, execution, fingerprint
+from kafka_replica_assignor.planner.plan import Plan
+from kafka_replica_assignor.planner.report.charts import render_charts
+from kafka_replica_assignor.planner.report.figures import plan_figures
+from kafka_replica_assignor.planner.report.plan_report import render_report
+from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.solving.disks import ANY, intra_only, report_lines
 
 BATCH = re.compile(r"reassignment-\d{4}\.json")
 OPTIONAL = frozenset({"disk.png"})   # written by some plans only: an older copy is removed

@@ -1,7 +1,7 @@
 """Replica balance as a mixed-integer program, solved with HiGHS: the exact path for small clusters.
 
 Goals
-    The objectives of :mod:`kafka_replica_assignor.planner.replica_balance`, at its own targets, solved to optimality:
+    The objectives of :mod:`kafka_replica_assignor.planner.solving.replica_balance`, at its own targets, solved to optimality:
     every replica repaired, rack diversity full, replica counts in ``[lo, hi]``, topics within
     their caps ``cap(t, g)``, bytes in ``[blo, min(bhi, capacity)]``, capacities kept; then the
     fewest bytes moved (replica moves when no partition is sized); then the fewest replica
@@ -54,10 +54,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
-
-from .bands import band, byte_band
-from .plan import MoveKind, Working
-from .racks import RackTree
+from kafka_replica_assignor.planner.bands import band, byte_band
+from kafka_replica_assignor.planner.plan import MoveKind, Working
+from kafka_replica_assignor.planner.racks import RackTree
 
 EXACT_CELLS = 2400          # partitions x eligible brokers at most for the exact path (16 x 150)
 TIME_LIMIT = 10.0           # seconds for all the solves of one plan
@@ -69,7 +68,7 @@ TARGETS = ("diversity", "counts", "topics", "bytes")   # in the order they are k
 
 @dataclass(frozen=True, slots=True)
 class Targets:
-    """The targets of one cluster at one threshold (see :mod:`kafka_replica_assignor.planner.replica_balance`)."""
+    """The targets of one cluster at one threshold (see :mod:`kafka_replica_assignor.planner.solving.replica_balance`)."""
 
     lo: int
     hi: int
@@ -476,7 +475,7 @@ class ExactProblem:
 
 
 def targets_of(snapshot: ClusterSnapshot, eligible: Sequence[int], threshold: Fraction) -> Targets:
-    """The bands of :mod:`kafka_replica_assignor.planner.replica_balance` for a fully repairable snapshot."""
+    """The bands of :mod:`kafka_replica_assignor.planner.solving.replica_balance` for a fully repairable snapshot."""
     parts = snapshot.partitions
     total = sum(len(p.replicas) for p in parts)
     total_bytes = sum((p.size_bytes or 0) * len(p.replicas) for p in parts)
@@ -488,7 +487,7 @@ def targets_of(snapshot: ClusterSnapshot, eligible: Sequence[int], threshold: Fr
 
 def topic_excess(snapshot: ClusterSnapshot, lists: Sequence[Sequence[int]], eligible: Sequence[int],
                  tree: RackTree) -> int:
-    """The replicas above ``cap(t, g)`` (the formula of :mod:`kafka_replica_assignor.planner.replica_balance`) summed
+    """The replicas above ``cap(t, g)`` (the formula of :mod:`kafka_replica_assignor.planner.solving.replica_balance`) summed
     over the topics and the nodes of the rack tree, for the replica lists ``lists``."""
     nb = len(eligible)
     eset = set(eligible)

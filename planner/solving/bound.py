@@ -2,7 +2,7 @@
 
 Goals
     A sound and tight lower bound of the bytes moved by every plan that meets the targets of
-    :mod:`kafka_replica_assignor.planner.replica_balance`: every replica on an eligible broker (repair), full rack
+    :mod:`kafka_replica_assignor.planner.solving.replica_balance`: every replica on an eligible broker (repair), full rack
     diversity at every level of the rack tree, each broker's bytes in the byte band
     ``[blo, min(bhi, capacity_bytes)]`` (:func:`kafka_replica_assignor.planner.bands.byte_band`), each broker's replica
     count in ``[lo, hi]`` (:func:`kafka_replica_assignor.planner.bands.band`), every topic within
@@ -102,9 +102,8 @@ from typing import Any
 import numpy as np
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-
-from .bands import band, byte_band
-from .racks import RackTree
+from kafka_replica_assignor.planner.bands import band, byte_band
+from kafka_replica_assignor.planner.racks import RackTree
 
 MARGIN = 1e-6       # relative margin taken off the solver's objective (its tolerances)
 KEPT_ORDER = (("band", "counts", "topics", "diversity"), ("band", "counts", "diversity"),

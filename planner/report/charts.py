@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .figures import Figures, plan_figures
-from .plan import Plan
-from .settings import PlanSettings
+from kafka_replica_assignor.planner.plan import Plan
+from kafka_replica_assignor.planner.report.figures import Figures, plan_figures
+from kafka_replica_assignor.planner.settings import PlanSettings
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist

@@ -7,7 +7,7 @@ Goals
 
 Constraints
     - A :class:`Reassignment` *involves* the brokers that join its replica set (destinations)
-      and those that leave it (sources), as :mod:`kafka_replica_assignor.planner.execution` counts them; a reorder
+      and those that leave it (sources), as :mod:`kafka_replica_assignor.planner.execution.batches` counts them; a reorder
       (same replica set, new preferred leader) involves none.
     - With ``per_broker = K`` no broker is involved in more than ``K`` reassignments in
       flight; with ``concurrent = N`` at most ``N`` reassignments are in flight. Moves

@@ -65,9 +65,8 @@ from fractions import Fraction
 from itertools import islice, takewhile
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
-
-from .bands import byte_band, parse_threshold
-from .plan import Plan, Scope
+from kafka_replica_assignor.planner.bands import byte_band, parse_threshold
+from kafka_replica_assignor.planner.plan import Plan, Scope
 
 ANY = "any"   # Kafka's reassignment JSON: no preference for this replica's directory
 ROWS_SHOWN = 200

@@ -1,9 +1,9 @@
 """Cluster balance (KIP-166): replica balance, then leader balance, within budgets.
 
 Goals
-    Even replica counts with the fewest data moves (:mod:`kafka_replica_assignor.planner.replica_balance`, repairs
+    Even replica counts with the fewest data moves (:mod:`kafka_replica_assignor.planner.solving.replica_balance`, repairs
     first), then even preferred leaders with the fewest leader changes
-    (:mod:`kafka_replica_assignor.planner.leader_balance`) counted against the leaders *before* the replica moves.
+    (:mod:`kafka_replica_assignor.planner.goals.leader_flow`) counted against the leaders *before* the replica moves.
 
 Constraints
     - ``max_moves`` caps repairs plus replica moves; ``max_leader_changes`` caps the partitions
@@ -26,10 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, gc_paused
-
-from .leader_balance import balance_leaders
-from .plan import Plan, Scope
-from .replica_balance import best_replicas
+from kafka_replica_assignor.planner.goals.leader_flow import balance_leaders
+from kafka_replica_assignor.planner.plan import Plan, Scope
+from kafka_replica_assignor.planner.solving.replica_balance import best_replicas
 
 
 def cluster_balance(snapshot: ClusterSnapshot, *, threshold: float | int | str = 10,

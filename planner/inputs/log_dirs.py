@@ -10,7 +10,7 @@ The tool prints two lines of text, then one JSON document::
 :func:`parse_log_dirs` accepts the text with or without the leading lines and returns each
 partition's size in bytes; :func:`merge_sizes` puts them into a snapshot's
 ``PartitionEntry.size_bytes`` (replacing what the snapshot said). :func:`parse_placement` reads
-the directory of every replica (JBOD, :mod:`kafka_replica_assignor.planner.disks`); :func:`merge_log_dirs` does both.
+the directory of every replica (JBOD, :mod:`kafka_replica_assignor.planner.solving.disks`); :func:`merge_log_dirs` does both.
 
 - A partition is named ``<topic>-<partition>``; topic names may contain ``-``, so the name is
   split at its *last* ``-``.
@@ -22,7 +22,7 @@ the directory of every replica (JBOD, :mod:`kafka_replica_assignor.planner.disks
   directory) are ignored: they are a partial duplicate of a replica already counted.
 - A log directory that failed (``error`` not null) reports no partitions and is skipped.
 
-Anything that is not Kafka's format is a :class:`~kafka_replica_assignor.planner.sources.SourceError` whose one line
+Anything that is not Kafka's format is a :class:`~kafka_replica_assignor.planner.inputs.sources.SourceError` whose one line
 says where.
 """
 
@@ -36,8 +36,7 @@ from operator import itemgetter, not_
 from typing import Any
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry, gc_paused, with_log_dirs
-
-from .sources import SourceError
+from kafka_replica_assignor.planner.inputs.sources import SourceError
 
 FORMAT = "not the output of kafka-log-dirs.sh --describe"
 

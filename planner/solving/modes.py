@@ -4,7 +4,7 @@
 line lists them (:data:`MODES`); a new mode is a rule module and one row here. :func:`make_plan`
 dispatches :class:`~kafka_replica_assignor.planner.settings.PlanSettings` to the rule of its mode, then (when the input
 names log directories) places replicas in the directories of their brokers
-(:mod:`kafka_replica_assignor.planner.disks`). The command line
+(:mod:`kafka_replica_assignor.planner.solving.disks`). The command line
 and the Spark pipeline both plan through :func:`make_plan`, so one snapshot and one set of
 settings give the same plan everywhere.
 """
@@ -15,16 +15,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-
-from .cluster_balance import cluster_balance
-from .disks import balance_disks
-from .leader_balance import leader_balance
-from .plan import Plan
-from .repair_rule import repair
-from .replica_balance import replica_balance
+from kafka_replica_assignor.planner.goals.leader_flow import leader_balance
+from kafka_replica_assignor.planner.plan import Plan
+from kafka_replica_assignor.planner.solving.cluster_balance import cluster_balance
+from kafka_replica_assignor.planner.solving.disks import balance_disks
+from kafka_replica_assignor.planner.solving.repair_rule import repair
+from kafka_replica_assignor.planner.solving.replica_balance import replica_balance
 
 if TYPE_CHECKING:  # for the annotations only: settings checks its mode against MODES
-    from .settings import PlanSettings
+    from kafka_replica_assignor.planner.settings import PlanSettings
 
 
 def _leader(snapshot: ClusterSnapshot, settings: PlanSettings) -> Plan:

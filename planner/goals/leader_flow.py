@@ -85,8 +85,7 @@ from itertools import chain, compress, repeat
 from operator import add, mul, ne
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, gc_paused
-
-from .plan import MoveKind, Plan, Scope, Working
+from kafka_replica_assignor.planner.plan import MoveKind, Plan, Scope, Working
 
 
 def leader_balance(snapshot: ClusterSnapshot, *, max_leader_changes: int | None = None,

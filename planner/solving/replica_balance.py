@@ -4,7 +4,7 @@ Goals, in this order (each as far as the earlier ones allow)
     1. *Hard*: never two replicas of a partition on one broker; rack diversity never reduced at
        any level of the rack tree (:mod:`kafka_replica_assignor.planner.racks`) and *repaired* where the racks allow (a
        partition with two replicas in one group while a group it could use has none); replicas
-       on dead, unknown or forgotten brokers and placeholders repaired (:mod:`kafka_replica_assignor.planner.repair_rule`);
+       on dead, unknown or forgotten brokers and placeholders repaired (:mod:`kafka_replica_assignor.planner.solving.repair_rule`);
        a broker's ``capacity_bytes`` never exceeded.
     2. *Even*: every broker's replica count within ``[lo, hi]`` (``avg * (1 -+ threshold)``,
        ``[floor(avg), ceil(avg)]`` at threshold 0); when partitions carry ``size_bytes``, every
@@ -23,7 +23,7 @@ Goals, in this order (each as far as the earlier ones allow)
        groups at ``g``'s level (full diversity puts one of each in every group; 0 for brokers).
        The first term is the even share; the others are what rack diversity forces: a small
        rack holding one replica of every partition spreads that evenly over its brokers.
-    3. *Leaders*: followers move before leaders, so that :mod:`kafka_replica_assignor.planner.leader_balance` can then
+    3. *Leaders*: followers move before leaders, so that :mod:`kafka_replica_assignor.planner.goals.leader_flow` can then
        even the preferred leaders with few changes.
     4. *Cheap*: the fewest bytes moved (replica moves when sizes are unknown); the lower bounds
        are recorded in the plan (``bounds``) and shown in the report.
@@ -54,7 +54,7 @@ Algorithm
     excess over the replicas still to give (the smallest replica otherwise), never more than
     the receiver can take and still fill its count inside the byte band.
 
-    1. *Repair* dead, unknown and forgotten replicas (:func:`kafka_replica_assignor.planner.repair_rule.repair_working`).
+    1. *Repair* dead, unknown and forgotten replicas (:func:`kafka_replica_assignor.planner.solving.repair_rule.repair_working`).
     2. *Targets*: every count is clamped into ``[lo, hi]`` and the difference with the total is
        spread by water filling: ``sum(max(0, count - target))`` is the fewest count moves.
     3. *Diversity*: for a partition whose replicas span fewer groups at some level than they
@@ -92,8 +92,8 @@ Algorithm
        the moved replicas the targets did not need, keeping everything above.
 
     8. *Exact path* (:func:`best_replicas` with ``exact_seconds`` > 0, the command's default):
-       on a cluster of at most :data:`kafka_replica_assignor.planner.exact.EXACT_CELLS` partitions x brokers, without
-       budgets, the same targets as a mixed-integer program (:mod:`kafka_replica_assignor.planner.exact`, HiGHS),
+       on a cluster of at most :data:`kafka_replica_assignor.planner.solving.exact.EXACT_CELLS` partitions x brokers, without
+       budgets, the same targets as a mixed-integer program (:mod:`kafka_replica_assignor.planner.solving.exact`, HiGHS),
        started from this plan; the better of the two plans is kept (targets met first, then
        their distance, bytes, replica and leader moves) and the notes say which path ran. A
        target it proves out of reach is named so in the notes, with the method; the notes of
@@ -128,12 +128,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, gc_paused
-
-from .bands import band, parse_threshold
-from .exact import improve
-from .goals.model import water_fill
-from .goals.order import balance
-from .plan import Plan, Scope, Working
+from kafka_replica_assignor.planner.bands import band, parse_threshold
+from kafka_replica_assignor.planner.goals.model import water_fill
+from kafka_replica_assignor.planner.goals.order import balance
+from kafka_replica_assignor.planner.plan import Plan, Scope, Working
+from kafka_replica_assignor.planner.solving.exact import improve
 
 __all__ = ["balance_replicas", "band", "best_replicas", "replica_balance", "water_fill"]
 
@@ -142,7 +141,7 @@ def replica_balance(snapshot: ClusterSnapshot, *, threshold: float | int | str =
                     max_moves: int | None = None, forgotten: Iterable[int] = frozenset(),
                     exact_seconds: float = 0.0, scope: Scope | None = None) -> Plan:
     """Repair, then balance replicas, bytes and topics within the threshold band (module doc);
-    ``exact_seconds`` > 0: on small clusters, then the exact program of :mod:`kafka_replica_assignor.planner.exact`."""
+    ``exact_seconds`` > 0: on small clusters, then the exact program of :mod:`kafka_replica_assignor.planner.solving.exact`."""
     with gc_paused():
         return best_replicas(snapshot, forgotten, threshold=threshold, max_moves=max_moves,
                              exact_seconds=exact_seconds, scope=scope).plan()
@@ -153,7 +152,7 @@ def best_replicas(snapshot: ClusterSnapshot, forgotten: Iterable[int] = frozense
                   max_leader_changes: int | None = None, exact_seconds: float = 0.0,
                   scope: Scope | None = None) -> Working:
     """The heuristic of this module, then, when ``exact_seconds`` > 0 and the cluster is small,
-    the exact program of :mod:`kafka_replica_assignor.planner.exact` seeded with its plan; the better of the two (the
+    the exact program of :mod:`kafka_replica_assignor.planner.solving.exact` seeded with its plan; the better of the two (the
     notes say which ran). ``scope``: the partitions and brokers the plan may touch."""
     work = Working(snapshot, forgotten, scope)
     if exact_seconds <= 0:
