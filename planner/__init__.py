@@ -1,22 +1,23 @@
 """The balance planner (KIP-166): cluster state, repair, leader-, replica- and cluster-balance.
 
-The planning core is pure Python (standard library and ``assignors``), deterministic, and works
-on :class:`kafka_replica_assignor.cluster.snapshot.ClusterSnapshot` values; one balancing rule per module, each a
-function ``snapshot -> Plan`` (:mod:`kafka_replica_assignor.planner.plan`):
+One rule, one owner: each target and each mode of the planner is one goal module in
+:mod:`kafka_replica_assignor.planner.goals`, which owns its check of the request, its move check, its distance, its
+rows in the exact program and in the bound, and its report figures; :data:`kafka_replica_assignor.planner.goals.order.GOALS`
+is the only order. The rooms, each a folder with its own package doc:
 
-- :mod:`kafka_replica_assignor.planner.report.cluster_report` - ``describe(snapshot)``: replicas, leaders, racks, skew, problems;
-- :mod:`kafka_replica_assignor.planner.solving.repair_rule` - ``repair(snapshot, forgotten)``: placeholders, dead/unknown brokers;
-- :mod:`kafka_replica_assignor.planner.goals.leader_flow` - ``leader_balance(snapshot)``: exact minimum leader changes;
-- :mod:`kafka_replica_assignor.planner.solving.replica_balance` - ``replica_balance(snapshot, threshold=10)``: fewest moves;
-- :mod:`kafka_replica_assignor.planner.solving.cluster_balance` - ``cluster_balance(...)``: both, with budgets.
+- the base: :mod:`kafka_replica_assignor.planner.request` (:class:`~kafka_replica_assignor.planner.request.PlanRequest`, the frozen value from the
+  command line to the goals, and its options), :mod:`kafka_replica_assignor.planner.plan` (moves and plans as values,
+  the working copy), :mod:`kafka_replica_assignor.planner.racks` (rack trees), :mod:`kafka_replica_assignor.planner.replica_repair` (the one
+  repair algorithm, also ``replica-assignor repair``'s);
+- :mod:`kafka_replica_assignor.planner.goals`: the rules, the shared model and the searches they use;
+- :mod:`kafka_replica_assignor.planner.solving`: the drivers that ask the goals (the heuristic, the exact program, the
+  bytes bound, :func:`~kafka_replica_assignor.planner.solving.planning.make_plan`) and the log-directory placement;
+- :mod:`kafka_replica_assignor.planner.report`: figures, the Markdown report, charts and Kafka's own files;
+- :mod:`kafka_replica_assignor.planner.execution`: batches, timing and the executor;
+- :mod:`kafka_replica_assignor.planner.inputs`: snapshots, ``kafka-topics.sh`` text, live clusters, log directories;
+- :mod:`kafka_replica_assignor.planner.fleet`: the Spark job for fleets.
 
-Around it: :mod:`kafka_replica_assignor.planner.settings` (what a plan is asked for), :mod:`kafka_replica_assignor.planner.solving.modes`
-(``make_plan``: a request to the rule of its mode), :mod:`kafka_replica_assignor.planner.replica_repair` (the one repair
-algorithm, also ``replica-assignor repair``'s),
-:mod:`kafka_replica_assignor.planner.report.outputs` (Kafka's reassignment and leader-election JSON, summary, report, charts),
-:mod:`kafka_replica_assignor.planner.execution.batches` (batches within per-broker and byte limits, time at a throttle, the
-starting replicas' fingerprint, rollback, drift), :mod:`kafka_replica_assignor.planner.report.figures` (the report's and
-charts' figures with numpy), :mod:`kafka_replica_assignor.planner.inputs.sources` (snapshot files, ``kafka-topics.sh
---describe`` text, a live cluster) and :mod:`kafka_replica_assignor.planner.fleet.pipeline` (the Spark job for fleets). The
-command line is ``kafka_replica_assignor.cli.state``, ``kafka_replica_assignor.cli.balance`` and ``kafka_replica_assignor.cli.verify``.
+Imports point one way: base <- goals <- solving <- report <- fleet; execution and inputs use the
+base only (``tests/unit/test_layering.py``). The command line is ``kafka_replica_assignor.cli.state``,
+``kafka_replica_assignor.cli.balance`` and ``kafka_replica_assignor.cli.verify``.
 """

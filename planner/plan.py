@@ -11,14 +11,13 @@ created by the rule, never handed to another rule, and dropped once the plan is 
 from __future__ import annotations
 
 import enum
-import re
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
 from kafka_replica_assignor.planner.racks import RackTree
+from kafka_replica_assignor.planner.request import Scope
 
 
 class MoveKind(enum.StrEnum):
@@ -93,64 +92,26 @@ class Plan:
         return tuple(p for p in self.changed() if first[(p.topic, p.partition)] != p.replicas[0])
 
 
-@dataclass(frozen=True, slots=True)
-class Scope:
-    """What a plan may touch: ``topics`` (a regular expression matching whole topic names; None:
-    every topic) less ``exclude_topics``; ``exclude_brokers`` neither give nor take replicas;
-    ``add_brokers``, when given, are the only brokers that take replicas (the others only give);
-    ``demote_brokers`` lead only the partitions no other alive replica can lead (leader rule).
-    Partitions out of scope keep their replica lists, order included, in every mode (no replica
-    move, no repair, no preferred-leader change), and still count in every figure."""
-
-    topics: str | None = None
-    exclude_topics: str | None = None
-    exclude_brokers: tuple[int, ...] = ()
-    add_brokers: tuple[int, ...] = ()    # when set, the only brokers that take replicas (repairs aside)
-    demote_brokers: tuple[int, ...] = ()  # lead only what no other alive replica can lead
-
-    def __post_init__(self) -> None:
-        for name in ("topics", "exclude_topics"):
-            pattern = getattr(self, name)
-            if pattern is not None:
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    raise ValueError(f"{name.replace('_', '-')}: not a regular expression: {pattern!r} ({exc})") from None
-
-    @property
-    def narrowed(self) -> bool:
-        return (self.topics is not None or self.exclude_topics is not None or bool(self.exclude_brokers)
-                or bool(self.add_brokers) or bool(self.demote_brokers))
-
-    def frozen(self, snapshot: ClusterSnapshot) -> frozenset[int]:
-        """Positions of the partitions whose replica lists must not change."""
-        if self.topics is None and self.exclude_topics is None:
-            return frozenset()
-        keep = re.compile(self.topics) if self.topics is not None else None
-        drop = re.compile(self.exclude_topics) if self.exclude_topics is not None else None
-        names = {p.topic for p in snapshot.partitions}
-        out = {t for t in names if (keep is not None and not keep.fullmatch(t)) or (drop is not None and drop.fullmatch(t))}
-        return frozenset(i for i, p in enumerate(snapshot.partitions) if p.topic in out)
-
-
 class Working:
     """A rule's private scratch copy of a snapshot's replica lists, indexed by position.
 
     ``order`` visits partitions by (topic, partition) whatever the input order, so plans do not
     depend on how the snapshot was listed. ``eligible`` are the brokers replicas may live on:
-    alive and not forgotten.
+    alive and not removed. The scope's sets: ``frozen`` partitions (out of scope), ``excluded``
+    brokers (eligible ones only: a dead or removed broker's replicas are repaired anyway),
+    ``takers`` (the added brokers; empty: every broker may take), ``demoted``.
     """
 
     __slots__ = (
-        "bounds", "demoted", "eligible", "eligible_set", "excluded", "forgotten", "frozen", "moves", "notes", "order",
-        "original", "rack_of", "replicas", "snapshot", "takers", "touched", "tree",
+        "bounds", "demoted", "eligible", "eligible_set", "excluded", "frozen", "layout", "memo", "moves", "notes", "order",
+        "original", "rack_of", "removed", "replicas", "scope", "snapshot", "takers", "touched", "tree",
     )
 
-    def __init__(self, snapshot: ClusterSnapshot, forgotten: Iterable[int] = frozenset(),
-                 scope: Scope | None = None) -> None:
+    def __init__(self, snapshot: ClusterSnapshot, scope: Scope | None = None) -> None:
         self.snapshot = snapshot
-        self.forgotten = frozenset(forgotten)
         scope = scope or Scope()
+        self.scope = scope
+        self.removed = scope.removed
         self.frozen = scope.frozen(snapshot)
         self.excluded = frozenset(scope.exclude_brokers)     # restricted to eligible brokers below
         self.takers = frozenset(scope.add_brokers)     # empty: every broker may take
@@ -161,7 +122,7 @@ class Working:
         self.original = [p.replicas for p in parts]
         self.replicas = list(map(list, self.original))
         self.rack_of = {b.id: b.rack for b in snapshot.brokers}
-        self.eligible = sorted(b.id for b in snapshot.brokers if b.alive and b.id not in self.forgotten)
+        self.eligible = sorted(b.id for b in snapshot.brokers if b.alive and b.id not in self.removed)
         self.eligible_set = frozenset(self.eligible)
         self.excluded &= self.eligible_set      # a dead or forgotten broker's replicas are repaired anyway
         self.tree = RackTree.of(self.rack_of)
@@ -169,6 +130,8 @@ class Working:
         self.touched: set[int] = set()
         self.notes: list[str] = []
         self.bounds: dict[str, int] = {}
+        self.layout: object = None     # the goals' numbering of nodes and topics, made when first asked
+        self.memo: dict[str, object] = {}   # figures of the input a goal computes once per working copy
 
     def record(self, index: int, source: int, destination: int, kind: MoveKind) -> None:
         self.moves.append((index, source, destination, kind))

@@ -8,7 +8,7 @@ Extract, transform and load are kept apart:
 - *transform* (pure ``DataFrame -> DataFrame`` functions): :func:`normalise`,
   :func:`broker_rows`, :func:`partition_rows`, :func:`validation_errors`, :func:`broker_state`,
   :func:`rack_state`, :func:`topic_state`, :func:`plan_clusters` (each cluster is planned inside
-  an executor: ``cogroup(...).applyInPandas`` calls the same :func:`kafka_replica_assignor.planner.solving.modes.make_plan`
+  an executor: ``cogroup(...).applyInPandas`` calls the same :func:`kafka_replica_assignor.planner.solving.planning.make_plan`
   and :func:`kafka_replica_assignor.planner.report.outputs.render_outputs` as the command line, so the files are
   byte-identical), :func:`plan_rows`, :func:`metrics`.
 - *load* (:func:`run_pipeline`): ``<out>/<cluster id>/`` gets the plan files of each cluster,
@@ -38,10 +38,9 @@ if __name__ == "__main__" and not __package__:
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry, check_log_dirs
-from kafka_replica_assignor.planner.plan import Scope
 from kafka_replica_assignor.planner.report.outputs import render_outputs, write_outputs
-from kafka_replica_assignor.planner.settings import EXACT_SECONDS, PlanSettings
-from kafka_replica_assignor.planner.solving.modes import MODES, make_plan
+from kafka_replica_assignor.planner.request import PlanRequest, add_request_arguments, request_from_args
+from kafka_replica_assignor.planner.solving.planning import make_plan
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -330,15 +329,15 @@ def _spread(snapshot: ClusterSnapshot, alive: list[int], leaders: bool = False) 
     return min(values), max(values)
 
 
-def planned_row(cluster_id: str, snap: ClusterSnapshot, settings: PlanSettings, charts: bool) -> dict[str, Any]:
+def planned_row(cluster_id: str, snap: ClusterSnapshot, request: PlanRequest, charts: bool) -> dict[str, Any]:
     """Plan one cluster with the command line's own :func:`make_plan` and
     :func:`render_outputs`: one row of ``PLANNED_SCHEMA`` (a failure is a row too)."""
     started, cpu = time.perf_counter(), time.process_time()
     row: dict[str, Any] = dict.fromkeys(PLANNED_COLUMNS)
     row.update(cluster_id=cluster_id, status="planned")
     try:
-        result = make_plan(snap, settings)
-        files = render_outputs(result, settings, charts=charts)
+        result = make_plan(snap, request)
+        files = render_outputs(result, request, charts=charts)
     except Exception as exc:  # one broken cluster must not fail the fleet
         row.update(status="failed", error=f"{type(exc).__name__}: {exc}",
                    seconds=time.perf_counter() - started, cpu_seconds=time.process_time() - cpu)
@@ -364,7 +363,7 @@ def planned_row(cluster_id: str, snap: ClusterSnapshot, settings: PlanSettings, 
     return row
 
 
-def _plan_group(settings: PlanSettings, charts: bool) -> Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]:
+def _plan_group(request: PlanRequest, charts: bool) -> Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]:
     """The function each executor runs for one cluster: its rows in, one planned row out."""
 
     def plan(partitions: pd.DataFrame, brokers: pd.DataFrame) -> pd.DataFrame:
@@ -377,12 +376,12 @@ def _plan_group(settings: PlanSettings, charts: bool) -> Callable[[pd.DataFrame,
             row: dict[str, Any] = dict.fromkeys(PLANNED_COLUMNS)
             row.update(cluster_id=cluster_id, status="failed", error=f"{type(exc).__name__}: {exc}")
             return pd.DataFrame([row])
-        return pd.DataFrame([planned_row(cluster_id, snap, settings, charts)])
+        return pd.DataFrame([planned_row(cluster_id, snap, request, charts)])
 
     return plan
 
 
-def plan_clusters(brokers: DataFrame, partitions: DataFrame, settings: PlanSettings, *,
+def plan_clusters(brokers: DataFrame, partitions: DataFrame, request: PlanRequest, *,
                   charts: bool = True) -> DataFrame:
     """One planned row per cluster (see ``PLANNED_SCHEMA``), each planned in an executor."""
     from pyspark.sql import functions as F
@@ -392,7 +391,7 @@ def plan_clusters(brokers: DataFrame, partitions: DataFrame, settings: PlanSetti
 
     return (fresh(partitions).groupBy("cluster_id")
             .cogroup(fresh(brokers).groupBy("cluster_id"))
-            .applyInPandas(_plan_group(settings, charts), PLANNED_SCHEMA))
+            .applyInPandas(_plan_group(request, charts), PLANNED_SCHEMA))
 
 
 def plan_rows(planned: DataFrame) -> DataFrame:
@@ -459,7 +458,7 @@ class Progress:
                 self._draw()
 
 
-def run_pipeline(source: str, out: str, settings: PlanSettings, *, charts: bool = True,
+def run_pipeline(source: str, out: str, request: PlanRequest, *, charts: bool = True,
                  progress: bool = False, spark: SparkSession | None = None) -> str:
     """Plan every cluster of ``source`` into ``out``; returns a one-line summary.
 
@@ -494,7 +493,7 @@ def run_pipeline(source: str, out: str, settings: PlanSettings, *, charts: bool 
         spark.conf.set("spark.sql.shuffle.partitions", str(max(1, min(n_clusters, 16 * parallel))))
         spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
         with Progress(spark, group, f"planning {n_clusters} cluster(s)", progress):
-            plan_clusters(good_brokers, good_partitions, settings, charts=charts) \
+            plan_clusters(good_brokers, good_partitions, request, charts=charts) \
                 .write.mode("overwrite").parquet(staging)
         spark.conf.set("spark.sql.shuffle.partitions", str(max(1, min(n_clusters, 4 * parallel))))
         spark.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")
@@ -510,7 +509,7 @@ def run_pipeline(source: str, out: str, settings: PlanSettings, *, charts: bool 
                     f"partition(s) reassigned; wrote {len(row['files'])} files to {out} (Spark)")
         return _load_fleet(spark, planned, clusters_count=n_clusters, brokers=brokers,
                            partitions=partitions, errors=errors, out=out, tables=tables,
-                           settings=settings)
+                           request=request)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         errors.unpersist()
@@ -519,7 +518,7 @@ def run_pipeline(source: str, out: str, settings: PlanSettings, *, charts: bool 
 
 def _load_fleet(spark: SparkSession, planned: DataFrame, *, clusters_count: int, brokers: DataFrame,
                 partitions: DataFrame, errors: DataFrame, out: str, tables: str,
-                settings: PlanSettings) -> str:
+                request: PlanRequest) -> str:
     from pyspark.sql import functions as F
 
     n_clusters = clusters_count
@@ -537,7 +536,7 @@ def _load_fleet(spark: SparkSession, planned: DataFrame, *, clusters_count: int,
     rows = planned.select("cluster_id", "status", "error", "replica_moves", "repairs",
                           "leader_changes", "seconds").orderBy("cluster_id").collect()
     invalid = errors.groupBy("cluster_id").agg(F.first("error").alias("error")).orderBy("cluster_id").collect()
-    _fleet_report(out, settings, rows, invalid)
+    _fleet_report(out, request, rows, invalid)
     failed = sum(1 for r in rows if r["status"] != "planned") + len(invalid)
     moves = sum(r["replica_moves"] or 0 for r in rows)
     changes = sum(r["leader_changes"] or 0 for r in rows)
@@ -550,8 +549,8 @@ def _safe(cluster_id: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in cluster_id) or "_"
 
 
-def _fleet_report(out: str, settings: PlanSettings, rows: Iterable[Row], invalid: Iterable[Row]) -> None:
-    lines = [f"# Fleet plan: {settings.mode}", "",
+def _fleet_report(out: str, request: PlanRequest, rows: Iterable[Row], invalid: Iterable[Row]) -> None:
+    lines = [f"# Fleet plan: {request.mode}", "",
              "| cluster | status | replica moves | repairs | leader changes | seconds |",
              "|---|---|---|---|---|---|"]
     for r in rows:
@@ -571,38 +570,13 @@ def main(argv: list[str] | None = None) -> int:
     arguments after ``spark-submit --master spark://HOST:7077 planner/fleet/pipeline.py``."""
     ap = argparse.ArgumentParser(prog="kafka_replica_assignor.planner.fleet.pipeline", description=__doc__.splitlines()[0])
     ap.add_argument("--fleet", required=True, help="snapshot file or directory (JSON, JSON lines, Parquet)")
-    ap.add_argument("--mode", required=True, choices=MODES)
-    ap.add_argument("--threshold", type=float, default=10.0)
-    ap.add_argument("--max-moves", type=int)
-    ap.add_argument("--max-leader-changes", type=int)
-    ap.add_argument("--batch-size", type=int)
-    ap.add_argument("--max-moves-per-broker", type=int)
-    ap.add_argument("--max-bytes-per-batch", type=int)
-    ap.add_argument("--throttle", type=int, help="bytes/s, as kafka-reassign-partitions.sh --throttle")
-    ap.add_argument("--forget", default="", help="brokers being decommissioned, comma-separated")
-    ap.add_argument("--remove-brokers", default="", help="brokers to drain, comma-separated (as --forget)")
-    ap.add_argument("--topics", help="only partitions of topics whose whole name matches this may move")
-    ap.add_argument("--exclude-topics", help="partitions of topics whose whole name matches this stay")
-    ap.add_argument("--exclude-brokers", default="", help="brokers that neither give nor take, comma-separated")
-    ap.add_argument("--add-brokers", default="", help="the only brokers that take replicas, comma-separated")
-    ap.add_argument("--demote-brokers", default="", help="brokers that lose their preferred leaders")
-    ap.add_argument("--exact-seconds", type=float, default=EXACT_SECONDS,
-                    help="the exact program's time on small clusters (0: never)")
+    add_request_arguments(ap)
     ap.add_argument("--out", required=True)
     ap.add_argument("--no-charts", action="store_true")
     a = ap.parse_args(argv)
-    threshold = int(a.threshold) if a.threshold.is_integer() else a.threshold
     try:
-        def ids(text: str) -> tuple[int, ...]:
-            return tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
-
-        scope = Scope(a.topics, a.exclude_topics, ids(a.exclude_brokers), ids(a.add_brokers), ids(a.demote_brokers))
-        settings = PlanSettings(a.mode, threshold, a.max_moves, a.max_leader_changes, a.batch_size,
-                                forgotten=tuple(sorted({*ids(a.forget), *ids(a.remove_brokers)})), source=a.fleet,
-                                max_moves_per_broker=a.max_moves_per_broker,
-                                max_bytes_per_batch=a.max_bytes_per_batch, throttle=a.throttle,
-                                exact_seconds=a.exact_seconds, scope=scope)
-        summary = run_pipeline(a.fleet, a.out, settings, charts=not a.no_charts, progress=True)
+        request = request_from_args(a, a.fleet)
+        summary = run_pipeline(a.fleet, a.out, request, charts=not a.no_charts, progress=True)
     except (ValueError, OSError) as exc:
         print(f"kafka_replica_assignor.planner.fleet.pipeline: error: {exc}", file=sys.stderr)
         return 2

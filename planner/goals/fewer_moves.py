@@ -23,7 +23,7 @@ Constraints
       together are made together, and undone together when the check fails), at most
       :data:`SOLVER_PARTITIONS` partitions changed by the plan and :data:`SOLVER_COLUMNS`
       candidates (the greedy stage always runs). A linear program solved by the simplex method gives the same answer on
-      every run; the time limit is only a safety net, and a note says when it ended a solve.
+      every run; its time limit is only a safety net: reaching it ends the command (exit 1).
 
 Algorithm
     1. Candidates: per partition the plan changed, each replica on a broker outside the input
@@ -40,8 +40,13 @@ Algorithm
        rack-tree node its replicas at most the cap as it stands; maximise the gain. The candidates it takes at more than one half are made one
        by one where each keeps every rule on its own, in passes; those left (a rotation whose
        every step breaks a band) are made together and kept only if a check of the whole
-       passes (bands, caps at every node touched, since a cap below a rack moves with its
-       parent's count, diversity, capacities), else undone. Then the greedy again.
+       passes (bands, caps at every node touched, diversity, capacities), else undone. Then the
+       greedy again.
+
+    This goal also owns the plan's cost, the figure it lowers: bytes moved (the sizes of the
+    replicas a broker receives), then replica moves, then leader replicas moved. The exact
+    program minimises them in that order (:meth:`FewerMovesGoal.exact_rows`), and the bound is
+    a lower bound of the first.
 
 Example
     Brokers 1-4 without racks, threshold 10 %, 100 bytes each of ``a-0`` and ``b-0`` on broker
@@ -55,9 +60,12 @@ Example
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
-from kafka_replica_assignor.planner.goals.goal import ModelGoal, ReportView, Target
+from kafka_replica_assignor.planner.goals.goal import ExactProgram, Goal
+from kafka_replica_assignor.planner.goals.topic_spread import TopicSpreadGoal
+from kafka_replica_assignor.planner.plan import Working
+from kafka_replica_assignor.planner.request import PlanError
 
 GREEDY_PARTITIONS = 100_000
 """Partitions changed by the plan above which the goal does not run (its greedy stage costs
@@ -81,22 +89,55 @@ lower bound."""
 SOLVER_COLUMNS = 40_000
 """Candidates above which the solver stage is left out."""
 
-TIME_LIMIT = 20.0
-"""Seconds per solve: a safety net (a note says when it ended a solve)."""
+TIME_LIMIT = 300.0
+"""Seconds per solve: a safety net; reaching it ends the command (exit 1), never with another plan."""
+
 
 Move = tuple[int, int, int]     # (partition, source, destination)
 
 
-class FewerMovesGoal(ModelGoal):
+def cost(work: Working) -> tuple[int, int, int]:
+    """The plan's cost so far, this goal's figure: ``(bytes moved, replica moves, leader
+    replicas moved)`` from the input's lists to ``work``'s (a replica arriving on a broker is
+    one move; its partition's size is what it copies)."""
+    moved_bytes = moves = leaders = 0
+    parts = work.snapshot.partitions
+    for i in work.touched:
+        old, new = work.original[i], work.replicas[i]
+        came = len(set(new) - set(old))
+        moves += came
+        moved_bytes += came * (parts[i].size_bytes or 0)
+        leaders += bool(old) and old[0] not in new
+    return moved_bytes, moves, leaders
+
+
+class FewerMovesGoal(Goal):
     """Undo moves the plan did not need (module doc)."""
 
     name = "fewer moves"
+    key = "moves"
+    phase = "last"
+    bound_text: ClassVar[dict[str, str]] = {
+        "bytes_moved_optimum": "bytes moved, the exact program's optimum for the targets it keeps",
+        "replica_moves_optimum": "replica moves, the exact program's optimum for the targets it keeps"}
 
-    def accepts(self, i: int, source: int, destination: int) -> bool:
-        return True     # ranks after every replica goal: nothing after it moves replicas
+    def exact_rows(self, program: ExactProgram) -> None:
+        """The plan's cost as the exact program's objective, in phases: bytes moved (replicas
+        kept weigh minus their size), then replica moves, then leader replicas moved."""
+        parts = program.work.snapshot.partitions
+        pos = {b: k for k, b in enumerate(program.brokers)}
+        keep = [(i, [pos[b] for b in parts[i].replicas if b in pos]) for i in program.parts]
+        sized = {program.x[i][k]: -(parts[i].size_bytes or 0) / program.scale
+                 for i, ks in keep for k in ks if parts[i].size_bytes}
+        if sized:
+            program.objective(sized, "bytes moved")
+        n = len(program.parts) + 1
+        leader = {i: pos.get(parts[i].replicas[0], -1) for i in program.parts}
+        program.objective({program.x[i][k]: -(n + (k == leader[i])) for i, ks in keep for k in ks},
+                          "replica moves, then leader replicas moved")
 
     def optimize(self) -> int:
-        m = self.model
+        m = self.m
         before, gained = m.moved, 0
         if len(m.work.touched) > GREEDY_PARTITIONS:
             m.work.notes.append(f"fewer moves: not run ({len(m.work.touched)} partitions changed, above "
@@ -114,14 +155,10 @@ class FewerMovesGoal(ModelGoal):
                                 + (f" ({solver_note})" if solver_note else ""))
         return m.moved - before
 
-    @staticmethod
-    def targets(view: ReportView) -> tuple[Target, ...]:
-        return ()   # its figure is the bytes moved, reported with their lower bounds
-
     def near_bound(self) -> bool:
         """Whether what the plan moves now is within :data:`SOLVER_GAP` of its lower bound
         (the largest recorded: there is then too little left for the solver stage to gain)."""
-        m = self.model
+        m = self.m
         work = m.work
         moved = sum(self.gain(i) * sum(1 for b in m.reps[i] if b not in work.original[i]) for i in work.touched)
         prefix = "bytes_moved_" if m.sized else "replica_moves_"
@@ -130,12 +167,12 @@ class FewerMovesGoal(ModelGoal):
 
     # -- candidates and the rules --------------------------------------------------------
     def gain(self, i: int) -> int:
-        m = self.model
+        m = self.m
         return m.size[i] if m.sized else 1
 
     def undos(self) -> list[Move]:
         """Every undo candidate now, largest gain first (then in partition order)."""
-        m = self.model
+        m = self.m
         work = m.work
         out: list[tuple[int, int, int, int, int]] = []
         for i in sorted(work.touched, key=m.slot.__getitem__):
@@ -152,23 +189,22 @@ class FewerMovesGoal(ModelGoal):
         return [(i, b, a) for _, _, b, a, i in out]
 
     def allowed(self, i: int, source: int, destination: int) -> bool:
-        """The hard rules and the caps for one move (``Model.fits``; an undo's destination held
-        the replica before the plan)."""
-        m = self.model
-        return m.fits(i, source, destination, returning=destination in m.work.original[i])
+        """Every goal before this one accepts the move (``Model.fits``: the hard rules, the topic
+        caps, and the bands no further out)."""
+        return self.m.fits(i, source, destination, self.rank)
 
     def in_bands(self, i: int, source: int, destination: int) -> bool:
         return not self.full(i, destination) and not self.short(i, source)
 
     def full(self, i: int, b: int) -> bool:
         """Whether ``b`` taking partition ``i``'s replica leaves its count or byte band (or capacity)."""
-        m = self.model
+        m = self.m
         w = m.size[i]
         return m.counts[b] + 1 > m.hi or bool(w) and m.sizes[b] + w > m.upper(b)
 
     def short(self, i: int, b: int) -> bool:
         """Whether ``b`` giving partition ``i``'s replica leaves its count or byte band."""
-        m = self.model
+        m = self.m
         w = m.size[i]
         return m.counts[b] - 1 < m.lo or bool(w) and m.sizes[b] - w < m.blo
 
@@ -180,7 +216,7 @@ class FewerMovesGoal(ModelGoal):
     def make(self, moves: list[Move], passes: int | None = None) -> tuple[int, list[Move]]:
         """Make the ``moves`` that keep every rule on their own, in passes (at most ``passes``)
         while one is made; the gain (undos only) and the moves left."""
-        m = self.model
+        m = self.m
         gained, done = 0, 0
         left = moves
         while left and (passes is None or done < passes):
@@ -188,7 +224,7 @@ class FewerMovesGoal(ModelGoal):
             for i, b, a in left:
                 if b not in m.reps[i] or a in m.reps[i]:
                     continue        # that replica or that broker was taken by another move
-                if self.in_bands(i, b, a) and self.allowed(i, b, a):
+                if self.allowed(i, b, a):
                     m.do_move(i, b, a)
                     gained += self.gain(i) if a in m.work.original[i] else 0
                     made += 1
@@ -205,7 +241,7 @@ class FewerMovesGoal(ModelGoal):
         replica to it) sent instead to one of the :data:`REDIRECT` emptiest other brokers of its
         rack, and any replica moved onto a broker of a rack holding brokers of ``short`` (an
         undo could not take a replica off them) sent instead to the emptiest of those."""
-        m = self.model
+        m = self.m
         work = m.work
         out: list[Move] = []
         wanting: dict[int, list[int]] = {}      # rack -> brokers of ``short``, emptiest first
@@ -226,49 +262,50 @@ class FewerMovesGoal(ModelGoal):
     def _offered(self, i: int, b: int, pools: tuple[list[int], list[int]]) -> list[int]:
         """Up to :data:`REDIRECT` brokers of each pool, in its order, that may take partition
         ``i``'s replica from ``b`` (and did not hold it before the plan)."""
-        m = self.model
-        reps, original = m.reps[i], self.model.work.original[i]
+        m = self.m
+        reps, original = m.reps[i], m.work.original[i]
         offered: list[int] = []
         for pool in pools:
             taken = 0
             for c in pool:
                 if taken == REDIRECT:
                     break
-                if c != b and c not in reps and c not in original and c not in offered and self.allowed(i, b, c):
+                if c != b and c not in reps and c not in original and c not in offered \
+                        and m.fits(i, b, c, m.rank("counts")):
                     offered.append(c)
                     taken += 1
         return offered
 
     def solve(self) -> tuple[int, str]:
         """Step 3 of the module doc: the gain it adds (0 when it adds nothing) and its note."""
-        chosen, timed_out = self.relaxation()
+        chosen = self.relaxation()
         if not chosen:
             return 0, ""
         gained, left = self.make(chosen)
         gained += self.together(left)
-        how = ("the linear relaxation of a 0-1 program over the undos and moves within a rack, HiGHS"
-               + (f"; its time limit ({TIME_LIMIT:g} s) ended the solve, so another run may differ" if timed_out else ""))
+        how = "the linear relaxation of a 0-1 program over the undos and moves within a rack, HiGHS"
         return gained, how if gained else ""
 
-    def relaxation(self) -> tuple[list[Move], bool]:
+    def relaxation(self) -> list[Move]:
         """The candidates the program's linear relaxation takes (value above one half), highest
-        value first; whether its time limit ended the solve."""
-        m = self.model
+        value first."""
+        m = self.m
         if len(m.work.touched) > SOLVER_PARTITIONS:
-            return [], False
-        columns = [c for c in self.undos() if self.allowed(*c)]
+            return []
+        banded = m.rank("counts")     # the bands are the program's rows, not a filter
+        columns = [c for c in self.undos() if m.fits(*c, banded)]
         if not columns:
-            return [], False
+            return []
         blocked = [(i, b, a) for i, b, a in columns if not self.in_bands(i, b, a)]
         columns += self.redirects({a for i, b, a in blocked if self.full(i, a)},
                                   {b for i, b, a in blocked if self.short(i, b)})
         if len(columns) > SOLVER_COLUMNS:
-            return [], False
+            return []
         import highspy  # the planner extra, loaded when planning
 
         h = highspy.Highs()  # type: ignore[no-untyped-call]
         for option, value in (("output_flag", False), ("threads", 1), ("random_seed", 0),
-                              ("time_limit", TIME_LIMIT)):
+                              ("time_limit", TIME_LIMIT), ("solver", "simplex")):
             h.setOptionValue(option, value)
         n = len(columns)
         gains = [self.gain(i) if a in m.work.original[i] else 0 for i, _, a in columns]
@@ -277,17 +314,19 @@ class FewerMovesGoal(ModelGoal):
         h.changeColsCost(n, list(range(n)), [-g / top for g in gains])
         self._rows(h, columns)
         h.run()
-        ended = h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit
+        if h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit:
+            raise PlanError(f"the fewer-moves goal's linear program ran past its safety net of {TIME_LIMIT:g} s "
+                            f"({n} candidates): the machine is too slow or too busy for this plan")
         if h.getInfo().primal_solution_status != 2:     # no feasible point
-            return [], ended
+            return []
         values = list(h.getSolution().col_value)
         ranked = sorted((-v, k) for k, v in enumerate(values) if v > 0.5)
-        return [columns[k] for _, k in ranked], ended
+        return [columns[k] for _, k in ranked]
 
     def together(self, left: list[Move]) -> int:
         """Make ``left`` (one move per partition) at once, and keep them only when nothing the
         check compares got worse (:meth:`_no_worse`); the gain kept."""
-        m = self.model
+        m = self.m
         seen: set[int] = set()
         moves = []
         for i, b, a in left:
@@ -308,7 +347,7 @@ class FewerMovesGoal(ModelGoal):
 
     def _rows(self, h: Any, columns: list[Move]) -> None:
         """At most one per partition; the count and byte bounds per broker; the topic caps."""
-        m = self.model
+        m = self.m
         per_part, count, size, topic = self._coefficients(columns)
         for ks in per_part.values():
             if len(ks) > 1:
@@ -321,18 +360,18 @@ class FewerMovesGoal(ModelGoal):
             s = m.sizes[broker]
             h.addRow((min(m.blo, s) - s) / scale, (max(m.upper(broker), s) - s) / scale, len(coef), list(coef),
                      list(coef.values()))
+        caps = self.caps()
         for key, coef in topic.items():
             t, node = divmod(key, m.stride)
             now = m.ncount.get(key, 0)
-            parent = m.parent[node]
-            room = max(m.cap(t, node, parent, m.n(t, parent)), now) - now
+            room = max(caps(t, node), now) - now
             h.addRow(-math.inf, float(room), len(coef), list(coef), list(coef.values()))
 
     def _coefficients(self, columns: list[Move]) -> tuple[dict[int, list[int]], dict[int, dict[int, float]],
                                                            dict[int, dict[int, float]], dict[int, dict[int, float]]]:
         """The columns per partition, and per broker (count, bytes over the mean) and per
         (topic, node) key what each column adds or takes."""
-        m = self.model
+        m = self.m
         per_part: dict[int, list[int]] = {}
         count: dict[int, dict[int, float]] = {}
         size: dict[int, dict[int, float]] = {}
@@ -358,24 +397,32 @@ class FewerMovesGoal(ModelGoal):
     def _figures(self, chosen: list[Move]) -> dict[str, dict[int, int]]:
         """What the check compares: counts and bytes of the brokers, excess over the caps of the
         (topic, node) pairs, and the groups per level of the partitions the moves touch."""
-        m = self.model
+        m = self.m
         brokers = {b for _, s, d in chosen for b in (s, d)}
         return {"counts": {b: m.counts[b] for b in brokers}, "bytes": {b: m.sizes[b] for b in brokers},
                 "excess": self._excess(chosen), "groups": self._groups(chosen)}
 
     def _excess(self, chosen: list[Move]) -> dict[int, int]:
-        m = self.model
+        m = self.m
+        caps = self.caps()
         out: dict[int, int] = {}
         for i, s, d in chosen:
             base = m.topic[i] * m.stride
             for b in (s, d):
                 for node in m.chain[b][1:]:
                     t = m.topic[i]
-                    out[base + node] = m.n(t, node) - m.cap(t, node, m.parent[node], m.n(t, m.parent[node]))
+                    out[base + node] = m.n(t, node) - caps(t, node)
         return out
 
+    def caps(self) -> Any:
+        """The topic goal's caps (none when it does not run)."""
+        topics = self.m.goal("topics")
+        if isinstance(topics, TopicSpreadGoal):
+            return topics.cap
+        return lambda t, node: 1 << 62
+
     def _groups(self, chosen: list[Move]) -> dict[int, int]:
-        m = self.model
+        m = self.m
         tree = m.tree
         out: dict[int, int] = {}
         for i, _, _ in chosen:
@@ -384,7 +431,7 @@ class FewerMovesGoal(ModelGoal):
         return out
 
     def _no_worse(self, chosen: list[Move], before: dict[str, dict[int, int]]) -> bool:
-        m = self.model
+        m = self.m
         for b, was in before["counts"].items():
             now = m.counts[b]
             if not min(m.lo, was) <= now <= max(m.hi, was):

@@ -79,28 +79,13 @@ Example
 from __future__ import annotations
 
 from collections import Counter, defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, repeat
 from operator import add, mul, ne
 
-from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, gc_paused
-from kafka_replica_assignor.planner.plan import MoveKind, Plan, Scope, Working
-
-
-def leader_balance(snapshot: ClusterSnapshot, *, max_leader_changes: int | None = None,
-                   baseline: ClusterSnapshot | None = None,
-                   forgotten: Iterable[int] = frozenset(), exact: bool = False,
-                   scope: Scope | None = None) -> Plan:
-    """Reorder replica lists for even preferred leaders with the fewest changes (see module doc).
-
-    ``exact=True`` skips the band prices and cancels cycles with the ``count^2`` price from the
-    baseline (the same answer, slower: a cross-check). ``scope``: its ``demote_brokers`` lead
-    only the partitions no other alive replica can lead."""
-    with gc_paused():
-        work = Working(snapshot, forgotten, scope)
-        balance_leaders(work, max_leader_changes=max_leader_changes, baseline=baseline, exact=exact)
-        return work.plan()
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.planner.plan import MoveKind, Working
 
 
 class LeaderProblem:
@@ -116,12 +101,11 @@ class LeaderProblem:
 
     __slots__ = (
         "base", "broker_ids", "budget", "cand", "ceil", "count", "floor", "hi", "holder", "lo",
-        "demoted", "must", "n", "parts", "penalty", "reach", "topic",
+        "must", "n", "parts", "penalty", "reach", "topic",
     )
 
     def __init__(self, broker_ids: list[int], cand: list[tuple[int, ...]], base: list[int],
-                 start: list[int], topic: list[int], budget: int | None,
-                 demoted: frozenset[int] = frozenset()) -> None:
+                 start: list[int], topic: list[int], budget: int | None) -> None:
         self.broker_ids = broker_ids
         self.n = len(broker_ids)
         self.cand = cand          # per leadable partition: candidate broker indices
@@ -142,9 +126,6 @@ class LeaderProblem:
             self.reach[u] = k
         for u, k in Counter(c[0] for c in cand if len(c) == 1).items():
             self.must[u] = k
-        self.demoted = {u for u, b in enumerate(broker_ids) if b in demoted}
-        for u in self.demoted:    # a demoted broker's band: what only it can lead
-            self.reach[u] = self.must[u]
         self.lo = [0] * self.n
         self.hi = [0] * self.n
         self._bands(list(range(self.n)), self.parts)
@@ -152,7 +133,7 @@ class LeaderProblem:
     def _bands(self, brokers: list[int], total: int) -> None:
         """Water filling of ``total`` leaderships over ``brokers`` within their limits: sets
         ``lo``/``hi`` of those brokers."""
-        fixed: dict[int, int] = {u: self.must[u] for u in brokers if u in self.demoted}
+        fixed: dict[int, int] = {}
         f = c = 0
         while True:
             free = [u for u in brokers if u not in fixed]
@@ -505,8 +486,10 @@ class _Leadable:
     forced: int
 
 
-def _leadable(work: Working, baseline: ClusterSnapshot | None) -> _Leadable:
-    """The partitions of ``work`` whose leader may change, as broker indices."""
+def _leadable(work: Working, baseline: ClusterSnapshot | None,
+              candidates: Callable[[Sequence[int]], Sequence[int]] | None) -> _Leadable:
+    """The partitions of ``work`` whose leader may change, as broker indices; ``candidates``
+    narrows the brokers that may lead a partition (the demote goal's rule)."""
     index = {b: i for i, b in enumerate(work.eligible)}
     if baseline is work.snapshot:
         baseline = None          # the scratch copy's own input: its original lists
@@ -536,7 +519,7 @@ def _leadable(work: Working, baseline: ClusterSnapshot | None) -> _Leadable:
                 continue
             cands = (index[reps[0]],)
         elif eligible_set.issuperset(reps):
-            cands = tuple(map(index.__getitem__, reps))
+            cands = tuple(map(index.__getitem__, reps if candidates is None else candidates(reps)))
         else:
             # Kafka cannot reassign a list naming a dead or unknown broker: the order stays,
             # and an alive first replica keeps counting as a leader it cannot hand over
@@ -550,9 +533,8 @@ def _leadable(work: Working, baseline: ClusterSnapshot | None) -> _Leadable:
         else:
             first = original[i][0]
         b0 = get(first, -1)
-        if b0 == -1:
-            forced += 1
-        elif b0 not in cands:
+        if b0 == -1 or b0 not in cands:
+            forced += 1     # its leader cannot stay: a change the request forces, not one of the budget
             b0 = -1
         now = get(reps[0], -1)
         add_member(i)
@@ -565,16 +547,18 @@ def _leadable(work: Working, baseline: ClusterSnapshot | None) -> _Leadable:
 
 
 def balance_leaders(work: Working, *, max_leader_changes: int | None = None,
-                    baseline: ClusterSnapshot | None = None, exact: bool = False) -> LeaderProblem | None:
-    """Leader-balance ``work`` (a rule's own scratch copy); notes and bounds go on ``work``."""
-    leadable = _leadable(work, baseline)
+                    baseline: ClusterSnapshot | None = None, exact: bool = False,
+                    candidates: Callable[[Sequence[int]], Sequence[int]] | None = None) -> LeaderProblem | None:
+    """Leader-balance ``work`` (a rule's own scratch copy); notes and bounds go on ``work``.
+    ``exact``: skip the band prices and cancel cycles with the ``count^2`` price from the
+    baseline (the same answer, slower: a cross-check)."""
+    leadable = _leadable(work, baseline, candidates)
     if not leadable.members:
         if leadable.unleadable:
             work.notes.append(_unleadable(leadable.unleadable))
         return None
     budget = None if max_leader_changes is None else max_leader_changes + leadable.forced
-    problem = LeaderProblem(work.eligible, leadable.cand, leadable.base, leadable.start, leadable.topic,
-                            budget, demoted=work.demoted)
+    problem = LeaderProblem(work.eligible, leadable.cand, leadable.base, leadable.start, leadable.topic, budget)
     lo, hi = list(problem.lo), list(problem.hi)
     over = sum(max(0, c - h) for c, h in zip(problem.count, hi, strict=True))
     under = sum(max(0, low - c) for c, low in zip(problem.count, lo, strict=True))

@@ -7,16 +7,17 @@ mutable and indexed for speed inside one planning run; what leaves the planner i
 
 Goals
     Answer the questions every goal asks, each in ``O(depth)`` or a binary search: how many
-    replicas of topic ``t`` a rack-tree node holds (:meth:`Model.n`), its cap
-    (:meth:`Model.cap`), the racks a replica may go to (:meth:`Model.allowed_leaves`), whether a
-    move keeps the hard rules (:meth:`Model.fits`), a broker's replica nearest a wanted size.
+    replicas of topic ``t`` a rack-tree node holds (:meth:`Model.n`), the racks a replica may go
+    to (:meth:`Model.allowed_leaves`), whether a move keeps every rule ranked before the goal
+    asking (:meth:`Model.fits`), a broker's replica nearest a wanted size.
 
 Constraints
     - Only usable partitions (every replica on an eligible broker) are indexed; partitions out of
       scope (``Working.frozen``) and excluded brokers' replicas are counted but never offered.
-    - :meth:`Model.fits` is the conjunction of the ``accepts`` of the goals before the one asking
-      (scope, rack diversity, capacity, topic caps), written once, inline, for speed; a test
-      checks it against the goals' own ``accepts`` on random moves.
+    - :meth:`Model.fits` holds no rule of its own beyond what every move must keep (no broker
+      twice in a partition, the leader-change budget): it asks the ``accepts`` of the goals
+      ranked before the one asking, in their order. The targets the searches read (the count
+      and byte bands, the count targets) are set here by the goals that own them.
 
 Algorithm
     Per-topic counters for every node of the rack tree (``ncount[t * stride + node]``); per
@@ -35,10 +36,104 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, insort
-from fractions import Fraction
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
-from kafka_replica_assignor.planner.bands import band, byte_band
+from kafka_replica_assignor.cluster.snapshot import PartitionEntry
 from kafka_replica_assignor.planner.plan import MoveKind, Working
+from kafka_replica_assignor.planner.racks import RackTree
+
+Check = Callable[[int, int, int], bool]
+SwapCheck = Callable[[int, int, int, int], bool]
+
+
+class Rule(Protocol):
+    """What the model asks of a goal (:class:`kafka_replica_assignor.planner.goals.goal.Goal`)."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def hard(self) -> bool: ...
+
+    @property
+    def refuses(self) -> bool: ...
+
+    @property
+    def judges_swaps(self) -> bool: ...
+
+    def accepts(self, i: int, source: int, destination: int) -> bool: ...
+
+    def accepts_swap(self, a: int, x: int, b: int, y: int) -> bool: ...
+
+    def bind(self, model: Model, rank: int) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """The rack tree's nodes and the topics of a working copy, numbered once for every face of
+    the planner (the model's counters, the topic caps, the exact program, the bound).
+
+    Nodes: 0 the root, ``1 + k`` rack key ``k``, then one per eligible broker (``first_broker +
+    position``); ``chain[b]`` the nodes from the root down to broker ``b``. Topics: numbered in
+    name order; ``topic[i]`` of partition ``i``, ``total[t]`` its replicas (every partition),
+    ``spanning[t * (depth + 2) + level]`` its partitions that can be repaired and have at least
+    as many replicas as there are groups at that level (full diversity puts one in each)."""
+
+    nodes: int
+    first_broker: int
+    chain: dict[int, tuple[int, ...]]
+    members: list[int]
+    parent: list[int]
+    level: list[int]
+    topic: list[int]
+    topic_name: list[str]
+    total: list[int]
+    spanning: dict[int, int]
+
+    @classmethod
+    def of(cls, work: Working) -> Layout:
+        """The layout of ``work`` (made once per working copy)."""
+        cached = work.layout
+        if isinstance(cached, Layout):
+            return cached
+        layout = cls.build(work.snapshot.partitions, work.eligible, work.tree)
+        work.layout = layout
+        return layout
+
+    @classmethod
+    def build(cls, parts: Sequence[PartitionEntry], eligible: Sequence[int], tree: RackTree) -> Layout:
+        """The layout of partitions ``parts`` on the ``eligible`` brokers (sorted ids) of ``tree``."""
+        depth = tree.depth
+        first_broker = 1 + len(tree.names)
+        nodes = first_broker + len(eligible)
+        chain: dict[int, tuple[int, ...]] = {}
+        members, parent, level = [0] * nodes, [0] * nodes, [0] * nodes
+        for pos, b in enumerate(eligible):
+            keys = tree.keys[b] if depth else ()
+            chain[b] = (0, *(1 + k for k in keys), first_broker + pos)
+            for lv, node in enumerate(chain[b]):
+                members[node] += 1
+                level[node] = lv
+                if lv:
+                    parent[node] = chain[b][lv - 1]
+        names = {name: t for t, name in enumerate(sorted({p.topic for p in parts}))}   # whatever the input order
+        topic = [names[p.topic] for p in parts]
+        total = [0] * len(names)
+        spanning: dict[int, int] = {}
+        groups = tree.groups(eligible)
+        n = len(eligible)
+        for i, p in enumerate(parts):
+            rf = len(p.replicas)
+            t = topic[i]
+            total[t] += rf
+            if rf <= n:
+                for lv, g in enumerate(groups, 1):
+                    if rf >= g:
+                        key = t * (depth + 2) + lv
+                        spanning[key] = spanning.get(key, 0) + 1
+        return cls(nodes, first_broker, chain, members, parent, level, topic, list(names), total, spanning)
 
 
 def water_fill(counts: dict[int, int], members: list[int], targets: dict[int, int],
@@ -72,17 +167,16 @@ class Model:
     change and dropped when stale, so the emptiest receivers are found without a scan."""
 
     __slots__ = (
-        "allowed_cache", "blo", "bhi", "budget", "by_bytes", "capacity", "chain", "counts", "forced",
-        "heaps", "held", "hi", "leader_budget", "leaf", "leaf_bytes", "leaf_chain", "leaf_members", "level",
+        "allowed_cache", "blo", "bhi", "budget", "by_bytes", "capacity", "chain", "checks", "counts",
+        "goals", "heaps", "held", "hi", "leader_budget", "leaf", "leaf_bytes", "leaf_chain", "leaf_members", "level",
         "fill", "lo", "mean", "members", "moved", "ncount", "nodes", "order", "parent", "parts", "pre",
-        "pre_bytes", "reps", "sized", "size", "sizes", "slot", "stride", "targets", "threshold", "topic",
-        "topic_name", "topic_parts", "topic_total", "tree", "work",
+        "pre_bytes", "reps", "sized", "size", "sizes", "slot", "stride", "swap_checks", "unit_checks", "targets", "topic",
+        "topic_name", "topic_parts", "topic_total", "tree", "unleafed", "work",
     )
 
-    def __init__(self, work: Working, threshold: Fraction, budget: int | None,
+    def __init__(self, work: Working, goals: Sequence[Rule], budget: int | None,
                  leader_budget: int | None, pre: dict[int, int], pre_bytes: dict[int, int]) -> None:
         self.work = work
-        self.threshold = threshold
         self.budget = budget
         self.leader_budget = leader_budget
         self.pre = pre
@@ -99,63 +193,46 @@ class Model:
         size = self.size
         for position, i in enumerate(work.order):
             self.slot[i] = size[i] * n_parts + position
-        # nodes: 0 the root, 1 + k rack key k, then one per eligible broker
+        layout = Layout.of(work)
         eligible = work.eligible
-        depth = self.tree.depth
-        first_broker = 1 + len(self.tree.names)
-        self.nodes = first_broker + len(eligible)
-        self.chain: dict[int, tuple[int, ...]] = {}
-        self.members = [0] * self.nodes
-        self.parent = [0] * self.nodes
-        self.level = [0] * self.nodes
+        first_broker = layout.first_broker
+        self.nodes = layout.nodes
+        self.chain = layout.chain
+        self.members = layout.members
+        self.parent = layout.parent
+        self.level = layout.level
         self.leaf: dict[int, int] = {}
         self.leaf_members: dict[int, list[int]] = {}
         self.leaf_chain: dict[int, tuple[int, ...]] = {}
-        for pos, b in enumerate(eligible):
-            keys = self.tree.keys[b] if depth else ()
-            self.chain[b] = (0, *(1 + k for k in keys), first_broker + pos)
-            for level, node in enumerate(self.chain[b]):
-                self.members[node] += 1
-                self.level[node] = level
-                if level:
-                    self.parent[node] = self.chain[b][level - 1]
+        for b in eligible:
+            keys = self.tree.keys[b] if self.tree.depth else ()
             self.leaf[b] = keys[-1] if keys else -1
             self.leaf_members.setdefault(self.leaf[b], []).append(b)
             self.leaf_chain[self.leaf[b]] = self.chain[b][:-1]
-        self.capacity = {b.id: b.capacity_bytes for b in work.snapshot.brokers
-                         if b.id in work.eligible_set and b.capacity_bytes is not None}
-        # topics, totals and per-node counters (usable partitions only)
-        names: dict[str, int] = {}
-        for i in work.order:                  # numbered in name order, whatever the input order
-            names.setdefault(parts[i].topic, len(names))
-        self.topic = [names[p.topic] for p in parts]
-        self.topic_total = [0] * len(names)
-        self.topic_parts: list[list[int]] = [[] for _ in names]
+        del first_broker
+        self.capacity: dict[int, int] = {}     # set by the capacity goal
+        # per-node counters of every topic (usable partitions only)
+        self.topic = layout.topic
+        self.topic_name = layout.topic_name
+        self.topic_total = layout.total
+        self.topic_parts: list[list[int]] = [[] for _ in layout.topic_name]
         self.stride = self.nodes
         self.ncount: dict[int, int] = {}
         held: dict[int, list[int]] = {b: [] for b in eligible}
-        groups = self.tree.groups(eligible)
-        self.forced: dict[int, int] = {}    # topic * (depth + 2) + level -> partitions spanning every group
         self.counts = work.counts()
         self.sizes = work.byte_counts()
         usable = work.eligible_set
         ncount, chain, topic, slot = self.ncount, self.chain, self.topic, self.slot
         get = ncount.get
         frozen, excluded = work.frozen, work.excluded
-        self.topic_name = list(names)
         for i in work.order:
             r = self.reps[i]
-            t = topic[i]
-            self.topic_total[t] += len(r)
             if not usable.issuperset(r):   # an unrepaired partition cannot be reassigned
                 continue
+            t = topic[i]
             movable = i not in frozen
             if movable:
                 self.topic_parts[t].append(i)
-            for level, g in enumerate(groups, 1):
-                if len(r) >= g:
-                    key = t * (depth + 2) + level
-                    self.forced[key] = self.forced.get(key, 0) + 1
             base = t * self.stride
             s = slot[i]
             for b in r:
@@ -174,7 +251,24 @@ class Model:
         self.leaf_bytes: dict[int, list[tuple[int, int]]] = {}
         for s, b in self.by_bytes:
             self.leaf_bytes.setdefault(self.leaf[b], []).append((s, b))
-        self.lo = self.hi = self.blo = self.bhi = self.mean = self.fill = 0
+        self.lo = self.hi = self.blo = self.mean = self.fill = 0
+        self.bhi = 1 << 62
+        self.goals = list(goals)
+        # per rank r: the accepts of every hard goal and of the goals ranked before r (and
+        # without rack diversity's, for callers that looked the receiver's rack up already);
+        # for swaps, the rules of single replicas (both moves) and the goals judging the pair
+        self.checks: list[tuple[Check, ...]] = []
+        self.unleafed: list[tuple[Check, ...]] = []
+        self.unit_checks: list[tuple[Check, ...]] = []
+        self.swap_checks: list[tuple[SwapCheck, ...]] = []
+        for rank in range(len(self.goals) + 1):
+            asked = [g for r, g in enumerate(self.goals) if g.refuses and (g.hard or r < rank)]
+            self.checks.append(tuple(g.accepts for g in asked))
+            self.unleafed.append(tuple(g.accepts for g in asked if g.key != "diversity"))
+            self.unit_checks.append(tuple(g.accepts for g in asked if not g.judges_swaps))
+            self.swap_checks.append(tuple(g.accepts_swap for g in asked if g.judges_swaps))
+        for rank, goal in enumerate(self.goals):
+            goal.bind(self, rank)
 
     # -- helpers -------------------------------------------------------------------------
     def budget_left(self, extra: int = 0) -> bool:
@@ -182,30 +276,6 @@ class Model:
 
     def n(self, t: int, node: int) -> int:
         return self.ncount.get(t * self.stride + node, 0)
-
-    def cap(self, t: int, node: int, parent: int, parent_count: int) -> int:
-        m = self.members[node]
-        share = -(-self.topic_total[t] * m // self.members[0])
-        even = -(-parent_count * m // self.members[parent])
-        spanning = self.forced.get(t * (self.tree.depth + 2) + self.level[node], 0)
-        return max(share, even, spanning) + 1
-
-    def caps_ok(self, t: int, source: int, destination: int) -> bool:
-        """After moving a replica of topic ``t`` from ``source`` to ``destination``, every node
-        on the destination's side (below the lowest common node) is within the topic's cap."""
-        cs, cd = self.chain[source], self.chain[destination]
-        d = 1
-        while cs[d] == cd[d]:
-            d += 1
-        for level in range(d, len(cd)):
-            node, parent = cd[level], cd[level - 1]
-            parent_count = self.n(t, parent) + (1 if level - 1 >= d else 0)
-            if self.n(t, node) + 1 > self.cap(t, node, parent, parent_count):
-                return False
-        return True
-
-    def over_cap(self, t: int, node: int, parent: int) -> int:
-        return self.n(t, node) - self.cap(t, node, parent, self.n(t, parent))
 
     def allowed_leaves(self, i: int, source: int) -> frozenset[int]:
         """Racks (leaves) a replica of partition ``i`` on ``source`` may move to, diversity
@@ -228,29 +298,47 @@ class Model:
         hit = self.allowed_cache[key] = frozenset(allowed)
         return hit
 
-    def may_take(self, b: int) -> bool:
-        """Whether the scope lets broker ``b`` take replicas (not excluded; one of the added)."""
-        work = self.work
-        return b not in work.excluded and (not work.takers or b in work.takers)
+    def rank(self, key: str) -> int:
+        """The rank of the goal named ``key`` among the goals of this run (``fits(..., rank + 1)``
+        asks that goal too); past the last goal when it does not run."""
+        return next((r for r, g in enumerate(self.goals) if g.key == key), len(self.goals))
+
+    def goal(self, key: str) -> Rule | None:
+        """The goal named ``key``, when it runs."""
+        return next((g for g in self.goals if g.key == key), None)
 
     def leader_ok(self, i: int, source: int) -> bool:
         return self.reps[i][0] != source or self.leader_budget is None or self.leader_budget > 0
 
-    def fits(self, i: int, source: int, destination: int, *, caps: bool = True,
-             leaf_known: bool = False, returning: bool = False) -> bool:
-        """May partition ``i``'s replica on ``source`` move to ``destination`` (hard rules, and
-        the topic caps unless ``caps`` is false)? ``leaf_known``: the destination's rack is one
-        of :meth:`allowed_leaves` already. ``returning``: the destination held the replica
-        before the plan, so only its exclusion (not the added-brokers rule) stops it."""
-        scoped = destination not in self.work.excluded if returning else self.may_take(destination)
-        if destination in self.reps[i] or not scoped or not self.leader_ok(i, source):
+    def fits(self, i: int, source: int, destination: int, upto: int, *, leaf_known: bool = False) -> bool:
+        """May partition ``i``'s replica on ``source`` move to ``destination``? Every hard goal
+        and every goal ranked before ``upto`` accepts it (a goal asks with its own rank; 0: the
+        hard rules only), the destination does not hold the partition, and the leader budget
+        allows it. ``leaf_known``: the destination's rack is one of :meth:`allowed_leaves`
+        already (rack diversity is not asked again)."""
+        if destination in self.reps[i] or not self.leader_ok(i, source):
             return False
-        if not leaf_known and self.leaf[destination] not in self.allowed_leaves(i, source):
+        for check in (self.unleafed if leaf_known else self.checks)[upto]:
+            if not check(i, source, destination):
+                return False
+        return True
+
+    def unit_fits(self, i: int, source: int, destination: int, upto: int) -> bool:
+        """One side of a swap: the rules of single replicas (those that do not judge swaps as
+        a whole) accept partition ``i``'s replica moving from ``source`` to ``destination``."""
+        if destination in self.reps[i] or not self.leader_ok(i, source):
             return False
-        limit = self.capacity.get(destination)
-        if limit is not None and self.sizes[destination] + self.size[i] > limit:
+        return all(check(i, source, destination) for check in self.unit_checks[upto])
+
+    def swap_fits(self, a: int, x: int, b: int, y: int, upto: int) -> bool:
+        """May ``a`` move from ``x`` to ``y`` while ``b`` moves from ``y`` to ``x``? Both sides
+        keep the rules of single replicas, and the goals of per-broker figures accept the net
+        change (:meth:`kafka_replica_assignor.planner.goals.goal.Goal.accepts_swap`)."""
+        if a == b or not self.unit_fits(a, x, y, upto) or not self.unit_fits(b, y, x, upto):
             return False
-        return not caps or self.caps_ok(self.topic[i], source, destination)
+        if self.leader_budget is not None and (self.reps[a][0] == x) + (self.reps[b][0] == y) > self.leader_budget:
+            return False
+        return all(check(a, x, b, y) for check in self.swap_checks[upto])
 
     def do_move(self, i: int, source: int, destination: int) -> None:
         reps = self.reps[i]
@@ -312,24 +400,9 @@ class Model:
 
 
     # -- bands and targets ---------------------------------------------------------------
-    def set_bands(self) -> None:
-        """The count band ``[lo, hi]``, the byte band ``[blo, bhi]`` and the mean bytes
-        (:mod:`kafka_replica_assignor.planner.bands`)."""
-        eligible = self.work.eligible
-        total_bytes = sum(self.sizes.values())
-        self.lo, self.hi = band(sum(self.counts.values()), len(eligible), self.threshold)
-        self.blo, self.bhi = byte_band(total_bytes, len(eligible), self.threshold, max(self.size, default=0))
-        self.mean = total_bytes // len(eligible)
-        # what receivers fill up to: the band's bottom when the bytes missing below the band
-        # are at least those above it (any byte a broker takes beyond the bottom is then a
-        # byte the bound does not ask for), else the mean (the surplus must land somewhere)
-        below = sum(max(0, self.blo - s) for s in self.sizes.values())
-        above = sum(max(0, s - self.upper(b)) for b, s in self.sizes.items())
-        self.fill = self.blo if below >= above else self.mean
-
     def set_targets(self) -> None:
-        """Each broker's count target: clamped into ``[lo, hi]``, the difference with the total
-        spread by :func:`water_fill`; the receivers' heaps rebuilt."""
+        """Each broker's count target: clamped into ``[lo, hi]`` (the replica-count goal's band),
+        the difference with the total spread by :func:`water_fill`; the receivers' heaps rebuilt."""
         counts = self.counts
         self.targets = {b: min(max(c, self.lo), self.hi) for b, c in counts.items()}
         water_fill(counts, self.work.eligible, self.targets,
@@ -388,3 +461,4 @@ class Model:
             self.work.notes.append(
                 f"{where}broker(s) {', '.join(map(str, brokers))} hold {min(held)}-{max(held)} "
                 f"{label}, outside the band [{low}, {high}]: {self.why_left()}")
+

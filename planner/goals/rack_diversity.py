@@ -2,13 +2,15 @@
 
 Goals
     Every partition whose replicas span fewer groups at some level of the rack tree
-    (:mod:`kafka_replica_assignor.planner.racks`) than they could is *repaired*; diversity is never reduced by any move
-    of any goal (:meth:`RackDiversityGoal.accepts`, a hard rule).
+    (:mod:`kafka_replica_assignor.planner.racks`) than they could is *repaired* (a target: the first of the soft
+    ones); diversity is never reduced by any move of any goal (:meth:`RackDiversityGoal.accepts`,
+    a hard rule). Distance: the groups partitions lack, summed.
 
 Constraints
-    - Ranks after :mod:`kafka_replica_assignor.planner.goals.lost_replicas` (a replica on a dead broker is repaired first, onto
-      a rack the partition lacks) and before capacity, topic spread, counts and bytes: a repair
-      may push a topic above its cap (the receiver honours the caps when one fits).
+    - Ranks after repair (a replica on a dead broker is repaired first, onto a rack the
+      partition lacks) and the hard rules of the request and of capacity, before topic spread,
+      counts and bytes: a repair may push a topic above its cap (the receiver honours the caps
+      when one fits).
     - Partitions out of scope and replicas on excluded brokers stay.
 
 Algorithm
@@ -20,6 +22,12 @@ Algorithm
     group for a new one keeps every level's diversity. Lower bounds: one replica move (and its
     bytes) per group a partition lacks.
 
+    Exact program, per level and partition: ``u[p, g] <= sum(x[p, b] for b in g)``, ``u <= 1``;
+    ``sum_g u[p, g] >=`` the groups it spans now (hard: never reduced) and ``>= min(RF,
+    groups)`` (the target). Bound (rows 3 and 4 of :mod:`kafka_replica_assignor.planner.solving.bound`): bytes a
+    crowded group must give leave it for brokers outside it; a group a partition lacks, or
+    loses its only replica in, takes one; every group lacking costs its partition's bytes.
+
 Example
     Brokers 1, 2 in rack a, 3 in rack b; ``y-1 [1, 2]`` lacks rack b: its follower leaves 2 for
     3 -> ``y-1 [1, 3]``: one move, the bound.
@@ -27,13 +35,14 @@ Example
 
 from __future__ import annotations
 
+import math
 from heapq import merge
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from kafka_replica_assignor.planner.goals.goal import ModelGoal, ReportView, Target, blame
+from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, Goal, ReportView, Target, blame
 from kafka_replica_assignor.planner.goals.model import Model
-from kafka_replica_assignor.planner.goals.search import ANY, ANY_UNCAPPED, receiver
+from kafka_replica_assignor.planner.goals.search import ANY, receiver
 from kafka_replica_assignor.planner.plan import MoveKind
 
 if TYPE_CHECKING:
@@ -42,18 +51,26 @@ if TYPE_CHECKING:
 FILLERS = 16        # brokers below the byte band looked at for one repair, emptiest first
 
 
-class RackDiversityGoal(ModelGoal):
+class RackDiversityGoal(Goal):
     """Repair rack diversity; refuse any move that reduces it (module doc)."""
 
     name = "rack diversity"
+    key = "diversity"
+    target = True
+    hard = True         # never reduced; full diversity is the target (its soft rows)
+    phase = "once"
+    bound_text: ClassVar[dict[str, str]] = {
+        "diversity_repairs_needed": "replica moves lower bound (any threshold): one per missing rack of a partition",
+        "diversity_bytes_needed": "bytes moved lower bound (any threshold): bytes repaired + each partition's "
+                                  "size times the racks it lacks"}
 
     def accepts(self, i: int, source: int, destination: int) -> bool:
-        m = self.model
-        return destination not in m.reps[i] and m.leaf[destination] in m.allowed_leaves(i, source)
+        m = self.m
+        return m.leaf[destination] in m.allowed_leaves(i, source)
 
     def record_bounds(self) -> None:
         """One move (and its bytes) per group a partition lacks, whatever the plan."""
-        m = self.model
+        m = self.m
         work = m.work
         groups = m.tree.groups(work.eligible)
         work.bounds["diversity_repairs_needed"] = sum(self.diversity_gap(i, groups) for i in work.order)
@@ -64,12 +81,66 @@ class RackDiversityGoal(ModelGoal):
                 m.size[i] * self.diversity_gap(i, groups) for i in work.order if i not in fixed)
 
     def optimize(self) -> int:
-        before = self.model.moved
+        before = self.m.moved
         self.repair_diversity()
-        return self.model.moved - before
+        return self.m.moved - before
 
-    def explain(self) -> None:
-        """The note of :meth:`repair_diversity` says what is left."""
+    def distance(self) -> int:
+        m = self.m
+        groups = m.tree.groups(m.work.eligible)
+        return sum(self.diversity_gap(i, groups) for i in m.work.order)
+
+    def exact_rows(self, program: ExactProgram) -> None:
+        tree, eligible = self.work.tree, program.brokers
+        if tree.depth == 0:
+            return
+        parts = program.work.snapshot.partitions
+        eset = set(eligible)
+        groups = tree.groups(eligible)
+        for level in range(tree.depth):
+            members: dict[int, list[int]] = {}
+            for k, b in enumerate(eligible):
+                members.setdefault(tree.keys[b][level], []).append(k)
+            for i in program.parts:
+                rf = len(parts[i].replicas)
+                if rf < 2:
+                    continue
+                full = min(rf, groups[level])
+                now = len({tree.keys[b][level] for b in parts[i].replicas if b in eset})
+                u = []
+                for ks in members.values():
+                    col = program.column(0, 1, False)
+                    u.append(col)
+                    program.row(-math.inf, 0, [col] + [program.x[i][k] for k in ks], [1.0] + [-1.0] * len(ks),
+                                "hard")
+                if now:
+                    program.row(min(now, full), math.inf, u, [1.0] * len(u), "hard")   # never reduced
+                if full > now:
+                    program.row(full, math.inf, u, [1.0] * len(u), self.key)
+
+    def bound_rows(self, program: BoundProgram) -> None:
+        """Rows (3) and (4) of the bound's module doc."""
+        import numpy as np  # the planner extra, loaded when planning
+
+        p: Any = program
+        fig, scale, outs, ins = p.fig, p.scale, p.outs, p.ins
+        for mask, excess, deficit, holding, sole in fig.nodes:
+            if excess > 0:      # d_b <= min(out_b, X_n,b), sum(d_b, b in n) >= E_n
+                members = np.flatnonzero(mask)
+                ds = p.columns(np.zeros(len(members)), holding[members] / scale)
+                p.pairs(ds, outs[members], np.full(len(ds), -math.inf), np.zeros(len(ds)))
+                p.row(excess / scale, math.inf, ds, np.ones(len(ds)))
+                p.row(excess / scale, math.inf, ins[~mask], np.ones(int((~mask).sum())))
+            members = np.flatnonzero(mask & (sole > 0))
+            if len(members):    # e_b >= out_b - (movable_b - Z_n,b): sole replicas that leave
+                es = p.columns(np.zeros(len(members)), sole[members] / scale)
+                p.pairs(outs[members], es, np.full(len(es), -math.inf), (fig.movable[members] - sole[members]) / scale)
+                p.row(deficit / scale, math.inf, np.concatenate([ins[mask], es]),
+                      np.concatenate([np.ones(int(mask.sum())), -np.ones(len(es))]))
+            elif deficit > 0:
+                p.row(deficit / scale, math.inf, ins[mask], np.ones(int(mask.sum())))
+        need = (fig.dead + fig.gap_bytes) / scale
+        p.row(need, math.inf, ins, np.ones(len(ins)))
 
     @staticmethod
     def targets(view: ReportView) -> tuple[Target, ...]:
@@ -80,7 +151,7 @@ class RackDiversityGoal(ModelGoal):
 
     def diversity_gap(self, i: int, groups: tuple[int, ...]) -> int:
         """Groups partition ``i`` could still span at its worst level (0 when diverse)."""
-        m = self.model
+        m = self.m
         tree = m.tree
         reps = m.reps[i]
         if tree.depth == 0 or len(reps) < 2 or not m.work.eligible_set.issuperset(reps):
@@ -90,7 +161,7 @@ class RackDiversityGoal(ModelGoal):
 
 
     def repair_diversity(self) -> None:
-        m = self.model
+        m = self.m
         tree = m.tree
         if tree.depth == 0:
             return
@@ -116,7 +187,7 @@ class RackDiversityGoal(ModelGoal):
                 "doubled rack (max leader changes); a search, not a proof that none exists")
 
     def fix_diversity(self, i: int, level: int) -> bool:
-        m = self.model
+        m = self.m
         tree = m.tree
         reps = m.reps[i]
         seen: dict[int, int] = {}
@@ -126,21 +197,22 @@ class RackDiversityGoal(ModelGoal):
         sources = sorted((b for b in reps if seen[tree.keys[b][level]] > 1 and b not in m.work.excluded),
                          key=lambda b: (b == reps[0], -m.load_key(b)[0], -m.sizes[b], b))
         free = [leaf for leaf, members in m.leaf_members.items() if tree.keys[members[0]][level] not in seen]
+        courtesy = m.rank("topics") + 1     # the topic caps too, when a broker keeps them
         for x in sources:
-            best = filler(m, i, x, free)
+            best = filler(m, i, x, free, courtesy)
             if best is not None:
                 m.do_move(i, x, best)
                 return True
-        for with_caps in (True, False):   # diversity comes before the topic caps
+        for upto in (courtesy, self.rank):   # diversity comes before the topic caps
             for x in sources:
-                best = receiver(m, i, x, free, mode=ANY if with_caps else ANY_UNCAPPED)
+                best = receiver(m, i, x, free, mode=ANY, upto=upto)
                 if best is not None:
                     m.do_move(i, x, best)
                     return True
         return False
 
 
-def filler(m: Model, i: int, x: int, leaves: Iterable[int]) -> int | None:
+def filler(m: Model, i: int, x: int, leaves: Iterable[int], upto: int) -> int | None:
     """The broker of ``leaves`` furthest below the byte band that may take partition ``i``'s
     replica from ``x`` (hard rules and topic caps kept) and stays within the band's top, of
     the first :data:`FILLERS`: the
@@ -152,6 +224,6 @@ def filler(m: Model, i: int, x: int, leaves: Iterable[int]) -> int | None:
     for s, y in islice(merge(*(m.leaf_bytes[leaf] for leaf in leaves)), FILLERS):
         if s >= m.blo:
             return None
-        if s + w <= m.upper(y) and m.fits(i, x, y, leaf_known=True):
+        if s + w <= m.upper(y) and m.fits(i, x, y, upto, leaf_known=True):
             return y
     return None

@@ -1,14 +1,15 @@
 """Replica counts: every broker holds between ``lo`` and ``hi`` replicas.
 
 Goals
-    Every eligible broker's replica count within ``[lo, hi]`` = ``avg * (1 -+ threshold)``
-    (``[floor(avg), ceil(avg)]`` at threshold 0; :func:`kafka_replica_assignor.planner.bands.band`), with the fewest
-    replica moves: ``sum(max(0, count - target))`` for the water-filled targets.
+    Every eligible broker's replica count within ``[lo, hi]`` (:func:`band`: ``avg * (1 -+
+    threshold)``, widened to ``[floor(avg), ceil(avg)]`` where that holds no whole number), with
+    the fewest replica moves: ``sum(max(0, count - target))`` for the water-filled targets.
+    Distance: replicas outside the band, summed over brokers.
 
 Constraints
-    - Ranks after repair, rack diversity, capacity and topic spread: its moves keep them all
+    - Ranks after the hard rules, rack diversity and topic spread: its moves keep them all
       (:meth:`kafka_replica_assignor.planner.goals.model.Model.fits`). Bytes rank after it: a byte transfer keeps a
-      broker inside the count band (:meth:`ReplicaCountGoal.accepts`).
+      broker inside the count band, and one outside it no further out (:meth:`ReplicaCountGoal.accepts`).
     - Followers move before leaders (a leader replica moved is a leader change).
 
 Algorithm
@@ -20,7 +21,9 @@ Algorithm
     could not fill its count in its :meth:`~kafka_replica_assignor.planner.goals.model.Model.room` and the giver falls
     into the byte band without the larger one). Brokers still outside the band then
     level with any broker at least two replicas away. Lower bounds (before repair):
-    ``repairs + sum(max(0, count - hi))`` and ``sum(max(0, lo - count))``.
+    ``repairs + sum(max(0, count - hi))`` and ``sum(max(0, lo - count))``. Exact program:
+    ``lo <= sum_p x[p, b] <= hi``. Bound: a broker above ``hi`` gives at least its ``count - hi``
+    smallest replicas, one below ``lo`` takes at least the ``lo - count`` smallest partitions.
 
 Example
     Brokers 1..6 hold 4, 3, 2, 3, 0, 0 replicas (12, band [2, 2]): 1 gives two followers, 2 and
@@ -29,30 +32,81 @@ Example
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, insort
-from typing import TYPE_CHECKING
+from fractions import Fraction
+from typing import Any, ClassVar
 
-from kafka_replica_assignor.planner.goals.goal import ModelGoal, ReportView, Target, band_missed
+from kafka_replica_assignor.planner.goals.goal import (
+    BoundProgram,
+    ExactProgram,
+    Figures,
+    Goal,
+    ReportView,
+    Target,
+    band_missed,
+)
+from kafka_replica_assignor.planner.goals.lost_replicas import settled
 from kafka_replica_assignor.planner.goals.search import TAKER, receiver
 
-if TYPE_CHECKING:
-    from kafka_replica_assignor.planner.report.figures import Figures
+
+def band(total: int, brokers: int, threshold: Fraction) -> tuple[int, int]:
+    """``(lo, hi)``: the replica counts a broker may hold without taking or giving."""
+    avg = Fraction(total, brokers)
+    hi = max(math.ceil(avg), math.floor(avg * (1 + threshold)))
+    lo = min(math.floor(avg), math.ceil(avg * (1 - threshold)))
+    return max(lo, 0), hi
 
 
-class ReplicaCountGoal(ModelGoal):
+class ReplicaCountGoal(Goal):
     """Bring every broker's replica count into the band (module doc)."""
 
     name = "replica counts"
+    key = "counts"
+    target = True
+    phase = "rounds"
+    bound_text: ClassVar[dict[str, str]] = {
+        "replica_moves_lower_bound": "replica moves lower bound at threshold {t}: repairs + sum(max(0, count - hi))",
+        "replica_moves_tight_bound": "replica moves lower bound at threshold {t}: max(that, sum(max(0, lo - count)))",
+        "replicas_band_lo": "replica band low end (lo) at threshold {t}",
+        "replicas_band_hi": "replica band high end (hi) at threshold {t}"}
+
+    def band(self) -> tuple[int, int]:
+        """``(lo, hi)`` of this cluster: the replicas on eligible brokers once repaired
+        (:func:`~kafka_replica_assignor.planner.goals.lost_replicas.settled`) over the eligible brokers."""
+        return band(settled(self.work)[0], len(self.work.eligible), self.request.fraction)
 
     def accepts(self, i: int, source: int, destination: int) -> bool:
-        """No broker inside the band leaves it."""
-        m = self.model
-        return (m.counts[source] > m.lo or m.counts[source] < m.lo) and \
-            (m.counts[destination] < m.hi or m.counts[destination] > m.hi)
+        """No broker inside the band leaves it, none outside goes further out."""
+        m = self.m
+        return m.counts[source] > m.lo and m.counts[destination] < m.hi
+
+    def accepts_swap(self, a: int, x: int, b: int, y: int) -> bool:
+        return True     # counts stay
+
+    def distance(self) -> int:
+        lo, hi = self.m.lo, self.m.hi
+        return sum(max(0, c - hi, lo - c) for c in self.m.counts.values())
+
+    def exact_rows(self, program: ExactProgram) -> None:
+        lo, hi = self.band()
+        for k in range(len(program.brokers)):
+            cols = [program.x[i][k] for i in program.parts]
+            program.row(lo, hi, cols, [1.0] * len(cols), self.key)
+
+    def bound_rows(self, program: BoundProgram) -> None:
+        p: Any = program
+        p.require_counts(*self.band())
+
+    def prepare(self) -> None:
+        """The band and the count targets on the model."""
+        m = self.m
+        m.lo, m.hi = self.band()
+        m.set_targets()
 
     def record_bounds(self) -> None:
         """Lower bounds of the plan, from the counts before repair."""
-        m = self.model
+        m = self.m
         work, lo, hi = m.work, m.lo, m.hi
         repairs = work.bounds.get("repairs_needed", 0)
         pre_over = sum(max(0, c - hi) for c in m.pre.values())
@@ -63,21 +117,21 @@ class ReplicaCountGoal(ModelGoal):
         work.bounds["replicas_band_hi"] = hi
 
     def optimize(self) -> int:
-        m = self.model
+        m = self.m
         before = m.moved
         m.set_targets()
         self.balance_counts()
         return m.moved - before
 
     def explain(self) -> None:
-        m = self.model
+        m = self.m
         m.note_outside("replicas", m.counts, m.lo, m.hi)
 
     @staticmethod
     def targets(view: ReportView) -> tuple[Target, ...]:
         plan, before, after = view.plan, view.before, view.after
         lo, hi = plan.bound("replicas_band_lo"), plan.bound("replicas_band_hi")
-        band = f"band at threshold {view.settings.threshold}%"
+        band = f"band at threshold {view.request.threshold_text}"
         reached, missed = band_missed(view, "replicas", "replicas per alive broker", lo, hi, "replicas, outside")
         rows = [Target("replicas per alive broker", spread(before), spread(after),
                        f"{lo}-{hi} ({band})" if lo is not None else "-", reached, 2, missed)]
@@ -94,12 +148,12 @@ class ReplicaCountGoal(ModelGoal):
     def topic_class(self, t: int, x: int) -> int:
         """How much giving a replica of ``t`` evens the topic: 0 when ``x`` holds more than one
         above the topic's average, 1 above it, 2 otherwise."""
-        m = self.model
+        m = self.m
         gain = m.n(t, m.chain[x][-1]) * m.members[0] - m.topic_total[t]
         return 0 if gain > m.members[0] else 1 if gain > 0 else 2
 
     def balance_counts(self) -> None:
-        m = self.model
+        m = self.m
         need = sum(max(0, m.targets[b] - c) for b, c in m.counts.items())
         donors = sorted((b for b in m.work.eligible if m.counts[b] > m.targets[b]),
                         key=lambda b: (m.targets[b] - m.counts[b], b))
@@ -113,7 +167,7 @@ class ReplicaCountGoal(ModelGoal):
         """Broker ``x`` gives replicas until it reaches its target: followers first, then the
         topics it holds most of (:meth:`topic_class`), then the replica nearest :meth:`want`,
         each to the taker of :meth:`receiver`. Returns the replicas given."""
-        m = self.model
+        m = self.m
         buckets: list[list[int]] = [[] for _ in range(6)]
         per_topic: dict[int, list[int]] = {}
         cls: dict[int, int] = {}
@@ -133,7 +187,7 @@ class ReplicaCountGoal(ModelGoal):
             i = m.partition(key)
             if not m.leader_ok(i, x):
                 continue
-            y = receiver(m, i, x, m.allowed_leaves(i, x), mode=TAKER)
+            y = receiver(m, i, x, m.allowed_leaves(i, x), mode=TAKER, upto=self.rank)
             if y is None:
                 continue            # tried once, like every other replica of x
             room = m.room(y)
@@ -143,7 +197,7 @@ class ReplicaCountGoal(ModelGoal):
             if m.size[i] > room and bucket and (m.sizes[x] - m.size[i] < m.upper(x) or m.upper(y) < m.bhi):
                 k = m.nearest(bucket, room)
                 j = m.partition(bucket[k])
-                if m.size[j] < m.size[i] and m.leader_ok(j, x) and m.fits(j, x, y):
+                if m.size[j] < m.size[i] and m.leader_ok(j, x) and m.fits(j, x, y, self.rank):
                     insort(bucket, key)
                     del bucket[bisect_left(bucket, m.slot[j])]
                     i = j
@@ -168,7 +222,7 @@ class ReplicaCountGoal(ModelGoal):
     def candidates(self, donor: int) -> list[int]:
         """The partitions on ``donor`` in giving order for the leveling fallback: followers
         first, the replica whose removal most evens its topic first, the smallest first."""
-        m = self.model
+        m = self.m
         per_topic: dict[int, list[int]] = {}
         for i in m.on(donor):
             per_topic.setdefault(m.topic[i], []).append(i)
@@ -187,7 +241,7 @@ class ReplicaCountGoal(ModelGoal):
     def level_counts(self) -> None:
         """Brokers still outside ``[lo, hi]`` trade with any broker at least two replicas away
         (each move lowers the sum of squared counts)."""
-        m = self.model
+        m = self.m
         progress = True
         while progress and m.budget_left():
             progress = False
@@ -201,7 +255,7 @@ class ReplicaCountGoal(ModelGoal):
                     if x not in m.reps[i]:
                         continue
                     y = next((y for y in low if m.counts[y] + 2 <= m.counts[x]
-                              and m.fits(i, x, y)), None)
+                              and m.fits(i, x, y, self.rank)), None)
                     if y is not None:
                         m.do_move(i, x, y)
                         progress = True
@@ -214,7 +268,7 @@ class ReplicaCountGoal(ModelGoal):
                     for i in self.candidates(x):
                         if m.counts[x] < m.counts[y] + 2 or not m.budget_left():
                             break
-                        if x in m.reps[i] and m.fits(i, x, y):
+                        if x in m.reps[i] and m.fits(i, x, y, self.rank):
                             m.do_move(i, x, y)
                             progress = True
 

@@ -1,12 +1,9 @@
-"""Scope: what the operator lets a plan touch (``--topics``, ``--exclude-topics``,
-``--exclude-brokers``, ``--add-brokers``, ``--demote-brokers``).
+"""Scope (``--topics``, ``--exclude-topics``): partitions out of scope keep their replica lists.
 
 Goals
-    Partitions out of scope (:meth:`kafka_replica_assignor.planner.plan.Scope.frozen`) keep their replica lists exactly:
-    no replica move, no repair, and no reordering (no preferred-leader change), in every mode;
-    excluded brokers neither give nor take replicas; with ``--add-brokers`` only the added
-    brokers take replicas (repairs aside); demoted brokers lead only what no other alive replica
-    can lead (:mod:`kafka_replica_assignor.planner.goals.leaders`).
+    Partitions out of scope (:meth:`kafka_replica_assignor.planner.request.Scope.frozen`) keep their replica lists
+    exactly: no replica move, no repair, and no reordering (no preferred-leader change), in
+    every mode. Distance: out-of-scope partitions changed.
 
 Constraints
     - A hard rule of the first rank: no goal's move breaks it (:meth:`ScopeGoal.accepts`), and
@@ -14,10 +11,9 @@ Constraints
     - Out-of-scope partitions still count in every figure and band.
 
 Algorithm
-    None of its own: the model never offers a frozen partition or an excluded broker's replica
-    (:class:`kafka_replica_assignor.planner.goals.model.Model` leaves them out of its per-broker lists), repair skips
-    them (:func:`kafka_replica_assignor.planner.solving.repair_rule.repair_working`), the leader goal gives a frozen partition its
-    current leader as its only candidate.
+    Heuristic: the model never offers a frozen partition's replicas, repair skips them, and the
+    leader goal gives a frozen partition its current leader as its only candidate. Exact
+    program: a frozen partition's columns are fixed. Bound: its bytes stay.
 
 Example
     ``--topics 'orders.*'``: ``payments-0 [1, 2]`` stays ``[1, 2]`` in replica, cluster, leader
@@ -26,27 +22,45 @@ Example
 
 from __future__ import annotations
 
-from kafka_replica_assignor.planner.goals.goal import ModelGoal, ReportView, Target
+from typing import TYPE_CHECKING
+
+from kafka_replica_assignor.planner.goals.goal import ExactProgram, Goal, ReportView, Target
+
+if TYPE_CHECKING:
+    from kafka_replica_assignor.planner.request import PlanRequest
 
 
-class ScopeGoal(ModelGoal):
-    """The operator's scope as a hard rule (module doc)."""
+class ScopeGoal(Goal):
+    """The operator's topics as a hard rule (module doc)."""
 
     name = "scope"
+    key = "scope"
+    hard = True
+    modes = frozenset({"leader", "replica", "cluster", "repair"})
+    flag = "--topics"
+    phase = "once"
 
-    def optimize(self) -> int:
-        return 0
+    @classmethod
+    def wanted(cls, request: PlanRequest) -> bool:
+        return request.scope.topics is not None or request.scope.exclude_topics is not None
 
     def accepts(self, i: int, source: int, destination: int) -> bool:
-        work = self.model.work
-        return i not in work.frozen and source not in work.excluded and self.model.may_take(destination)
+        return i not in self.work.frozen
 
-    def explain(self) -> None:
-        """Nothing is left: the rule holds by construction."""
+    def distance(self) -> int:
+        work = self.work
+        return sum(1 for i in work.frozen if work.replicas[i] != list(work.original[i]))
+
+    def exact_rows(self, program: ExactProgram) -> None:
+        parts = program.work.snapshot.partitions
+        for i in program.parts:
+            if i in self.work.frozen:
+                for k, b in enumerate(program.brokers):
+                    program.fix(program.x[i][k], float(b in parts[i].replicas))
 
     @staticmethod
     def targets(view: ReportView) -> tuple[Target, ...]:
-        scope = view.settings.scope
+        scope = view.request.scope
         if scope.topics is None and scope.exclude_topics is None:
             return ()
         frozen = scope.frozen(view.plan.before)

@@ -7,8 +7,9 @@ Goals
     room on a full broker by a chain of two moves (:func:`make_room`).
 
 Constraints
-    - Every move they make keeps the hard rules (:meth:`kafka_replica_assignor.planner.goals.model.Model.fits`): scope,
-      rack diversity, capacity, and the topic caps unless the asking goal ranks before them.
+    - Every move they make is accepted by the goals ranked before the one asking, and by every
+      hard rule (:meth:`kafka_replica_assignor.planner.goals.model.Model.fits`, ``swap_fits``): the
+      searches hold no rule of their own.
     - At equal bytes a follower moves before a leader: a leader replica moved is a leader change.
 
 Algorithm
@@ -19,7 +20,7 @@ Algorithm
     brokers.
 
 Example
-    Broker 1 holds 40 GB, broker 2 holds 20 GB, mean 30 GB: ``transfer(m, 1, 2, gap)`` wants
+    Broker 1 holds 40 GB, broker 2 holds 20 GB, mean 30 GB: ``transfer(m, 1, 2, gap, upto)`` wants
     10 GB; of 1's replicas of 9, 10 and 10 GB (a leader and a follower of 10), it moves the
     follower of 10 GB.
 """
@@ -34,22 +35,22 @@ from itertools import islice
 from kafka_replica_assignor.planner.goals.model import Model
 
 PEEK = 4            # fitting receivers looked at for one replica (the fewest of its topic wins)
-TAKER, TOPIC, ANY, ANY_UNCAPPED = range(4)   # what :func:`receiver` looks for
+TAKER, TOPIC, ANY = range(3)   # what :func:`receiver` looks for
 NEAR = 3            # size-sorted neighbours tried on each side of a binary search
 SCAN = 256          # replicas of the heavier broker tried for one swap, smallest first from the need
 PARTNERS = 8        # lightest (heaviest) brokers of its rack, then of all, paired with one out of band
 
 
-def receiver(m: Model, i: int, x: int, leaves: Iterable[int], *, mode: int,
+def receiver(m: Model, i: int, x: int, leaves: Iterable[int], *, mode: int, upto: int,
              outside: tuple[int, int] | None = None) -> int | None:
-    """The broker of ``leaves`` to take partition ``i``'s replica from ``x`` (hard rules
-    kept; topic caps too unless ``mode`` is :data:`ANY_UNCAPPED`). The leaves' heaps are
+    """The broker of ``leaves`` to take partition ``i``'s replica from ``x``, the move
+    accepted by the goals ranked before ``upto`` (:meth:`Model.fits`). The leaves' heaps are
     merged, emptiest (``load_key``) first; of the first :data:`PEEK` brokers that fit, the
     best by ``mode``: :data:`TAKER` only brokers below their count target that stay in the
     byte band, holding the fewest of the topic; :data:`TOPIC` below target first, then not
-    pushed above the byte band, then holding the fewest of the topic; :data:`ANY` and
-    :data:`ANY_UNCAPPED` the first. The scan stops early once nothing later can be better.
-    ``outside``: ``(level, node)`` the receiver must be out of."""
+    pushed above the byte band, then holding the fewest of the topic; :data:`ANY` the first.
+    The scan stops early once nothing later can be better. ``outside``: ``(level, node)`` the
+    receiver must be out of."""
     t = m.topic[i]
     w = m.size[i]
     load_key = m.load_key
@@ -79,9 +80,9 @@ def receiver(m: Model, i: int, x: int, leaves: Iterable[int], *, mode: int,
             break
         if mode == TOPIC and best is not None and entry[0] >= 0 and not best[0]:
             break                       # the best is below target, nothing later is
-        if y == x or not m.fits(i, x, y, caps=mode != ANY_UNCAPPED, leaf_known=True):
+        if y == x or not m.fits(i, x, y, upto, leaf_known=True):
             continue
-        if mode in (ANY, ANY_UNCAPPED):
+        if mode == ANY:
             best = entry
             break
         over = m.sized and m.sizes[y] + w > m.upper(y)
@@ -123,8 +124,7 @@ def make_room(m: Model, x: int) -> bool:
             continue
         for y in dict.fromkeys(roomiest(m, x)):
             limit = m.capacity.get(y)
-            if (limit is None or y in m.reps[i] or not m.may_take(y) or m.sizes[y] + w <= limit
-                    or m.leaf[y] not in m.allowed_leaves(i, x)):
+            if limit is None or m.sizes[y] + w <= limit or not m.unit_fits(i, x, y, 0):
                 continue
             need = m.sizes[y] + w - limit
             held = m.held[y]
@@ -134,7 +134,7 @@ def make_room(m: Model, x: int) -> bool:
                 if j == i or x in m.reps[j] or not m.leader_ok(j, y):
                     continue
                 z = next((z for z in dict.fromkeys(roomiest(m, y))
-                          if z != x and m.fits(j, y, z, caps=False)), None)
+                          if z != x and m.fits(j, y, z, 0)), None)
                 if z is not None:
                     m.do_move(j, y, z)
                     m.do_move(i, x, y)
@@ -142,7 +142,7 @@ def make_room(m: Model, x: int) -> bool:
     return False
 
 
-def transfer(m: Model, x: int, y: int, gap: int) -> bool:
+def transfer(m: Model, x: int, y: int, gap: int, upto: int) -> bool:
     """Move bytes from ``x`` to ``y``: one move or one swap whose net ``delta`` satisfies
     ``0 < delta < sizes[x] - sizes[y]``, keeps both in the band and is at least a quarter of
     what evens the pair (``want``); the one nearest ``want``. ``gap``: the bytes the broker
@@ -153,9 +153,13 @@ def transfer(m: Model, x: int, y: int, gap: int) -> bool:
     When ``x`` is above its ``capacity_bytes`` (hard, before both bands) ``y`` may take
     anything its own capacity allows, counts and bands aside, and ``delta`` is at least a
     quarter of ``x``'s excess: each transfer then lowers the bytes above capacity, the
-    others the sum of squared bytes, so the pass ends. Returns whether something moved."""
+    others the sum of squared bytes, so the pass ends. A transfer is accepted by the goals
+    ranked before ``upto`` (the hard rules only, to relieve a capacity). Returns whether
+    something moved."""
     sx, sy = m.sizes[x], m.sizes[y]
     over = sx - m.capacity.get(x, sx)    # bytes above x's disk
+    if over > 0:
+        upto = 0
     if over > 0:
         most = m.capacity.get(y, sy + sx) - sy
         want = min(most, max(over, min((sx - sy) // 2, gap)))
@@ -182,7 +186,7 @@ def transfer(m: Model, x: int, y: int, gap: int) -> bool:
             w, i = key // p, m.partition(key)
             lead = int(m.reps[i][0] == x)
             if least <= w <= most and (best is None or (abs(w - want), lead) < (best[0], led)) \
-                    and m.fits(i, x, y, caps=over <= 0):
+                    and m.fits(i, x, y, upto):
                 best, led = (abs(w - want), i, None), lead
     if m.budget_left(extra=1):   # the smallest pair first: fewest bytes moved
         for key_a in give_list[start:start + SCAN] + give_list[max(0, start - SCAN):start][::-1]:
@@ -202,10 +206,10 @@ def transfer(m: Model, x: int, y: int, gap: int) -> bool:
                         and lead < led):
                     continue        # as near: only a swap of the same bytes with fewer leaders wins
                 if a_moves is None:
-                    a_moves = moves_to(m, a, x, y)
+                    a_moves = m.unit_fits(a, x, y, upto)
                 if not a_moves:
                     break
-                if swap_fits(m, a, x, b, y, caps=over <= 0):
+                if m.swap_fits(a, x, b, y, upto):
                     best, led = (abs(delta - want), a, b), lead
     if best is None:
         return False
@@ -216,34 +220,7 @@ def transfer(m: Model, x: int, y: int, gap: int) -> bool:
     return True
 
 
-def moves_to(m: Model, i: int, source: int, destination: int) -> bool:
-    """May partition ``i``'s replica on ``source`` go to ``destination`` (one side of a
-    swap: not there already, the leader budget, rack diversity; a rack is always allowed
-    to itself)?"""
-    return (destination not in m.reps[i] and m.may_take(destination)
-            and m.leader_ok(i, source)
-            and (m.leaf[source] == m.leaf[destination]
-                 or m.leaf[destination] in m.allowed_leaves(i, source)))
-
-
-def swap_fits(m: Model, a: int, x: int, b: int, y: int, *, caps: bool = True) -> bool:
-    """Partition ``a`` from ``x`` to ``y`` and ``b`` from ``y`` to ``x``, counts unchanged;
-    ``a``'s side (:meth:`moves_to`) is checked by the caller; the topic caps unless ``caps``
-    is false."""
-    if a == b or not moves_to(m, b, y, x):
-        return False
-    if m.reps[a][0] == x and m.reps[b][0] == y and m.leader_budget is not None \
-            and m.leader_budget < 2:
-        return False
-    delta = m.size[a] - m.size[b]
-    limit = m.capacity.get(y)
-    if limit is not None and m.sizes[y] + delta > limit:
-        return False
-    ta, tb = m.topic[a], m.topic[b]
-    return not caps or ta == tb or (m.caps_ok(ta, x, y) and m.caps_ok(tb, y, x))
-
-
-def exchange(m: Model, worst: Callable[[set[int]], int | None]) -> None:
+def exchange(m: Model, worst: Callable[[set[int]], int | None], upto: int) -> None:
     """While ``worst`` names a broker outside its band (or above its capacity), not ``stuck``:
     it exchanges bytes with its partners (the lightest or heaviest of its rack, then of all;
     the roomiest when above its capacity) by :func:`transfer`, or :func:`make_room`. A pair that
@@ -260,7 +237,7 @@ def exchange(m: Model, worst: Callable[[set[int]], int | None]) -> None:
         state = (m.sizes[x], m.sizes[y], m.counts[x], m.counts[y])
         if failed.get((x, y, b)) == state:
             return False
-        if transfer(m, x, y, gap):
+        if transfer(m, x, y, gap, upto):
             return True
         failed[(x, y, b)] = state
         return False

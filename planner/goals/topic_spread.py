@@ -1,58 +1,168 @@
 """Topic spread: no rack-tree node holds more replicas of a topic than its cap.
 
 Goals
-    A node ``g`` of the rack tree (a broker, a rack, a data centre) holds at most
+    A node ``g`` of the rack tree (a data centre, a rack, a broker) holds at most
+    ``cap(t, g) = E(t, g) + 1`` replicas of topic ``t``, where the *even share* ``E`` is taken
+    down the tree from the root:
 
-        ``cap(t, g) = max(ceil(R_t * m_g / B), ceil(n_t(parent) * m_g / m_parent), S_t(g)) + 1``
+        ``E(t, root) = R_t``, ``E(t, g) = max(ceil(E(t, parent) * m_g / m_parent), S_t(g))``
 
-    replicas of topic ``t``, where ``R_t`` is the topic's replicas, ``m_g`` the alive brokers
-    under ``g``, ``B`` all alive brokers, ``n_t(parent)`` the topic's replicas under ``g``'s
-    parent (the whole cluster for the top level; a broker's parent is its rack) and, for a rack
-    node, ``S_t(g)`` the topic's partitions with at least as many replicas as there are groups
-    at ``g``'s level (full diversity puts one of each in every group; 0 for brokers). The first
-    term is the even share; the others are what rack diversity forces.
+    ``R_t`` the topic's replicas, ``m_g`` the eligible brokers under ``g`` and, for a rack node,
+    ``S_t(g)`` the topic's partitions with at least as many replicas as there are groups at
+    ``g``'s level (full rack diversity puts one of each in every group: a small rack holds one
+    replica of every such partition, and its brokers share that; 0 for brokers). A cap is a
+    number of the cluster and the topic, never of the plan: one move is checked on its own,
+    and the exact program's rows are linear. Distance: the replicas above the caps, summed
+    over topics and nodes.
 
 Constraints
-    - Ranks after repair, rack diversity and capacity (they may push a topic above its cap),
-      before replica counts and bytes: their moves never push a topic above its cap
-      (:meth:`TopicSpreadGoal.accepts`).
+    - Ranks after the hard rules and rack diversity (a diversity repair may push a topic above
+      its cap), before replica counts and bytes: their moves never push a topic above its cap
+      (:meth:`TopicSpreadGoal.accepts`; a swap of two topics checks both).
 
 Algorithm
     A topic above its cap at a node gives replicas, from the broker of the node holding the
     most of it, to a broker outside the node (:func:`kafka_replica_assignor.planner.goals.search.receiver`, mode
     ``TOPIC``): below its count target first, then not pushed above the byte band, then holding
     the fewest of the topic. The replica is the smallest follower, or, when the receiver is
-    below its count target and both sides want bytes moved, the one nearest that size.
+    below its count target and both sides want bytes moved, the one nearest that size. Exact
+    program: ``sum(x[p, b] for p of t, b under g) <= cap(t, g)`` where the topic could exceed
+    it. Bound: a broker above a topic's cap gives at least that many of the topic's replicas,
+    its smallest (:mod:`kafka_replica_assignor.planner.solving.bound` combines it with the count band's own).
 
 Example
-    Topic x with 12 replicas on 6 brokers (cap ``ceil(12/6) + 1 = 3``), broker 1 holding 5: two
-    of its followers of x go to the emptiest brokers holding the fewest of x.
+    Topic x with 12 replicas on 6 brokers without racks: ``E = ceil(12 / 6) = 2``, cap 3; broker
+    1 holding 5 gives two of its followers of x to the emptiest brokers holding the fewest of x.
+    With racks ``a`` (4 brokers) and ``b`` (2 brokers) and RF 2: every partition has one
+    replica in each rack (``S = 6``), so rack ``b`` holds 6 (cap ``max(ceil(12 * 2 / 6), 6) + 1
+    = 7``) and each of its brokers ``E = ceil(6 / 2) = 3`` (cap 4).
 """
 
 from __future__ import annotations
 
-from kafka_replica_assignor.planner.goals.goal import ModelGoal, ReportView, Target, blame
+from itertools import chain
+from typing import TYPE_CHECKING, Any
+
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, Goal, ReportView, Target, blame
+from kafka_replica_assignor.planner.goals.model import Layout
 from kafka_replica_assignor.planner.goals.search import TOPIC, receiver
+from kafka_replica_assignor.planner.racks import RackTree
 
-TOPIC_CAP = "max(ceil(R/B), ceil(R_rack/B_rack)) + 1"
+if TYPE_CHECKING:
+    from kafka_replica_assignor.planner.plan import Working
+    from kafka_replica_assignor.planner.request import PlanRequest
+
+TOPIC_CAP = "E(t, node) + 1, E the topic's even share down the rack tree"
 
 
-class TopicSpreadGoal(ModelGoal):
+class TopicCaps:
+    """``cap(t, node)`` of the module doc over a :class:`~kafka_replica_assignor.planner.goals.model.Layout`, memoised
+    (a cap depends on the node's ancestors only)."""
+
+    __slots__ = ("depth", "layout", "memo", "stride")
+
+    def __init__(self, layout: Layout, depth: int) -> None:
+        self.layout = layout
+        self.depth = depth
+        self.stride = layout.nodes
+        self.memo: dict[int, int] = {}
+
+    def share(self, t: int, node: int) -> int:
+        """``E(t, node)``."""
+        key = t * self.stride + node
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        lay = self.layout
+        if node == 0:
+            value = lay.total[t]
+        else:
+            up = lay.parent[node]
+            value = -(-self.share(t, up) * lay.members[node] // lay.members[up])
+            if node < lay.first_broker:
+                value = max(value, lay.spanning.get(t * (self.depth + 2) + lay.level[node], 0))
+        self.memo[key] = value
+        return value
+
+    def cap(self, t: int, node: int) -> int:
+        return self.share(t, node) + 1
+
+    def broker_caps(self, topics: Any, positions: Any) -> Any:
+        """The caps of many (topic, broker) pairs at once: ``topics`` and ``positions`` (in the
+        eligible brokers) as numpy arrays; the same numbers as :meth:`cap`."""
+        import numpy as np  # the planner extra, loaded when planning
+
+        lay, depth = self.layout, self.depth
+        chains = np.array(sorted(lay.chain.values(), key=lambda c: c[-1]), dtype=np.int64).reshape(-1, depth + 2)
+        members = np.asarray(lay.members, dtype=np.int64)
+        spanning = np.zeros((len(lay.total), depth + 2), dtype=np.int64)
+        for key, value in lay.spanning.items():
+            t, lv = divmod(key, depth + 2)
+            spanning[t, lv] = value
+        share = np.asarray(lay.total, dtype=np.int64)[topics]
+        for lv in range(1, depth + 2):
+            node, up = chains[positions, lv], chains[positions, lv - 1]
+            share = -(-share * members[node] // members[up])
+            if lv <= depth:
+                share = np.maximum(share, spanning[topics, lv])
+        return share + 1
+
+
+class TopicSpreadGoal(Goal):
     """Bring every topic under its cap at every node (module doc)."""
 
     name = "topic spread"
+    key = "topics"
+    target = True
+    phase = "rounds"
+
+    def __init__(self, work: Working, request: PlanRequest) -> None:
+        super().__init__(work, request)
+        self.layout = Layout.of(work)
+        self.caps = TopicCaps(self.layout, work.tree.depth)
+
+    def cap(self, t: int, node: int) -> int:
+        return self.caps.cap(t, node)
+
+    def caps_ok(self, t: int, source: int, destination: int) -> bool:
+        """After moving a replica of topic ``t`` from ``source`` to ``destination``, every node
+        on the destination's side (below the lowest common node) is within the topic's cap (or
+        no further above it than it was)."""
+        m = self.m
+        cs, cd = m.chain[source], m.chain[destination]
+        d = 1
+        while cs[d] == cd[d]:
+            d += 1
+        base = t * m.stride
+        get = m.ncount.get
+        cap = self.caps.cap
+        for node in cd[d:]:
+            if get(base + node, 0) + 1 > cap(t, node):
+                return False
+        return True
 
     def accepts(self, i: int, source: int, destination: int) -> bool:
-        m = self.model
-        return m.caps_ok(m.topic[i], source, destination)
+        return self.caps_ok(self.m.topic[i], source, destination)
+
+    def accepts_swap(self, a: int, x: int, b: int, y: int) -> bool:
+        m = self.m
+        ta, tb = m.topic[a], m.topic[b]
+        return ta == tb or (self.caps_ok(ta, x, y) and self.caps_ok(tb, y, x))
+
+    def over_cap(self, t: int, node: int) -> int:
+        return self.m.n(t, node) - self.caps.cap(t, node)
 
     def optimize(self) -> int:
-        before = self.model.moved
+        before = self.m.moved
         self.repair_topics()
-        return self.model.moved - before
+        return self.m.moved - before
+
+    def distance(self) -> int:
+        return sum(excess for _, _, _, excess in self.above_cap())
 
     def explain(self) -> None:
-        m = self.model
+        m = self.m
         work = m.work
         over = [(excess, t, node) for t, _, node, excess in self.above_cap()]
         if over:
@@ -65,33 +175,55 @@ class TopicSpreadGoal(ModelGoal):
                 f"{len(over)} (topic, broker or rack) pair(s) above the topic's cap (worst: topic "
                 f"{topic} on {where}, {excess} above): {m.why_left()}")
 
+    def exact_rows(self, program: ExactProgram) -> None:
+        lay = self.layout
+        parts = program.work.snapshot.partitions
+        by_topic: dict[int, list[int]] = {}
+        for i in program.parts:
+            by_topic.setdefault(lay.topic[i], []).append(i)
+        under: dict[int, list[int]] = {}     # node -> broker positions (in program.brokers) below it
+        for k, b in enumerate(program.brokers):
+            for node in lay.chain[b][1:]:
+                under.setdefault(node, []).append(k)
+        for t, items in by_topic.items():
+            for node, ks in under.items():
+                cap = self.caps.cap(t, node)
+                if sum(min(len(parts[i].replicas), len(ks)) for i in items) <= cap:
+                    continue    # the topic cannot exceed it
+                cols = [program.x[i][k] for i in items for k in ks]
+                program.row(-float("inf"), cap, cols, [1.0] * len(cols), self.key)
+
+    def bound_rows(self, program: BoundProgram) -> None:
+        """A broker holding more of a topic than its cap gives at least the excess."""
+        p: Any = program
+        p.require_topic_drops(self.caps.broker_caps)
+
     @staticmethod
     def targets(view: ReportView) -> tuple[Target, ...]:
         before, after = max(0, view.before.topic_excess), max(0, view.after.topic_excess)
         missed = (f"worst topic: {after} replica(s) on one broker above its cap {TOPIC_CAP} after "
                   "the plan, target 0: " + blame(view, True, "topic")) if after else ""
-        return (Target(f"worst topic: replicas on one broker above its cap {TOPIC_CAP}", before, after, 0,
+        return (Target(f"worst topic: replicas on one broker above its cap ({TOPIC_CAP})", before, after, 0,
                        not after, 2, missed),)
 
     def above_cap(self) -> list[tuple[int, int, int, int]]:
         """``(topic, level, node, excess)`` for every node above a topic's cap, sorted."""
-        m = self.model
+        m = self.m
         over = []
-        stride, parent, cap, ncount = m.stride, m.parent, m.cap, m.ncount
-        for key, count in ncount.items():
+        stride, cap = m.stride, self.caps.cap
+        for key, count in m.ncount.items():
             if count < 3:       # a cap is at least 2: an even share of 1, plus one
                 continue
             t, node = divmod(key, stride)
             if node:
-                up = parent[node]
-                excess = count - cap(t, node, up, ncount.get(t * stride + up, 0))
+                excess = count - cap(t, node)
                 if excess > 0:
                     over.append((t, m.level[node], node, excess))
         over.sort()
         return over
 
     def repair_topics(self) -> None:
-        m = self.model
+        m = self.m
         first_broker = m.nodes - len(m.work.eligible)
         last = -1
         parts_on: dict[int, list[int]] = {}     # the topic's partitions per broker
@@ -103,13 +235,12 @@ class TopicSpreadGoal(ModelGoal):
                     for b in m.reps[i]:
                         if b not in m.work.excluded:
                             parts_on.setdefault(b, []).append(i)
-            parent = m.parent[node]
             if node >= first_broker:
                 x = m.work.eligible[node - first_broker]
                 on = {x: parts_on.get(x, [])}
             else:
                 on = {b: held for b, held in parts_on.items() if m.chain[b][level] == node}
-            while m.over_cap(t, node, parent) > 0 and m.budget_left():
+            while self.over_cap(t, node) > 0 and m.budget_left():
                 moved = self.shed_topic(on, level, node)
                 if moved is None:
                     break
@@ -119,22 +250,48 @@ class TopicSpreadGoal(ModelGoal):
         """Move one replica of a topic out of ``node`` (``on``: its partitions per broker of
         the node) to a broker outside it: from the broker holding the most of the topic, to
         the receiver of :func:`~kafka_replica_assignor.planner.goals.search.receiver` for its smallest follower; then, when
-        both sides want
-        bytes to move (:meth:`Model.want_pair`), the replica nearest that size which fits it too.
-        Returns ``(partition, receiver)`` or None."""
-        m = self.model
+        both sides want bytes to move (:meth:`Model.want_pair`), the replica nearest that size
+        which fits it too. Returns ``(partition, receiver)`` or None."""
+        m = self.m
         givers = sorted((b for b in on if on[b]), key=lambda b: (-len(on[b]), -m.load_key(b)[0], -m.sizes[b], b))
         for x in givers:
             cands = sorted(on[x], key=lambda i: (m.reps[i][0] == x, m.slot[i]))
             for i in cands:
-                y = receiver(m, i, x, m.allowed_leaves(i, x), mode=TOPIC, outside=(level, node))
+                y = receiver(m, i, x, m.allowed_leaves(i, x), mode=TOPIC, upto=self.rank + 1, outside=(level, node))
                 if y is None:
                     continue
                 want = m.want_pair(x, y)
                 if want:
-                    i = min((j for j in cands if m.fits(j, x, y) and (m.reps[j][0] == x) == (m.reps[i][0] == x)),
+                    i = min((j for j in cands if m.fits(j, x, y, self.rank + 1)
+                             and (m.reps[j][0] == x) == (m.reps[i][0] == x)),
                             key=lambda j: (abs(m.size[j] - want), m.slot[j]))
                 on[x].remove(i)
                 m.do_move(i, x, y)
                 return i, y
         return None
+
+
+def worst_excess(snapshot: ClusterSnapshot, removed: frozenset[int] = frozenset()) -> int:
+    """The report's figure: the most replicas of one topic on one eligible broker (alive, not
+    removed) above the topic's cap there (0 when none is above), computed with numpy."""
+    import numpy as np  # the planner extra, loaded when planning
+
+    eligible = sorted(b.id for b in snapshot.brokers if b.alive and b.id not in removed)
+    if not eligible:
+        return 0
+    tree = RackTree.of({b.id: b.rack for b in snapshot.brokers})
+    layout = Layout.build(snapshot.partitions, eligible, tree)
+    lists = [p.replicas for p in snapshot.partitions]
+    rf = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    flat = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(rf.sum()))
+    topic = np.repeat(np.asarray(layout.topic, dtype=np.int64), rf)
+    ids = np.asarray(eligible, dtype=np.int64)
+    pos = np.searchsorted(ids, flat).clip(0, len(ids) - 1)
+    on = ids[pos] == flat
+    codes, counts = np.unique(topic[on] * len(ids) + pos[on], return_counts=True)
+    crowded = counts >= 3       # a cap is at least 2
+    if not crowded.any():
+        return 0
+    t, k = codes[crowded] // len(ids), codes[crowded] % len(ids)
+    excess = counts[crowded] - TopicCaps(layout, tree.depth).broker_caps(t, k)
+    return max(0, int(excess.max()))

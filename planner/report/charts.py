@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from kafka_replica_assignor.planner.plan import Plan
 from kafka_replica_assignor.planner.report.figures import Figures, plan_figures
-from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.request import PlanRequest
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -50,8 +50,8 @@ MARKS = {"alive": "", "dead": "\u2020", "forgotten": "\u2021", "unknown": "?"}
 WORDS = {"dead": "dead", "forgotten": "forgotten", "unknown": "unknown"}
 
 
-def _cluster_name(settings: PlanSettings) -> str:
-    source = settings.source.rstrip("/")
+def _cluster_name(request: PlanRequest) -> str:
+    source = request.source.rstrip("/")
     if not source:
         return "cluster"
     name = os.path.basename(source)
@@ -222,11 +222,11 @@ def _histogram(ax: Axes, status: list[str], ids: list[int], before: list[float],
     return f"{unit} per alive broker (scale of the after-distribution)", handles
 
 
-def _chart(fig_before: Figures, fig_after: Figures, plan: Plan, settings: PlanSettings, which: str) -> Figure:
+def _chart(fig_before: Figures, fig_after: Figures, plan: Plan, request: PlanRequest, which: str) -> Figure:
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
-    forgotten = frozenset(settings.forgotten)
+    forgotten = frozenset(request.scope.remove_brokers)
     ids, status = _status(fig_before, forgotten)
     known = set(ids)
     extra = [b.id for b in fig_after.unknown_brokers if b.id not in known]
@@ -240,7 +240,7 @@ def _chart(fig_before: Figures, fig_after: Figures, plan: Plan, settings: PlanSe
     per_broker = n <= PER_BROKER
     figure = _new_figure(n, rotated=per_broker and n > 16)
     ax = figure.add_subplot()
-    band = _band(fig_after, plan, settings, which)
+    band = _band(fig_after, plan, request, which)
     pad = 0.5 if integer else 0.0
     if per_broker:
         xlabel, handles = _per_broker(ax, ids, status, before, after, integer)
@@ -264,7 +264,7 @@ def _chart(fig_before: Figures, fig_after: Figures, plan: Plan, settings: PlanSe
     if band is not None:
         handles.append(Patch(color=BAND, alpha=0.25, label=band[2]))
     ax.set_xlabel(xlabel)
-    ax.set_title(f"{what} per broker, before and after: {_cluster_name(settings)}, mode {settings.mode}",
+    ax.set_title(f"{what} per broker, before and after: {_cluster_name(request)}, mode {request.mode}",
                  fontsize=10, loc="left")
     ax.grid(axis="y", color="#dddddd", linewidth=0.6, zorder=0)
     ax.set_axisbelow(True)
@@ -272,39 +272,39 @@ def _chart(fig_before: Figures, fig_after: Figures, plan: Plan, settings: PlanSe
     return figure
 
 
-def _band(fig: Figures, plan: Plan, settings: PlanSettings, which: str) -> tuple[float, float, str] | None:
+def _band(fig: Figures, plan: Plan, request: PlanRequest, which: str) -> tuple[float, float, str] | None:
     """The band to shade: the plan's replica or byte band, or the ideal leader band."""
     if which == "replicas":
         lo, hi = plan.bound("replicas_band_lo"), plan.bound("replicas_band_hi")
         if lo is None or hi is None:
             s = fig.replicas_spread
             return float(s.floor), float(s.ceil), "ideal band"
-        return float(lo), float(hi), f"band at threshold {settings.threshold}%"
+        return float(lo), float(hi), f"band at threshold {request.threshold_text}"
     if which == "leaders":
         s = fig.leaders_spread
         return float(s.floor), float(s.ceil), "ideal band"
     lo, hi = plan.bound("bytes_band_lo"), plan.bound("bytes_band_hi")
     if lo is None or hi is None:
         return None
-    return lo / GIB, hi / GIB, f"band at threshold {settings.threshold}%"
+    return lo / GIB, hi / GIB, f"band at threshold {request.threshold_text}"
 
 
-def chart_figures(plan: Plan, settings: PlanSettings, *,
+def chart_figures(plan: Plan, request: PlanRequest, *,
                   figures: tuple[Figures, Figures] | None = None) -> dict[str, Figure]:
     """The charts as matplotlib figures, by file name (``disk.png`` only with sizes)."""
-    before, after = figures if figures is not None else plan_figures(plan)
-    out = {"replicas.png": _chart(before, after, plan, settings, "replicas"),
-           "leaders.png": _chart(before, after, plan, settings, "leaders")}
+    before, after = figures if figures is not None else plan_figures(plan, request.scope.removed)
+    out = {"replicas.png": _chart(before, after, plan, request, "replicas"),
+           "leaders.png": _chart(before, after, plan, request, "leaders")}
     if before.sized:
-        out["disk.png"] = _chart(before, after, plan, settings, "bytes")
+        out["disk.png"] = _chart(before, after, plan, request, "bytes")
     return out
 
 
-def render_charts(plan: Plan, settings: PlanSettings, *,
+def render_charts(plan: Plan, request: PlanRequest, *,
                   figures: tuple[Figures, Figures] | None = None) -> dict[str, bytes]:
     """The charts as PNG bytes, by file name."""
     out = {}
-    for name, figure in chart_figures(plan, settings, figures=figures).items():
+    for name, figure in chart_figures(plan, request, figures=figures).items():
         buf = io.BytesIO()
         figure.savefig(buf, format="png", metadata={"Software": None})
         out[name] = buf.getvalue()

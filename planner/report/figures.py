@@ -11,7 +11,8 @@ unsized partitions weigh 0); per unknown broker id (not in the snapshot, not a p
 replicas and leaders; per node of the rack tree of the alive brokers: alive brokers, replicas,
 leaders; the spreads of :func:`kafka_replica_assignor.planner.report.cluster_report.spread`; partitions lacking rack diversity at some
 level; replicas on dead brokers, on unknown brokers, placeholders; the worst topic's excess over
-its cap on one alive broker (``max(ceil(R / B), ceil(R_rack / B_rack)) + 1``, the planner's); the partitions with more replicas than there
+its cap on one eligible broker (the topic-spread goal's own figure,
+:func:`kafka_replica_assignor.planner.goals.topic_spread.worst_excess`); the partitions with more replicas than there
 are alive brokers (they make the ideal band unreachable).
 """
 
@@ -24,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.planner.goals.topic_spread import worst_excess
 from kafka_replica_assignor.planner.plan import Plan
 from kafka_replica_assignor.planner.racks import RackTree
 from kafka_replica_assignor.planner.report.cluster_report import BrokerState, RackState, Spread, rack_totals, spread
@@ -86,11 +88,12 @@ def _patched(before: ClusterSnapshot, after: ClusterSnapshot,
     return rf, flat, sizes, topic
 
 
-def plan_figures(plan: Plan) -> tuple[Figures, Figures]:
-    """The figures of a plan's ``before`` and ``after``, reading the partitions once."""
+def plan_figures(plan: Plan, removed: frozenset[int] = frozenset()) -> tuple[Figures, Figures]:
+    """The figures of a plan's ``before`` and ``after``, reading the partitions once;
+    ``removed``: the brokers the plan empties (out of the topic caps' brokers)."""
     columns = _flatten(plan.before)
     after = columns if plan.after is plan.before else _patched(plan.before, plan.after, columns)
-    return _figures(plan.before, columns), _figures(plan.after, after)
+    return _figures(plan.before, columns, removed), _figures(plan.after, after, removed)
 
 
 def figures(snapshot: ClusterSnapshot) -> Figures:
@@ -98,7 +101,8 @@ def figures(snapshot: ClusterSnapshot) -> Figures:
     return _figures(snapshot, _flatten(snapshot))
 
 
-def _figures(snapshot: ClusterSnapshot, columns: tuple[Ints, Ints, Ints, Ints]) -> Figures:
+def _figures(snapshot: ClusterSnapshot, columns: tuple[Ints, Ints, Ints, Ints],
+             removed: frozenset[int] = frozenset()) -> Figures:
     rf, flat, sizes, topic = columns
     n_parts = len(rf)
     starts = np.cumsum(rf) - rf
@@ -157,7 +161,7 @@ def _figures(snapshot: ClusterSnapshot, columns: tuple[Ints, Ints, Ints, Ints]) 
         on_dead=on_dead,
         on_unknown=on_unknown,
         placeholders=placeholders,
-        topic_excess=_topic_excess(topic, rf, pos, alive_replica, _leaves(tree, ids), alive_pos),
+        topic_excess=worst_excess(snapshot, removed),
         sized=bool(np.any(sizes)),
         wider_than_alive=int(np.count_nonzero(rf > n_alive)),
     )
@@ -187,46 +191,3 @@ def _lacking_diversity(tree: RackTree, alive_ids: Ints, ids: Ints, pos: Ints, rf
         have = new.sum(axis=1)
         lacking |= have < np.minimum(rf, groups[level])
     return int(np.count_nonzero(lacking))
-
-
-def _leaves(tree: RackTree, ids: Ints) -> Ints:
-    """The rack (leaf key) of each id in ``ids``, -1 outside the tree (or without racks)."""
-    out = np.full(len(ids), -1, dtype=np.int64)
-    if tree.depth:
-        for k, b in enumerate(ids.tolist()):
-            leaf = tree.leaf(b)
-            if leaf is not None:
-                out[k] = leaf
-    return out
-
-
-def _topic_excess(topic: Ints, rf: Ints, pos: Ints, alive_replica: npt.NDArray[np.bool_], leaf_of: Ints,
-                  alive_pos: Ints) -> int:
-    """Max over topics and alive brokers of the replicas of the topic on the broker minus its
-    cap in :mod:`kafka_replica_assignor.planner.solving.replica_balance`: ``max(ceil(R / B), ceil(R_rack / B_rack)) + 1``, where
-    ``R_rack`` is the topic's replicas in the broker's rack and ``B_rack`` its alive brokers (a
-    topic on no alive broker counts 0 replicas)."""
-    n_alive = len(alive_pos)
-    if len(topic) == 0 or not n_alive:
-        return 0
-    m = len(leaf_of)
-    n_topics = int(topic.max()) + 1
-    per_topic = np.bincount(topic, weights=rf, minlength=n_topics).astype(np.int64)
-    share = -(-per_topic // n_alive)
-    worst = -(share + 1)
-    topic_flat = np.repeat(topic, rf)[alive_replica]
-    where = pos[alive_replica]
-    if len(where):
-        codes, counts = np.unique(topic_flat * m + where, return_counts=True)
-        t, b = codes // m, codes % m
-        cap = share[t]
-        leaf = leaf_of[b]
-        if np.any(leaf >= 0):
-            width = int(leaf_of.max()) + 2
-            rack_members = np.bincount(leaf_of[alive_pos] + 1, minlength=width)
-            rack_codes, rack_counts = np.unique(topic_flat * width + leaf_of[where] + 1, return_counts=True)
-            held = rack_counts[np.searchsorted(rack_codes, t * width + leaf + 1)]
-            members = np.maximum(1, rack_members[leaf + 1])
-            cap = np.where(leaf >= 0, np.maximum(cap, -(-held // members)), cap)
-        np.maximum.at(worst, t, counts - (cap + 1))
-    return int(worst.max())

@@ -40,7 +40,7 @@ from kafka_replica_assignor.planner.plan import Plan
 from kafka_replica_assignor.planner.report.charts import render_charts
 from kafka_replica_assignor.planner.report.figures import plan_figures
 from kafka_replica_assignor.planner.report.plan_report import render_report
-from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.request import PlanRequest
 from kafka_replica_assignor.planner.solving.disks import ANY, intra_only, report_lines
 
 BATCH = re.compile(r"reassignment-\d{4}\.json")
@@ -91,17 +91,17 @@ def _csv(text: str) -> str:
     return '"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\n') else text
 
 
-def limits_of(settings: PlanSettings) -> Limits:
-    return Limits(settings.batch_size, settings.max_moves_per_broker, settings.max_bytes_per_batch)
+def limits_of(request: PlanRequest) -> Limits:
+    return Limits(request.batch_size, request.max_moves_per_broker, request.max_bytes_per_batch)
 
 
-def summary(plan: Plan, settings: PlanSettings, run: Execution) -> dict[str, Any]:
+def summary(plan: Plan, request: PlanRequest, run: Execution) -> dict[str, Any]:
     """``summary.json``: machine-readable totals of a plan and how it runs."""
     eta = run.eta_seconds
     return {
         "version": 1,
-        "mode": settings.mode,
-        "threshold_percent": settings.threshold,
+        "mode": request.mode,
+        "threshold_percent": request.percent,
         "partitions_reassigned": len(run.starting),
         "replica_moves": plan.replica_moves,
         "repairs": plan.repairs,
@@ -109,19 +109,19 @@ def summary(plan: Plan, settings: PlanSettings, run: Execution) -> dict[str, Any
         "bytes_moved": run.bytes_moved,
         "sizes_known": any(p.size_bytes is not None for p in plan.before.partitions),
         "batches": len(run.batches),
-        "max_moves_per_broker": settings.max_moves_per_broker,
-        "max_bytes_per_batch": settings.max_bytes_per_batch,
-        "batch_size": settings.batch_size,
-        "throttle_bytes_per_second": settings.throttle,
+        "max_moves_per_broker": request.max_moves_per_broker,
+        "max_bytes_per_batch": request.max_bytes_per_batch,
+        "batch_size": request.batch_size,
+        "throttle_bytes_per_second": request.throttle,
         "eta_seconds": None if eta is None else round(eta, 3),
         "not_rollbackable": len(run.not_rollbackable),
         "starting_replicas_sha256": run.fingerprint,
     }
 
 
-def render_outputs(plan: Plan, settings: PlanSettings, *, charts: bool = True) -> dict[str, bytes]:
+def render_outputs(plan: Plan, request: PlanRequest, *, charts: bool = True) -> dict[str, bytes]:
     """Every output file of a plan, by name, in a fixed order."""
-    run = execution(plan, limits_of(settings), settings.throttle)
+    run = execution(plan, limits_of(request), request.throttle)
     memo: dict[int, str] = {}
     disks = intra_only(plan)     # empty without log directories
     files: dict[str, bytes] = {"reassignment.json": reassignment_json((*run.targets, *disks), memo).encode()}
@@ -140,18 +140,18 @@ def render_outputs(plan: Plan, settings: PlanSettings, *, charts: bool = True) -
         files["starting-replicas.json"] = reassignment_json(run.starting, memo).encode()
     files["leader-election.json"] = leader_election_json(run.leader_changed).encode()
     files["moves.csv"] = moves_csv(plan).encode()
-    totals = summary(plan, settings, run)
+    totals = summary(plan, request, run)
     if disks:   # verify-plan and execute check starting-replicas.json against this fingerprint
         totals["starting_replicas_sha256"] = fingerprint(
             {(p.topic, p.partition): p.replicas for p in (*run.starting, *disks)})
         totals["partitions_only_changing_log_dirs"] = len(disks)
     files["summary.json"] = (json.dumps(totals, indent=2) + "\n").encode()
-    before, after = plan_figures(plan)
-    report = render_report(plan, settings, figures=(before, after), run=run)
-    section = report_lines(plan, settings.threshold)
+    before, after = plan_figures(plan, request.scope.removed)
+    report = render_report(plan, request, figures=(before, after), run=run)
+    section = report_lines(plan, request.percent)
     files["report.md"] = (report + "\n" + "\n".join(section) if section else report).encode()
     if charts:
-        files.update(render_charts(plan, settings, figures=(before, after)))
+        files.update(render_charts(plan, request, figures=(before, after)))
     return files
 
 

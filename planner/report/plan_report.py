@@ -9,7 +9,7 @@ under "Targets not reached" naming what stops it (the mode, a budget, the broker
 constraints in the planner's notes), so the notes never say "every target was reached" next to a
 figure that misses its target.
 
-Pure and deterministic: the same plan and settings give the same text (no clock, no paths).
+Pure and deterministic: the same plan and request give the same text (no clock, no paths).
 """
 
 from __future__ import annotations
@@ -17,76 +17,45 @@ from __future__ import annotations
 from kafka_replica_assignor.planner.execution.batches import Execution, Limits, execution
 from kafka_replica_assignor.planner.goals.goal import Target
 from kafka_replica_assignor.planner.goals.leaders import LeaderGoal
-from kafka_replica_assignor.planner.goals.order import targets
+from kafka_replica_assignor.planner.goals.order import GOALS, bound_texts, targets
 from kafka_replica_assignor.planner.plan import MoveKind, Plan
 from kafka_replica_assignor.planner.report.figures import Figures, plan_figures
-from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.request import PlanRequest
+from kafka_replica_assignor.planner.solving.bound import BOUND_KEY
 
 MOVES_SHOWN = 100
 BATCHES_SHOWN = 100
 COMMANDED_BATCHES = 20     # batches whose commands are written out one by one
 NAMES_SHOWN = 20
 
-BOUND_TEXT = {
-    "repairs_needed": "replicas to repair (placeholders, dead, unknown or forgotten brokers)",
-    "replica_moves_lower_bound": "replica moves lower bound at threshold {t}: repairs + sum(max(0, count - hi))",
-    "replica_moves_tight_bound": "replica moves lower bound at threshold {t}: max(that, sum(max(0, lo - count)))",
-    "diversity_repairs_needed": "replica moves lower bound (any threshold): one per missing rack of a partition",
-    "bytes_band_lo": "byte band low end at threshold {t}: ceil(mean * (1 - threshold)) (floor(mean) when the band "
-                     "holds no whole number)",
-    "bytes_band_hi": "byte band high end at threshold {t}: max(floor(mean * (1 + threshold)), largest partition) "
-                     "(ceil(mean) when the band holds no whole number)",
-    "bytes_moved_lower_bound": "bytes moved lower bound at threshold {t}: max(bytes repaired + bytes above "
-                               "the band or capacity, bytes missing below the band)",
-    "diversity_bytes_needed": "bytes moved lower bound (any threshold): bytes repaired + each partition's "
-                              "size times the racks it lacks",
-    "bytes_moved_lp_bound_band_counts_topics_diversity": "bytes moved lower bound at threshold {t}: a linear "
-                                                         "program over brokers (HiGHS) of repairs, the byte and "
-                                                         "replica bands, the topic caps per broker, capacities "
-                                                         "and rack diversity at every level "
-                                                         "(planner/solving/bound.py)",
-    "bytes_moved_lp_bound_band_counts_diversity": "bytes moved lower bound at threshold {t}: a linear program "
-                                                  "over brokers (HiGHS) of repairs, the byte and replica bands, "
-                                                  "capacities and rack diversity at every level (the topic caps "
-                                                  "cannot be kept with them; planner/solving/bound.py)",
-    "bytes_moved_lp_bound_counts_topics_diversity": "bytes moved lower bound at threshold {t}: a linear program "
-                                                    "over brokers (HiGHS) of repairs, the replica band, the topic "
-                                                    "caps per broker, capacities and rack diversity at every "
-                                                    "level (the byte band cannot be kept with them; "
-                                                    "planner/solving/bound.py)",
-    "bytes_moved_lp_bound_counts_diversity": "bytes moved lower bound at threshold {t}: a linear program over "
-                                             "brokers (HiGHS) of repairs, the replica band, capacities and rack "
-                                             "diversity at every level (the byte band and the topic caps cannot "
-                                             "be kept with them; planner/solving/bound.py)",
-    "bytes_moved_lp_bound_topics_diversity": "bytes moved lower bound: a linear program over brokers (HiGHS) of "
-                                             "repairs, the topic caps per broker, capacities and rack diversity "
-                                             "at every level (the bands cannot be kept with them; "
-                                             "planner/solving/bound.py)",
-    "bytes_moved_lp_bound_diversity": "bytes moved lower bound: a linear program over brokers (HiGHS) of repairs, "
-                                      "capacities and rack diversity at every level (the bands and the topic caps "
-                                      "cannot be kept with them; planner/solving/bound.py)",
-    "bytes_moved_lp_bound": "bytes moved lower bound: a linear program over brokers (HiGHS) of repairs and "
-                            "capacities (the bands, the topic caps and diversity cannot be kept with them; "
-                            "planner/solving/bound.py)",
-    "replicas_band_lo": "replica band low end (lo) at threshold {t}",
-    "replicas_band_hi": "replica band high end (hi) at threshold {t}",
-    "leader_changes_lower_bound": "leader changes lower bound for the plan's own replica lists (ideal band): "
-                                  "max(sum(max(0, leaders - ceil)), sum(max(0, floor - leaders))); other "
-                                  "replica lists may need fewer",
-    "leader_changes_optimum": "leader changes, proven minimum for the plan's own replica lists",
-    "bytes_moved_optimum": "bytes moved, the exact program's optimum (HiGHS, within 0.1 %) for the targets it keeps",
-    "replica_moves_optimum": "replica moves, the exact program's optimum (HiGHS, within 0.1 %) for the targets it keeps",
-    "leaders_floor": "leader band floor(P/B) (ideal; P the partitions the leader rule counts, B the alive "
-                     "brokers not forgotten; the threshold applies to replicas and bytes)",
-    "leaders_ceil": "leader band ceil(P/B) (ideal; P the partitions the leader rule counts, B the alive "
-                    "brokers not forgotten; the threshold applies to replicas and bytes)",
-}
-
-# the bytes-moved lower bounds, from the weakest to the strongest at equal value: the largest is shown
 BYTE_BOUNDS = {"diversity_bytes_needed": "racks lacking", "bytes_moved_lower_bound": "per-broker band",
-               **{f"bytes_moved_lp_bound{kept}": "LP" for kept in (
-                   "", "_diversity", "_topics_diversity", "_counts_diversity", "_counts_topics_diversity",
-                   "_band_counts_diversity", "_band_counts_topics_diversity")}}
+               BOUND_KEY: "LP"}
+"""The bytes-moved lower bounds, from the weakest to the strongest at equal value: the largest is shown."""
+
+
+def bound_text(key: str) -> str:
+    """The report's text of a bound: the goal's own (``{t}`` the threshold), or the LP bound's,
+    which names the targets it kept (``bytes_moved_lp_bound:diversity,topics``)."""
+    texts = bound_texts()
+    if key in texts:
+        return texts[key]
+    head, _, kept = key.partition(":")
+    if head == BOUND_KEY:
+        names = {cls.key: cls.name for cls in GOALS}
+        keeps = ", ".join(names.get(k, k) for k in kept.split(",") if k) or "no target"
+        return ("bytes moved lower bound at threshold {t}: a linear program over brokers (HiGHS) of the hard "
+                f"rules (repairs, capacities, the scope) and the targets {keeps} (planner/solving/bound.py)")
+    return key
+
+
+def _byte_bound(plan: Plan) -> tuple[int, str]:
+    """The largest bytes-moved lower bound of the plan and what it is."""
+    best, how = 0, "per-broker band"
+    for key, value in plan.bounds:
+        kind = BYTE_BOUNDS.get(key.partition(":")[0])
+        if kind is not None and value >= best:
+            best, how = value, kind
+    return best, how
 
 
 def _row(cells: list[object]) -> str:
@@ -98,8 +67,8 @@ def _range(fig: Figures, which: str) -> str:
     return f"{s.min}-{s.max}"
 
 
-def _threshold(settings: PlanSettings) -> str:
-    return f"{settings.threshold}%"
+def _threshold(request: PlanRequest) -> str:
+    return request.threshold_text
 
 
 def _leader_band(plan: Plan, fig: Figures) -> tuple[int, int]:
@@ -118,24 +87,24 @@ def _ideal(fig: Figures, which: str, plan: Plan | None = None) -> str:
     return text
 
 
-def _objectives(plan: Plan, settings: PlanSettings, goal_targets: list[Target], run: Execution) -> list[str]:
+def _objectives(plan: Plan, request: PlanRequest, goal_targets: list[Target], run: Execution) -> list[str]:
     """Each goal's figures before and after (:func:`kafka_replica_assignor.planner.goals.order.targets`), with its
     target, then the costs of the plan with their lower bounds (and the threshold they are taken at)."""
-    t = _threshold(settings)
+    t = _threshold(request)
     moves_bound = max((plan.bound(k) or 0) for k in
                       ("replica_moves_tight_bound", "diversity_repairs_needed", "repairs_needed"))
-    bytes_bound, _, bytes_how = max(((plan.bound(k) or 0), i, k) for i, k in enumerate(BYTE_BOUNDS))
+    bytes_bound, bytes_how = _byte_bound(plan)
     rows: list[list[object]] = [[f"{g.section}. {g.label}", g.before, g.after, g.target]
                                  for g in goal_targets if g.section]
     rows += [
         ["4. replica moves", "", plan.replica_moves, f">= {moves_bound} (threshold {t}, no budget)"
          + _optimum(plan, "replica_moves_optimum")],
         ["4. bytes moved", "", run.bytes_moved,
-         f">= {bytes_bound} ({BYTE_BOUNDS[bytes_how]}, threshold {t}, no budget)"
+         f">= {bytes_bound} ({bytes_how}, threshold {t}, no budget)"
          + _optimum(plan, "bytes_moved_optimum")],
         ["4. leader changes", "", plan.leader_changes,
          f">= {plan.bound('leader_changes_lower_bound') or 0} (ideal band, no budget"
-         + (")" if settings.mode == "leader" else "; for the plan's own replica lists)")],
+         + (")" if request.mode == "leader" else "; for the plan's own replica lists)")],
     ]
     return ["## Objectives", "", "| objective | before | after | target or lower bound |",
             "|---|---|---|---|", *(_row(r) for r in rows), "",
@@ -164,7 +133,7 @@ def _duration(seconds: float) -> str:
     return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
 
 
-def _batches(run: Execution, settings: PlanSettings) -> list[str]:
+def _batches(run: Execution, request: PlanRequest) -> list[str]:
     limits = run.limits
     said = [f"at most {limits.batch_size} partitions" if limits.batch_size else "",
             f"no broker in more than {limits.moves_per_broker} replica moves" if limits.moves_per_broker else "",
@@ -179,7 +148,7 @@ def _batches(run: Execution, settings: PlanSettings) -> list[str]:
         lines.append("One batch: `reassignment.json` (`--batch-size`, `--max-moves-per-broker` or "
                      "`--max-bytes-per-batch` split it).")
     lines.append("")
-    throttle = settings.throttle
+    throttle = request.throttle
     head = "| batch | partitions | replica moves | bytes moved | busiest broker (bytes in or out) |"
     rule = "|---|---|---|---|---|"
     if throttle:
@@ -209,8 +178,8 @@ def _batches(run: Execution, settings: PlanSettings) -> list[str]:
     return lines
 
 
-def _commands(run: Execution, settings: PlanSettings) -> list[str]:
-    throttle = f" --throttle {settings.throttle}" if settings.throttle else ""
+def _commands(run: Execution, request: PlanRequest) -> list[str]:
+    throttle = f" --throttle {request.throttle}" if request.throttle else ""
     files = ([f"reassignment-{n:04d}.json" for n in range(1, len(run.batches) + 1)]
              if run.limits.any else ["reassignment.json"])
     lines = [
@@ -250,42 +219,43 @@ def _commands(run: Execution, settings: PlanSettings) -> list[str]:
     return lines
 
 
-def _options(settings: PlanSettings) -> list[str]:
+def _options(request: PlanRequest) -> list[str]:
     """How the plan was asked for, as the report's first line lists it."""
-    opts = [f"mode `{settings.mode}`", f"threshold {_threshold(settings)}"]
-    scope = settings.scope
+    opts = [f"mode `{request.mode}`", f"threshold {_threshold(request)}"]
+    scope = request.scope
 
     def brokers(ids: tuple[int, ...]) -> str | None:
         return ", ".join(map(str, ids)) or None
 
     for value, text in (
-        (settings.max_moves, "max moves {}"),
-        (settings.max_leader_changes, "max leader changes {}"),
-        (settings.batch_size, "batches of {}"),
-        (settings.max_moves_per_broker, "max moves per broker and batch {}"),
-        (settings.max_bytes_per_batch, "max bytes per batch {}"),
-        (settings.throttle, "throttle {} bytes/s"),
+        (request.max_moves, "max moves {}"),
+        (request.max_leader_changes, "max leader changes {}"),
+        (request.batch_size, "batches of {}"),
+        (request.max_moves_per_broker, "max moves per broker and batch {}"),
+        (request.max_bytes_per_batch, "max bytes per batch {}"),
+        (request.throttle, "throttle {} bytes/s"),
         (scope.topics, "only topics matching `{}` move"),
         (scope.exclude_topics, "topics matching `{}` stay"),
         (brokers(scope.exclude_brokers), "brokers {} neither give nor take"),
         (brokers(scope.add_brokers), "only brokers {} take replicas"),
+        (brokers(scope.remove_brokers), "brokers {} removed"),
         (brokers(scope.demote_brokers), "brokers {} demoted (no preferred leaders)"),
-        (settings.source or None, "input {}"),
+        (request.source or None, "input {}"),
     ):
         if value is not None:  # given (a budget of 0 is given too)
             opts.append(text.format(value))
     return opts
 
 
-def _per_broker(before: Figures, after: Figures, settings: PlanSettings) -> list[str]:
+def _per_broker(before: Figures, after: Figures, request: PlanRequest) -> list[str]:
     lines = ["## Per broker", "",
              "| broker | rack | alive | replicas before | replicas after | leaders before | leaders after |",
              "|---|---|---|---|---|---|---|"]
     after_by_id = {b.id: b for b in after.brokers}
-    forgotten = set(settings.forgotten)
+    forgotten = set(request.scope.remove_brokers)
     for b in before.brokers:
         a = after_by_id[b.id]
-        state = ("forgotten" if b.id in forgotten else "yes") if b.alive else "no"
+        state = ("removed" if b.id in forgotten else "yes") if b.alive else "no"
         lines.append(_row([b.id, b.rack, state, b.replicas, a.replicas, b.leaders, a.leaders]))
     after_unknown = {x.id: x for x in after.unknown_brokers}
     for b in before.unknown_brokers:
@@ -295,18 +265,18 @@ def _per_broker(before: Figures, after: Figures, settings: PlanSettings) -> list
     return lines
 
 
-def render_report(plan: Plan, settings: PlanSettings, *, figures: tuple[Figures, Figures] | None = None,
+def render_report(plan: Plan, request: PlanRequest, *, figures: tuple[Figures, Figures] | None = None,
                   run: Execution | None = None) -> str:
     """The report (module doc); ``figures`` and ``run`` when the caller has them already."""
-    before, after = figures if figures is not None else plan_figures(plan)
+    before, after = figures if figures is not None else plan_figures(plan, request.scope.removed)
     if run is None:
-        run = execution(plan, Limits(settings.batch_size, settings.max_moves_per_broker,
-                                     settings.max_bytes_per_batch), settings.throttle)
-    lines = [f"# Balance plan: {settings.mode}", ""]
+        run = execution(plan, Limits(request.batch_size, request.max_moves_per_broker,
+                                     request.max_bytes_per_batch), request.throttle)
+    lines = [f"# Balance plan: {request.mode}", ""]
     alive = sum(b.alive for b in before.brokers)
     lines += [
         f"{len(before.brokers)} brokers ({alive} alive), {before.partitions} partitions, "
-        f"{before.replicas} replicas; " + ", ".join(_options(settings)) + ".",
+        f"{before.replicas} replicas; " + ", ".join(_options(request)) + ".",
         "",
         "## Summary",
         "",
@@ -326,25 +296,25 @@ def render_report(plan: Plan, settings: PlanSettings, *, figures: tuple[Figures,
         f"- leader changes: **{plan.leader_changes}** "
         f"(partitions in `leader-election.json`: {len(run.leader_changed)})",
         f"- bytes moved: {_size(run.bytes_moved)}"
-        + (f", about {_duration(run.eta_seconds or 0.0)} at the throttle" if settings.throttle else ""),
+        + (f", about {_duration(run.eta_seconds or 0.0)} at the throttle" if request.throttle else ""),
         "- before executing: `replica-assignor verify-plan --plan DIR --bootstrap-server HOST:9092` "
         "(see \"Applying it\")",
         "",
     ]
-    goal_targets = targets(plan, settings, before, after)
-    lines += _objectives(plan, settings, goal_targets, run)
+    goal_targets = targets(plan, request, before, after)
+    lines += _objectives(plan, request, goal_targets, run)
     if plan.bounds:
-        t = _threshold(settings)
+        t = _threshold(request)
         lines += ["## Lower bounds and optima", "", "| bound | value |", "|---|---|"]
-        lines += [_row([BOUND_TEXT[k].format(t=t) if k in BOUND_TEXT else k, v]) for k, v in plan.bounds]
+        lines += [_row([bound_text(k).format(t=t), v]) for k, v in plan.bounds]
         lines.append("")
     lines += ["## Targets not reached", ""]
     lines += [f"- {g.missed}" for g in goal_targets if not g.reached] or ["- none: every target was reached."]
     lines += ["", "## Notes", ""]
     lines += [f"- {n}" for n in plan.notes] or ["- none."]
     lines.append("")
-    lines += _batches(run, settings)
-    lines += _per_broker(before, after, settings)
+    lines += _batches(run, request)
+    lines += _per_broker(before, after, request)
     if before.racks:
         lines += ["", "## Per rack", "",
                   "| rack | level | alive brokers | replicas before | replicas after | leaders before "
@@ -367,5 +337,5 @@ def render_report(plan: Plan, settings: PlanSettings, *, figures: tuple[Figures,
         if len(plan.moves) > MOVES_SHOWN:
             lines.append(f"\n... and {len(plan.moves) - MOVES_SHOWN} more.")
     lines.append("")
-    lines += _commands(run, settings)
+    lines += _commands(run, request)
     return "\n".join(lines)

@@ -1,12 +1,11 @@
 """A lower bound of the bytes any plan must move: a small linear program over brokers (HiGHS).
 
 Goals
-    A sound and tight lower bound of the bytes moved by every plan that meets the targets of
-    :mod:`kafka_replica_assignor.planner.solving.replica_balance`: every replica on an eligible broker (repair), full rack
-    diversity at every level of the rack tree, each broker's bytes in the byte band
-    ``[blo, min(bhi, capacity_bytes)]`` (:func:`kafka_replica_assignor.planner.bands.byte_band`), each broker's replica
-    count in ``[lo, hi]`` (:func:`kafka_replica_assignor.planner.bands.band`), every topic within
-    its cap on every broker (the report's "worst topic" target), capacities kept. It
+    A sound and tight lower bound of the bytes moved by every plan that meets the goals'
+    targets (:data:`kafka_replica_assignor.planner.goals.order.GOALS`): every replica on an eligible broker (repair),
+    full rack diversity at every level of the rack tree, each broker's bytes in the byte band
+    ``[blo, min(bhi, capacity_bytes)]``, each broker's replica count in ``[lo, hi]``, every
+    topic within its cap on every broker, capacities and the request's scope kept. It
     sees what the per-broker bound ``max(repaired + above the band, below the band)`` and the
     per-partition bound (each partition's size times the racks it lacks) do not: diversity moves
     must leave given racks, and the bytes they take out of a broker must come back when that
@@ -20,11 +19,12 @@ Constraints
     - Scope: an excluded broker neither gives nor takes (nor repaired replicas: a partition
       with fewer other brokers free than replicas to repair stays as it is, as the repair
       leaves it); with ``takers`` (added brokers) the other brokers only take repaired replicas.
-    - When the program cannot keep every target together, the first of :data:`KEPT_ORDER` it
-      can keep is taken (the topic caps are dropped before the bands, then the byte band, the
-      replica band, diversity): the bound is then for plans meeting the targets kept
-      (:attr:`ByteBound.kept`). ``None`` when even the capacities alone cannot hold or nothing
-      is sized.
+    - This module is a driver: each row below belongs to the goal whose rule it states, and is
+      added by that goal's ``bound_rows`` through :class:`Program`. The hard goals' rows are
+      always kept; the targets are kept one by one in the goals' order, each when the program
+      stays feasible with it and those kept before it (the exact program's rule): the bound is
+      then for plans meeting the targets kept (:attr:`ByteBound.kept`). ``None`` when even the
+      hard rows cannot hold or nothing is sized.
 
 Algorithm
     Per eligible broker ``b``: ``out_b`` the bytes of its replicas that leave it (at most the
@@ -72,10 +72,9 @@ Algorithm
     them only by ``g`` replicas added, one group each: (4). A broker above ``hi`` drops at least
     ``count - hi`` distinct replicas, one below ``lo`` gains ``lo - count`` replicas of distinct
     partitions; a broker holding ``count_tb`` replicas of topic ``t`` and ending within its cap
-    (at most ``cap_tb``, since its rack ends with at most ``H_t``) drops at least ``count_tb -
-    cap_tb`` of them, and the cheapest set of dropped replicas with that many of every topic
-    and ``count_b - hi`` in all is the one of row 5: (5). A broker that is not a taker gains only repaired replicas, one per replica
-    dropped off the eligible brokers: (6). So the plan's ``(out, in, d)`` is a
+    ``cap_tb`` (a figure of the cluster, not of the plan) drops at least ``count_tb - cap_tb`` of them, and the cheapest set of dropped replicas with that many of every topic
+    and ``count_b - hi`` in all is the one of row 5: (5). A broker that was not added gains no
+    replica, and an excluded one neither gains nor loses one: (6). So the plan's ``(out, in, d)`` is a
     feasible point and its bytes moved are at least the program's minimum. The value returned is
     the solver's objective rounded down after a relative safety margin of ``1e-6`` (solver
     tolerances).
@@ -93,26 +92,30 @@ Example
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-from kafka_replica_assignor.planner.bands import band, byte_band
+from kafka_replica_assignor.planner.goals.model import Layout
 from kafka_replica_assignor.planner.racks import RackTree
 
+if TYPE_CHECKING:
+    from kafka_replica_assignor.planner.goals.goal import Goal
+    from kafka_replica_assignor.planner.plan import Working
+    from kafka_replica_assignor.planner.request import PlanRequest
+
 MARGIN = 1e-6       # relative margin taken off the solver's objective (its tolerances)
-KEPT_ORDER = (("band", "counts", "topics", "diversity"), ("band", "counts", "diversity"),
-              ("counts", "topics", "diversity"), ("counts", "diversity"), ("topics", "diversity"), ("diversity",), ())
+BOUND_KEY = "bytes_moved_lp_bound"
+"""The plan's bound key; the targets kept follow it, ``bytes_moved_lp_bound:diversity,topics``."""
 
 
 @dataclass(frozen=True, slots=True)
 class ByteBound:
-    """The bound (bytes) and the targets the program kept (``band``, ``diversity``)."""
+    """The bound (bytes) and the targets the program kept (the goals' keys, in their order)."""
 
     bytes: int
     kept: tuple[str, ...]
@@ -132,98 +135,164 @@ class _Figures:
     free_pos: np.ndarray        # movable replicas on eligible brokers: broker position
     free_size: np.ndarray       # and size
     smallest_cum: np.ndarray    # running sums of the movable partitions' sizes, smallest first
-    topics: _Topics             # what the topic caps need
+    topics: _Topics             # replicas with their topics, for the topic caps
 
 
-def byte_lower_bound(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree, threshold: Fraction,
-                     capacity: Mapping[int, int], *, frozen: frozenset[int] = frozenset(),
-                     excluded: frozenset[int] = frozenset(),
-                     takers: frozenset[int] = frozenset()) -> ByteBound | None:
-    """The bound of the module doc; ``capacity`` maps eligible brokers to ``capacity_bytes``."""
-    parts = snapshot.partitions
-    if not eligible or not any(p.size_bytes for p in parts):
-        return None
-    fig = _figures(snapshot, eligible, tree, frozen, excluded)
-    import highspy
+class Program:
+    """The bound's linear program as the goals build it: per eligible broker (position ``k`` in
+    ``brokers``) the columns ``outs[k]`` (bytes leaving) and ``ins[k]`` (bytes arriving), scaled
+    by the mean bytes per broker (``scale``); ``fig`` the cluster's figures. Rows and column
+    bounds are collected here and handed to HiGHS by :meth:`solve`."""
 
-    n = len(eligible)
-    blo, bhi = byte_band(fig.total, n, threshold, fig.largest)
-    scale = max(1.0, fig.total / n)
-    before = fig.before / scale
-    caps = np.array([capacity.get(b, math.inf) for b in eligible], dtype=float) / scale
-    tops = np.minimum(caps, bhi / scale)
-    shut = np.array([b in excluded for b in eligible])
-    others = np.array([bool(takers) and b not in takers for b in eligible])
-    for kept in KEPT_ORDER:
+    def __init__(self, work: Working) -> None:
+        self.work = work
+        self.brokers = list(work.eligible)
+        self.n = n = len(self.brokers)
+        self.fig = fig = _figures(work.snapshot, self.brokers, work.tree, Layout.of(work).topic, work.frozen,
+                                  work.excluded, work.takers)
+        self.scale = max(1.0, fig.total / n)
+        self.outs = np.arange(n, dtype=np.int32)
+        self.ins = np.arange(n, 2 * n, dtype=np.int32)
+        self.lower = np.zeros(2 * n)
+        self.upper = np.concatenate([fig.movable / self.scale, np.full(n, math.inf)])
+        self.blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.band_limits: tuple[float, float] | None = None
+        self.caps = np.full(n, math.inf)
+        self.counts_band: tuple[int, int] | None = None
+        self.topic_caps: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+
+    # -- what the goals call -----------------------------------------------------------------
+    def columns(self, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+        """New columns (a goal's own auxiliary variables) with these bounds; their indices."""
+        first = len(self.lower)
+        self.lower = np.concatenate([self.lower, lower])
+        self.upper = np.concatenate([self.upper, upper])
+        return np.arange(first, first + len(lower), dtype=np.int32)
+
+    def row(self, lower: float, upper: float, idx: np.ndarray, val: np.ndarray) -> None:
+        """One row ``lower <= sum(val * column) <= upper``."""
+        k = len(idx)
+        self.blocks.append((np.array([lower]), np.array([upper]), np.array([0, k], dtype=np.int32),
+                            np.asarray(idx, dtype=np.int32), np.asarray(val, dtype=float)))
+
+    def pairs(self, plus: np.ndarray, minus: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+        """Rows ``lower[k] <= plus[k] - minus[k] <= upper[k]`` (those with a finite side)."""
+        keep = np.isfinite(lower) | np.isfinite(upper)
+        count = int(keep.sum())
+        index = np.stack([plus[keep], minus[keep]], axis=1).ravel().astype(np.int32)
+        self.blocks.append((lower[keep], upper[keep], np.arange(0, 2 * count + 1, 2, dtype=np.int32), index,
+                            np.tile([1.0, -1.0], count)))
+
+    def repairs(self) -> None:
+        """(1): the bytes arriving are the bytes leaving plus the bytes repaired."""
+        dead = self.fig.dead / self.scale
+        n = self.n
+        self.row(dead, dead, np.concatenate([self.ins, self.outs]), np.concatenate([np.ones(n), -np.ones(n)]))
+
+    def shut(self, brokers: Iterable[int]) -> None:
+        """These brokers neither give nor take."""
+        mask = np.isin(self.brokers, list(brokers))
+        self.upper[self.outs[mask]] = 0.0
+        self.upper[self.ins[mask]] = 0.0
+
+    def closed(self, brokers: Iterable[int]) -> None:
+        """These brokers take nothing."""
+        mask = np.isin(self.brokers, list(brokers))
+        self.upper[self.ins[mask]] = 0.0
+
+    def capacities(self, capacity: Mapping[int, int]) -> None:
+        """(2): ``after_b <= capacity_b``."""
+        self.caps = np.array([capacity.get(b, math.inf) for b in self.brokers], dtype=float) / self.scale
+        self.pairs(self.ins, self.outs, np.full(self.n, -math.inf), self.caps - self.fig.before / self.scale)
+
+    def byte_band(self, blo: int, bhi: int) -> None:
+        """(2): ``blo <= after_b <= min(bhi, capacity_b)``."""
+        before = self.fig.before / self.scale
+        tops = np.minimum(self.caps, bhi / self.scale)
+        self.pairs(self.ins, self.outs, blo / self.scale - before, tops - before)
+
+    def require_counts(self, lo: int, hi: int) -> None:
+        """(5): the count band's floors on what each broker gives and takes (with the topic
+        caps' when they are kept too: :meth:`solve` combines them)."""
+        self.counts_band = (lo, hi)
+
+    def require_topic_drops(self, caps: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> None:
+        """(5): a broker gives at least, per topic, the smallest of its replicas above the topic's
+        cap; ``caps(topics, broker positions)`` gives the caps."""
+        self.topic_caps = caps
+
+    # -- solving -----------------------------------------------------------------------------
+    def solve(self) -> float | None:
+        """The program's minimum of ``sum(in_b)`` in bytes, or None when it is infeasible."""
+        import highspy
+
+        lower, upper = self.lower.copy(), self.upper.copy()
+        n, scale = self.n, self.scale
+        out_floor = np.zeros(n)
+        in_floor = np.zeros(n)
+        if self.counts_band is not None:
+            out_floor, in_floor = _count_floors(self.fig, self.counts_band)
+        if self.topic_caps is not None:
+            out_floor = self.fig.topics.floors(self.topic_caps, None if self.counts_band is None else self.counts_band[1])
+        lower[self.outs] = np.maximum(lower[self.outs], out_floor / scale)
+        lower[self.ins] = np.maximum(lower[self.ins], in_floor / scale)
+        if np.any(lower > upper + 1e-12):
+            return None
         h = highspy.Highs()  # type: ignore[no-untyped-call]
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", 1)
         h.setOptionValue("random_seed", 0)
-        # columns: out_0..out_{n-1}, in_0..in_{n-1}
-        upper_out = np.where(shut, 0.0, fig.movable / scale)
-        upper_in = np.where(shut, 0.0, math.inf)
-        limits = band(fig.replicas, n, threshold)
-        least_out, least_in = _count_floors(fig, limits) if "counts" in kept else (np.zeros(n), np.zeros(n))
-        if "topics" in kept:
-            least_out = fig.topics.floors(limits[1] if "counts" in kept else None, "diversity" in kept)
-        h.addVars(2 * n, np.concatenate([least_out, least_in]) / scale, np.concatenate([upper_out, upper_in]))
-        h.changeColsCost(2 * n, np.arange(2 * n, dtype=np.int32), np.concatenate([np.zeros(n), np.ones(n)]))
-        outs, ins = np.arange(n, dtype=np.int32), np.arange(n, 2 * n, dtype=np.int32)
-        dead = fig.dead / scale
-        # (1) conservation
-        h.addRow(dead, dead, 2 * n, np.concatenate([ins, outs]), np.concatenate([np.ones(n), -np.ones(n)]))
-        if others.any():     # brokers that are not added take repaired replicas only
-            idx = ins[others]
-            h.addRow(-math.inf, dead, len(idx), idx, np.ones(len(idx)))
-        # (2) band or capacity: after_b - before_b = in_b - out_b
-        lo = (blo / scale - before) if "band" in kept else np.full(n, -math.inf)
-        hi = (tops if "band" in kept else caps) - before
-        _pairs(h, ins, outs, lo, hi)
-        if "diversity" in kept:
-            _diversity_rows(h, fig, outs, ins, scale)
+        h.setOptionValue("solver", "simplex")
+        cols = len(lower)
+        h.addVars(cols, lower, upper)
+        cost = np.zeros(cols)
+        cost[self.ins] = 1.0
+        h.changeColsCost(cols, np.arange(cols, dtype=np.int32), cost)
+        for lo, up, starts, index, value in self.blocks:
+            if len(lo):
+                h.addRows(len(lo), lo, up, len(index), starts[:-1], index, value)
         h.run()
-        if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
-            value = h.getInfo().objective_function_value * scale
-            return ByteBound(max(0, math.floor(value * (1 - MARGIN))), kept)
-    return None
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        return float(h.getInfo().objective_function_value) * scale
 
 
-def _diversity_rows(h: Any, fig: _Figures, outs: np.ndarray, ins: np.ndarray, scale: float) -> None:
-    """Rows (3) and (4) of the module doc."""
-    for mask, excess, deficit, holding, sole in fig.nodes:
-        if excess > 0:      # d_b <= min(out_b, X_n,b), sum(d_b, b in n) >= E_n
-            members = np.flatnonzero(mask)
-            first = h.getNumCol()
-            h.addVars(len(members), np.zeros(len(members)), holding[members] / scale)
-            ds = np.arange(first, first + len(members), dtype=np.int32)
-            _pairs(h, ds, outs[members], np.full(len(ds), -math.inf), np.zeros(len(ds)))
-            h.addRow(excess / scale, math.inf, len(ds), ds, np.ones(len(ds)))
-            idx = ins[~mask]
-            h.addRow(excess / scale, math.inf, len(idx), idx, np.ones(len(idx)))
-        members = np.flatnonzero(mask & (sole > 0))
-        if len(members):    # e_b >= out_b - (movable_b - Z_n,b): sole replicas that leave
-            first = h.getNumCol()
-            h.addVars(len(members), np.zeros(len(members)), sole[members] / scale)
-            es = np.arange(first, first + len(members), dtype=np.int32)
-            _pairs(h, outs[members], es, np.full(len(es), -math.inf),
-                   (fig.movable[members] - sole[members]) / scale)
-            idx = np.concatenate([ins[mask], es])
-            h.addRow(deficit / scale, math.inf, len(idx), idx,
-                     np.concatenate([np.ones(int(mask.sum())), -np.ones(len(es))]))
-        elif deficit > 0:
-            idx = ins[mask]
-            h.addRow(deficit / scale, math.inf, len(idx), idx, np.ones(len(idx)))
-    need = (fig.dead + fig.gap_bytes) / scale
-    h.addRow(need, math.inf, len(ins), ins, np.ones(len(ins)))
+def byte_lower_bound(work: Working, goals: Sequence[Goal]) -> ByteBound | None:
+    """The bound of the module doc for ``work`` (before any move) and the goals of its request:
+    the hard goals' rows always, each target's when it keeps the program feasible with the
+    targets kept before it, in the goals' order."""
+    if not work.eligible or not any(p.size_bytes for p in work.snapshot.partitions):
+        return None
+    kept: list[Goal] = []
+    for goal in goals:
+        if goal.target and _solve(work, goals, [*kept, goal]) is not None:
+            kept.append(goal)
+    value = _solve(work, goals, kept)
+    if value is None:
+        return None
+    return ByteBound(max(0, math.floor(value * (1 - MARGIN))), tuple(g.key for g in kept))
 
 
-def _pairs(h: Any, plus: np.ndarray, minus: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
-    """Rows ``lower[k] <= plus[k] - minus[k] <= upper[k]`` (those with a finite side), at once."""
-    keep = np.isfinite(lower) | np.isfinite(upper)
-    count = int(keep.sum())
-    index = np.stack([plus[keep], minus[keep]], axis=1).ravel().astype(np.int32)
-    value = np.tile([1.0, -1.0], count)
-    h.addRows(count, lower[keep], upper[keep], 2 * count, np.arange(0, 2 * count, 2, dtype=np.int32), index, value)
+def _solve(work: Working, goals: Sequence[Goal], kept: Sequence[Goal]) -> float | None:
+    program = Program(work)
+    for goal in goals:
+        if not goal.target or goal in kept:
+            goal.bound_rows(program)
+    return program.solve()
+
+
+def record_bound(work: Working, request: PlanRequest, goals: Sequence[Goal]) -> None:
+    """Put the bytes-moved bound of ``work`` (before its moves: a fresh copy of its input) in
+    its bounds, as ``bytes_moved_lp_bound:<targets kept>``."""
+    from kafka_replica_assignor.planner.plan import Working as Fresh
+
+    if not any(p.size_bytes for p in work.snapshot.partitions):
+        return
+    fresh = Fresh(work.snapshot, work.scope)
+    mine = [type(g)(fresh, request) for g in goals]
+    bound = byte_lower_bound(fresh, mine)
+    if bound is not None:
+        work.bounds[BOUND_KEY + ":" + ",".join(bound.kept)] = bound.bytes
 
 
 def _count_floors(fig: _Figures, limits: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -250,11 +319,7 @@ def _count_floors(fig: _Figures, limits: tuple[int, int]) -> tuple[np.ndarray, n
 
 
 class _Topics:
-    """The replicas on eligible brokers with their topics, and what bounds each topic's cap
-    ``max(ceil(R_t / B), ceil(R_t(rack) / B_rack)) + 1`` on a broker after any plan (row 5 of the
-    module doc): ``R_t(rack)`` is at most the replicas of the topic's partitions that stay where
-    they are in that rack plus, for each other partition, the most one rack may hold (its
-    replication factor, or with full diversity ``1`` when ``r <= G`` and ``r - G + 1`` else)."""
+    """The replicas on eligible brokers with their topics (row 5 of the module doc)."""
 
     def __init__(self, n: int, leaf: np.ndarray, shut: np.ndarray) -> None:
         self.n = n
@@ -275,35 +340,26 @@ class _Topics:
         self.free.append(np.broadcast_to(use[:, None], spot.shape)[alive] & ~self.shut[spot[alive]])
         self.parts.append((topic, np.full(len(topic), rf), use))
 
-    def floors(self, hi: int | None, diversity: bool) -> np.ndarray:
+
+    def floors(self, caps: Callable[[np.ndarray, np.ndarray], np.ndarray], hi: int | None) -> np.ndarray:
         """Bytes each eligible broker gives at least: per topic the smallest of its replicas of
-        the topic above the cap, and with ``hi`` the smallest others up to ``count - hi``
-        (``inf`` when it has too few it may give)."""
+        the topic above the cap (``caps(topics, broker positions)``), and with ``hi`` the
+        smallest others up to ``count - hi`` (``inf`` when it has too few it may give)."""
         n = self.n
+        out = np.zeros(n)
+        if not self.pos:
+            return out
         pos, topic = np.concatenate(self.pos), np.concatenate(self.topic)
         size, free = np.concatenate(self.size), np.concatenate(self.free)
-        ptopic = np.concatenate([p[0] for p in self.parts])
-        prf = np.concatenate([p[1] for p in self.parts])
-        puse = np.concatenate([p[2] for p in self.parts])
-        topics = int(max(ptopic.max(initial=-1), topic.max(initial=-1))) + 1
-        out = np.zeros(n)
-        if not topics or not len(pos):
+        if not len(pos):
             return out
-        total = np.bincount(ptopic, weights=prf, minlength=topics)
-        share = np.ceil(total / n)
-        leaves = int(self.leaf.max()) + 1
-        members = np.bincount(self.leaf, minlength=leaves).astype(float)
-        most = prf.astype(float)
-        if diversity and leaves > 1:
-            most = np.where(prf <= leaves, np.minimum(prf, 1), prf - leaves + 1).astype(float)
-        moving = np.bincount(ptopic[puse], weights=most[puse], minlength=topics)
-        stay = np.bincount(topic[~free] * leaves + self.leaf[pos[~free]], minlength=topics * leaves)
-        held = np.minimum(total[:, None], moving[:, None] + stay.reshape(topics, leaves))
         code = topic * n + pos
         uniq, inverse, count = np.unique(code, return_inverse=True, return_counts=True)
         t, b = uniq // n, uniq % n
-        cap = np.maximum(share[t], np.ceil(held[t, self.leaf[b]] / np.maximum(1.0, members[self.leaf[b]]))) + 1
-        excess = np.maximum(0, count - cap).astype(np.int64)
+        excess = np.zeros(len(uniq), dtype=np.int64)
+        crowded = np.flatnonzero(count >= 3)      # a cap is at least 2
+        if len(crowded):
+            excess[crowded] = np.maximum(0, count[crowded] - caps(t[crowded], b[crowded]))
         # only the groups above their cap (and the brokers above hi) need their replicas sorted
         hot = np.flatnonzero(free & (excess[inverse] > 0))
         gcode, gsize = code[hot], size[hot]
@@ -376,8 +432,9 @@ class _Racks:
         return lacking
 
 
-def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
-             frozen: frozenset[int], excluded: frozenset[int] = frozenset()) -> _Figures:
+def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree, topic_of: Sequence[int],
+             frozen: frozenset[int], excluded: frozenset[int] = frozenset(),
+             takers: frozenset[int] = frozenset()) -> _Figures:
     """Bytes per broker, the bytes to repair and the excess and deficit of every rack node
     (module doc), vectorised per replication factor."""
     parts = snapshot.partitions
@@ -403,8 +460,7 @@ def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
     keys = np.array([tree.keys[b] for b in eligible] if depth else [], dtype=np.int64).reshape(n, depth)
     nkeys = len(tree.names)
     racks = _Racks(depth, nkeys, n, tree.groups(eligible))
-    numbered: dict[str, int] = {}
-    tid = np.fromiter((numbered.setdefault(p.topic, len(numbered)) for p in parts), dtype=np.int64, count=len(parts))
+    tid = np.asarray(topic_of, dtype=np.int64)
     leaf = np.unique(keys[:, depth - 1], return_inverse=True)[1].reshape(n) if depth else np.zeros(n, dtype=np.int64)
     topics = _Topics(n, leaf, np.array([b in excluded for b in eligible], dtype=bool))
     for rf in map(int, np.unique(rfs)):
@@ -417,9 +473,10 @@ def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
         spot = np.where(alive, pos, n)          # n: off the eligible brokers
         s = size[rows]
         use = ~stay[rows]
-        if excluded:    # repairs go to brokers not excluded: a partition short of them stays as it is
-            shut = np.array([b in excluded for b in eligible] + [True])[spot]
-            spare = n - len(excluded) - (alive & ~shut).sum(axis=1)
+        unable = [b in excluded or bool(takers) and b not in takers for b in eligible]
+        if any(unable):    # repairs go to brokers that may take: a partition short of them stays as it is
+            shut = np.array(unable + [True])[spot]
+            spare = n - sum(unable) - (alive & ~shut).sum(axis=1)
             stay[rows] |= rf - alive.sum(axis=1) > spare
             use = ~stay[rows]
         topics.add(tid[rows], spot, alive, s, use)

@@ -5,7 +5,7 @@ Goals
     When the input says where replicas live on disk (a snapshot's ``log_dirs``, ``--log-dirs``,
     or DescribeLogDirs of a live cluster), each broker's directories hold about the same bytes:
     every directory within its *disk band*, ``mean * (1 -+ threshold)`` of its broker's bytes
-    over its broker's directories (:func:`kafka_replica_assignor.planner.bands.byte_band`, the band of the brokers, one
+    over its broker's directories (:func:`kafka_replica_assignor.planner.goals.replica_bytes.byte_band`, the band of the brokers, one
     level down; its top is at least the largest replica on the broker, its bottom at most what
     the other directories can share beside that replica: :func:`dir_band`). Without log directory
     information, or when no broker has two directories, nothing here runs and every output
@@ -65,8 +65,9 @@ from fractions import Fraction
 from itertools import islice, takewhile
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.bands import byte_band, parse_threshold
-from kafka_replica_assignor.planner.plan import Plan, Scope
+from kafka_replica_assignor.planner.goals.replica_bytes import byte_band
+from kafka_replica_assignor.planner.plan import Plan
+from kafka_replica_assignor.planner.request import Scope, parse_threshold
 
 ANY = "any"   # Kafka's reassignment JSON: no preference for this replica's directory
 ROWS_SHOWN = 200
@@ -101,7 +102,7 @@ class DiskMove:
 
 
 def dir_band(total: int, dirs: int, fraction: Fraction, largest: int) -> tuple[int, int]:
-    """The disk band of a broker's directories: :func:`kafka_replica_assignor.planner.bands.byte_band` over them,
+    """The disk band of a broker's directories: :func:`kafka_replica_assignor.planner.goals.replica_bytes.byte_band` over them,
     its bottom lowered to ``(total - largest) / (dirs - 1)`` when the largest replica leaves
     the other directories less than that to share (they cannot all hold more)."""
     lo, hi = byte_band(total, dirs, fraction, largest)

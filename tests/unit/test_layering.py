@@ -157,8 +157,9 @@ def layering_violations(root: Path, package: str, rule: Rule, first_party: Itera
     return problems
 
 
-def import_graph(root: Path, packages: Iterable[str]) -> dict[str, set[str]]:
-    """Module -> the modules of ``packages`` it imports (``TYPE_CHECKING`` imports left out)."""
+def import_graph(root: Path, packages: Iterable[str], *, type_only: bool = False) -> dict[str, set[str]]:
+    """Module -> the modules of ``packages`` it imports (``TYPE_CHECKING`` imports left out,
+    unless ``type_only``)."""
     files = {module_name(root, p): p for package in packages for p in source_files(root, package)}
 
     def resolve(name: str) -> str | None:
@@ -170,7 +171,7 @@ def import_graph(root: Path, packages: Iterable[str]) -> dict[str, set[str]]:
     for module, path in files.items():
         targets: set[str | None] = set()
         for imp in imports_of(root, path):
-            if imp.type_only:
+            if imp.type_only and not type_only:
                 continue
             if not imp.names:
                 targets.add(resolve(imp.module))
@@ -255,6 +256,54 @@ def test_package_imports_only_what_it_may(package: str) -> None:
 def test_no_import_cycles() -> None:
     found = cycles(import_graph(ROOT, packages_under(ROOT)))
     assert not found, "import cycles (lazy imports included):\n" + "\n".join(found)
+
+
+def test_the_planner_has_no_import_cycle_even_for_type_checking() -> None:
+    graph = import_graph(ROOT, ["planner"], type_only=True)
+    found = cycles(graph)
+    assert not found, "planner import cycles (TYPE_CHECKING imports included):\n" + "\n".join(found)
+
+
+PLANNER_BASE = ("planner.request", "planner.plan", "planner.racks", "planner.replica_repair")
+# a room of the planner -> the rooms it may import besides itself (TYPE_CHECKING imports included)
+PLANNER_ROOMS: dict[str, tuple[str, ...]] = {
+    "base": (),
+    "goals": ("base",),
+    "solving": ("base", "goals"),
+    "execution": ("base",),
+    "inputs": ("base",),
+    "report": ("base", "goals", "solving", "execution"),
+    "fleet": ("base", "goals", "solving", "report", "execution", "inputs"),
+}
+
+
+def planner_room(module: str) -> str | None:
+    """``planner.goals.model`` -> ``goals``; a module of the planner's own folder -> ``base``."""
+    if module in PLANNER_BASE or module == "planner":
+        return "base"
+    parts = module.split(".")
+    if parts[0] != "planner" or len(parts) < 2:
+        return None
+    return parts[1] if parts[1] in PLANNER_ROOMS else "base"
+
+
+def test_the_planners_rooms_import_one_way() -> None:
+    problems = []
+    for path in source_files(ROOT, "planner"):
+        room = planner_room(module_name(ROOT, path))
+        assert room is not None, f"{path} is in no room of PLANNER_ROOMS"
+        for imp in imports_of(ROOT, path):
+            other = planner_room(imp.module)
+            if other is not None and other != room and other not in PLANNER_ROOMS[room]:
+                problems.append(f"{path.relative_to(ROOT)}:{imp.line} ({room}) imports {imp.module} ({other})")
+    assert not problems, "the planner's rooms import one way:\n" + "\n".join(problems)
+
+
+def test_every_room_of_the_planner_has_a_package_doc() -> None:
+    for room in PLANNER_ROOMS:
+        if room != "base":
+            init = ROOT / "planner" / room / "__init__.py"
+            assert init.exists() and ast.get_docstring(ast.parse(init.read_text())), f"planner/{room} needs a doc"
 
 
 # --- the checks themselves ---------------------------------------------------------------------
