@@ -10,10 +10,13 @@ plan exists (when the start's rack diversity allows the witness; with racks, som
 may be forced by the rule that diversity never drops). Fixed seeds.
 
     python bench/capacity_refusals.py [--instances 400] [--slack 0.1 0.2 0.5 1.0] [--exact-seconds 10]
+        [--exact-nodes 400]
 
 ``--exact-seconds S``: a cluster the heuristic refuses is planned again with the exact path
-(:mod:`kafka_replica_assignor.planner.solving.exact`, at most S seconds); the table then counts what that path still refuses,
-and how many of those it proves infeasible (the witness then needs a drop of rack diversity).
+(:mod:`kafka_replica_assignor.planner.solving.exact`, at most ``--exact-nodes`` branch-and-bound nodes per solve, S
+seconds its safety net: reaching it counts as a refusal); the table then counts what that path
+still refuses, and how many of those it proves infeasible (the witness then needs a drop of rack
+diversity).
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from collections import Counter
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry  # noqa: E402
-from kafka_replica_assignor.planner.solving.cluster_balance import cluster_balance  # noqa: E402
+from kafka_replica_assignor.planner.request import EXACT_NODES, PlanError, PlanRequest  # noqa: E402
+from kafka_replica_assignor.planner.solving.planning import make_plan  # noqa: E402
 
 RACKS = {"none": lambda i: None, "flat": lambda i: f"r{i % 3}", "tree": lambda i: f"/dc{i % 2}/rack{i % 3}"}
 
@@ -59,7 +63,10 @@ def main() -> int:
     ap.add_argument("--instances", type=int, default=400)
     ap.add_argument("--slack", type=float, nargs="+", default=[0.1, 0.2, 0.5, 1.0])
     ap.add_argument("--exact-seconds", type=float, default=0.0)
+    ap.add_argument("--exact-nodes", type=int, default=EXACT_NODES)
     a = ap.parse_args()
+    heuristic = PlanRequest("cluster", threshold=10, exact_nodes=0)
+    exact = PlanRequest("cluster", threshold=10, exact_nodes=a.exact_nodes, exact_seconds=a.exact_seconds)
     print("| slack | instances | refused | refused by racks: none / flat / tree | proven infeasible | seconds |")
     print("|---|---|---|---|---|---|")
     for slack in a.slack:
@@ -68,14 +75,15 @@ def main() -> int:
         started = time.perf_counter()
         for seed in range(a.instances):
             kind, snap = instance(seed, slack)
+            # a refusal: "capacity not met" (PlanError), "capacity infeasible" (RequestError, a ValueError)
             try:
-                cluster_balance(snap, threshold=10)
-            except ValueError:
+                make_plan(snap, heuristic)
+            except (PlanError, ValueError):
                 try:
                     if not a.exact_seconds:
                         raise
-                    cluster_balance(snap, threshold=10, exact_seconds=a.exact_seconds)
-                except ValueError as exc:
+                    make_plan(snap, exact)
+                except (PlanError, ValueError) as exc:
                     refused[kind] += 1
                     proven += "proven" in str(exc)
         seconds = time.perf_counter() - started

@@ -3,13 +3,14 @@
 
 Each instance comes from :func:`generate` (6-16 brokers, 20-150 partitions, no racks, one or two
 rack levels, new / dead / hot brokers, capacities, sizes known or unknown, thresholds 5-20 %).
-The optimum is the mixed-integer program of :mod:`kafka_replica_assignor.planner.solving.exact` solved by HiGHS without a node
-limit (the targets of :mod:`kafka_replica_assignor.planner.solving.replica_balance`, then the fewest bytes moved, then replicas,
-then leader replicas). Every plan, the optimum's and the planner's, is re-checked by
-:func:`check`, written here from the module doc of :mod:`kafka_replica_assignor.planner.solving.replica_balance` and sharing no
-code with the planner: replication factors, duplicates, eligible brokers, capacities, rack
-diversity never reduced, and which targets it meets (full diversity, replica band, topic caps,
-byte band).
+The optimum is the planner's own mixed-integer program (:class:`~kafka_replica_assignor.planner.solving.exact.Program`,
+built by the goals' ``exact_rows``: the targets of :data:`kafka_replica_assignor.planner.goals.order.GOALS` in their
+order, then the fewest bytes moved, then replicas, then leader replicas) solved by HiGHS through
+its :class:`~kafka_replica_assignor.planner.solving.exact.Solver` without a node limit (:func:`optimum`). Every plan, the
+optimum's and the planner's, is re-checked by :func:`check`, written here from the goals' module
+docs and sharing no code with the planner: replication factors, duplicates, eligible brokers,
+capacities, rack diversity never reduced, and which targets it meets (full diversity, replica
+band, topic caps, byte band).
 
 Table: per instance the planner's bytes moved (replica moves when no partition is sized) over
 the optimum's, the targets each meets, and the planner's path; then the median, mean and worst
@@ -18,13 +19,15 @@ optimum meets, and the count of the others (a reachable target missed, a refusal
 cluster).
 
     python bench/exact_optimum.py [--instances 60] [--seed 1] [--time-limit 30] [--gap 0.001]
-        [--exact-seconds 10] [--json FILE] [--store FILE]
+        [--exact-nodes 400] [--exact-seconds 300] [--json FILE] [--store FILE]
     python bench/exact_optimum.py --summary ROWS.json[,ROWS.json...]
 
-Two plans per instance: the heuristic alone (the planner before its exact path) and the planner
-as the command runs it (``--exact-seconds``). The optimum's solve starts from the heuristic's plan
-and stops within ``--gap`` of its lower bound or at ``--time-limit``; both ratios are shown, to the
-optimum found and to the solver's lower bound (an upper bound of the true ratio).
+Two plans per instance: the heuristic alone (the planner with ``--exact-nodes 0``) and the planner
+as the command runs it (``--exact-nodes``, its work limit, and ``--exact-seconds``, its safety net:
+reaching it counts as a refusal). The optimum's solve starts from the heuristic's plan and stops
+within ``--gap`` of its lower bound or at ``--time-limit`` (then with the best plan found, not
+proven); both ratios are shown, to the optimum found and to the solver's lower bound (an upper
+bound of the true ratio).
 ``--store FILE``: write the instances whose optimum is proven and meets every target, with it,
 as JSON (the fixed subset of the suite).
 """
@@ -47,6 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry  # noqa: E402
+from kafka_replica_assignor.planner.request import EXACT_NODES, EXACT_SECONDS  # noqa: E402
 
 GIB = 1 << 30
 
@@ -163,7 +167,11 @@ def check(snapshot: ClusterSnapshot, threshold: int, lists: Sequence[Sequence[in
         blo, bhi = math.floor(mean), math.ceil(mean)
     bhi = max(bhi, max((p.size_bytes or 0 for p in snapshot.partitions), default=0))
     cap_of = {b.id: b.capacity_bytes for b in snapshot.brokers}
-    # topic caps: nodes are key prefixes; a broker is a node below its rack
+    # topic caps (the topic-spread goal's doc): cap(t, g) = E(t, g) + 1 at every node g of the rack
+    # tree, E(t, root) = R_t, E(t, g) = max(ceil(E(t, parent) * m_g / m_parent), S_t(g)); m_g the alive
+    # brokers under g, S_t(g) (rack nodes only) the topic's partitions with no more replicas than alive
+    # brokers and at least as many as there are groups at g's level; nodes are key prefixes, a broker
+    # is a node below its rack
     per_node: dict[tuple[str, Any], int] = {}
     members: dict[Any, int] = {}
     spanning: dict[tuple[str, int], int] = {}
@@ -172,29 +180,23 @@ def check(snapshot: ClusterSnapshot, threshold: int, lists: Sequence[Sequence[in
         for node in (*keys[b], ("broker", b)):
             members[node] = members.get(node, 0) + 1
     for p, reps in zip(snapshot.partitions, lists, strict=True):
-        rtotal[p.topic] = rtotal.get(p.topic, 0) + len(reps)
+        rtotal[p.topic] = rtotal.get(p.topic, 0) + len(p.replicas)
         for lv in range(depth):
-            if len(reps) >= groups[lv]:
+            if groups[lv] <= len(p.replicas) <= nb:
                 spanning[(p.topic, lv)] = spanning.get((p.topic, lv), 0) + 1
         for b in reps:
             for node in (*keys[b], ("broker", b)):
                 per_node[(p.topic, node)] = per_node.get((p.topic, node), 0) + 1
     topics_ok = True
-    for (t, node), have in per_node.items():
-        if isinstance(node, tuple):
-            b = node[1]
-            parent = keys[b][-1] if depth else None
-            span = 0
-        else:
-            lv = next(k for k in range(depth) if any(keys[x][k] == node for x in alive))
-            parent = None if lv == 0 else next(keys[x][lv - 1] for x in alive if keys[x][lv] == node)
-            span = spanning.get((t, lv), 0)
-        mg = members[node]
-        n_parent = rtotal[t] if parent is None else per_node.get((t, parent), 0)
-        m_parent = nb if parent is None else members[parent]
-        cap = max(-(-rtotal[t] * mg // nb), -(-n_parent * mg // m_parent), span) + 1
-        if have > cap:
-            topics_ok = False
+    for t, total_t in rtotal.items():
+        for b in alive:
+            share, above = total_t, nb
+            for lv, node in enumerate((*keys[b], ("broker", b))):
+                under = members[node]
+                share = max(-(-share * under // above), spanning.get((t, lv), 0) if lv < depth else 0)
+                above = under
+                if per_node.get((t, node), 0) > share + 1:
+                    topics_ok = False
     out.update(
         diversity=diverse,
         counts=all(lo <= c <= hi for c in counts.values()),
@@ -216,46 +218,118 @@ def met(result: dict[str, Any]) -> str:
 # -- the plans ------------------------------------------------------------------------------
 def heuristic_lists(snapshot: ClusterSnapshot, threshold: int) -> list[list[int]] | str:
     """The replica lists of the planner's heuristic alone (the message when it refuses)."""
-    from kafka_replica_assignor.planner.plan import Working
-    from kafka_replica_assignor.planner.solving.replica_balance import balance_replicas
-
-    work = Working(snapshot)
-    try:
-        balance_replicas(work, threshold=threshold)
-    except ValueError as exc:
-        return str(exc)
-    return [list(r) for r in work.replicas]
+    lists, _ = planner_lists(snapshot, threshold, 0, 0.0)
+    return lists
 
 
-def planner_lists(snapshot: ClusterSnapshot, threshold: int, seconds: float) -> tuple[list[list[int]] | str, str]:
-    """The planner's replica lists (the message when it refuses) and the path its notes name."""
-    from kafka_replica_assignor.planner.solving.replica_balance import replica_balance
+def planner_lists(snapshot: ClusterSnapshot, threshold: int, nodes: int,
+                  seconds: float) -> tuple[list[list[int]] | str, str]:
+    """The planner's replica lists with ``--exact-nodes nodes --exact-seconds seconds`` (the
+    message when it refuses) and the path its notes name. The lists are in the snapshot's order
+    (the plan's are by topic and partition)."""
+    from kafka_replica_assignor.planner.request import PlanError, PlanRequest
+    from kafka_replica_assignor.planner.solving.planning import make_plan
 
     try:
-        plan = replica_balance(snapshot, threshold=threshold, exact_seconds=seconds)
-    except ValueError as exc:
+        plan = make_plan(snapshot, PlanRequest("replica", threshold=threshold, exact_nodes=nodes,
+                                               exact_seconds=seconds))
+    except (PlanError, ValueError) as exc:
         return str(exc), "refused"
     path = "exact" if any(n.startswith("exact path") for n in plan.notes) else "heuristic"
-    return [list(p.replicas) for p in plan.after.partitions], path
+    after = {(p.topic, p.partition): list(p.replicas) for p in plan.after.partitions}
+    return [after[(p.topic, p.partition)] for p in snapshot.partitions], path
+
+
+NO_NODE_LIMIT = 2**31 - 1     # HiGHS' largest node limit
 
 
 def optimum(snapshot: ClusterSnapshot, threshold: int, seed: list[list[int]] | None, time_limit: float,
             gap: float) -> tuple[list[list[int]] | None, bool, float]:
     """The optimum's replica lists (None when no plan keeps the hard rules), whether it is
     proven (within ``gap``), and the solver's lower bound of what moves."""
-    from kafka_replica_assignor.planner.racks import RackTree
-    from kafka_replica_assignor.planner.solving.exact import ExactProblem, targets_of
+    from kafka_replica_assignor.planner.goals.order import REPLICA_PHASES, goals_for
+    from kafka_replica_assignor.planner.plan import Working
+    from kafka_replica_assignor.planner.request import PlanRequest
+    from kafka_replica_assignor.planner.solving.exact import Program
 
-    eligible = sorted(b.id for b in snapshot.brokers if b.alive)
-    capacity = {b.id: b.capacity_bytes for b in snapshot.brokers if b.alive and b.capacity_bytes is not None}
-    tree = RackTree.of({b.id: b.rack for b in snapshot.brokers})
-    problem = ExactProblem(snapshot, eligible, tree, targets_of(snapshot, eligible, Fraction(threshold, 100)),
-                           capacity)
-    solution = problem.solve(seed, time_limit=time_limit, node_limit=None, gap=gap)
+    work = Working(snapshot)
+    goals = goals_for(work, PlanRequest("replica", threshold=threshold), ("lists", *REPLICA_PHASES))
+    program = Program(work)
+    for goal in goals:
+        goal.exact_rows(program)
+    solver = optimum_solver(program, [g.key for g in goals if g.target], time_limit, gap)
+    solution = solver.solve(seed)
     if solution is None or not solution.feasible:
         return None, solution is not None, 0.0
     lists = [solution.replicas.get(i, list(p.replicas)) for i, p in enumerate(snapshot.partitions)]
-    return lists, solution.optimal, solution.bound
+    return lists, solution.optimal, solver.moved_bound()
+
+
+def optimum_solver(program: Any, targets: list[str], time_limit: float, gap: float) -> Any:
+    """The planner's :class:`~kafka_replica_assignor.planner.solving.exact.Solver` for an optimum: no node limit,
+    ``gap`` as HiGHS' relative gap, ``time_limit`` seconds for the whole solve as a limit (the best
+    plan found when it is reached, not proven) rather than a safety net; it records the lower
+    bound of the first cost phase (what moves) of the last program it optimised."""
+    from kafka_replica_assignor.planner.request import PlanError
+    from kafka_replica_assignor.planner.solving.exact import Solver
+
+    class Optimum(Solver):
+        def __init__(self) -> None:
+            super().__init__(program, targets, NO_NODE_LIMIT, time_limit)
+            self.relaxed: list[Any] = []
+            self.lower = 0.0
+
+        def highs(self, on: set[str], relax: bool = False, soft: Sequence[str] = ()) -> Any:
+            h = super().highs(on, relax, soft)
+            h.setOptionValue("mip_rel_gap", gap)
+            if relax:
+                self.relaxed.append(h)
+            return h
+
+        def optimise(self, on: set[str], seed: Sequence[Sequence[int]] | None,
+                     soft: Sequence[str] = ()) -> tuple[str, list[float] | None]:
+            self.lower = 0.0
+            return super().optimise(on, seed, soft)
+
+        def run(self, h: Any, cost: dict[int, float], seed: dict[int, float] | None = None,
+                start: list[float] | None = None, offset: bool = True) -> tuple[str, list[float] | None]:
+            try:
+                status, values = super().run(h, cost, seed, start, offset)
+            except PlanError:   # the time limit: the best plan found so far
+                has = h.getInfo().primal_solution_status == 2
+                status, values = ("feasible" if has else "unknown"), (list(h.getSolution().col_value) if has else None)
+            if values is not None and program.phases and cost is program.phases[0][0]:
+                self.record(h)
+            return status, values
+
+        def record(self, h: Any) -> None:
+            """The lower bound of a solve of the first cost phase: the relaxation's optimum,
+            or the dual bound of a whole program (not of one with the seed's columns fixed)."""
+            info = h.getInfo()
+            if any(h is r for r in self.relaxed):
+                if h.getModelStatus() == self.hs.HighsModelStatus.kOptimal:
+                    self.lower = max(self.lower, info.objective_function_value)
+                return
+            lp = h.getLp()
+            n = len(program.cost)
+            if list(lp.col_lower_[:n]) != program.lower or list(lp.col_upper_[:n]) != program.upper:
+                return
+            if math.isfinite(info.mip_dual_bound):
+                self.lower = max(self.lower, info.mip_dual_bound)
+
+        def moved_bound(self) -> float:
+            """The recorded bound as bytes moved (replica moves when no partition is sized),
+            the replicas on brokers that are not eligible (moved whatever the plan) added."""
+            parts = program.work.snapshot.partitions
+            eligible = set(program.brokers)
+            forced = [(sum(1 for b in parts[i].replicas if b not in eligible), parts[i].size_bytes or 0)
+                      for i in program.parts]
+            if program.phases[0][1] == "bytes moved":
+                return self.lower * program.scale + sum(n * size for n, size in forced)
+            weight = len(program.parts) + 2     # the most a replica moved weighs (leaders one more)
+            return float(math.ceil(self.lower / weight - 1e-6) + sum(n for n, _ in forced))
+
+    return Optimum()
 
 
 def compare(snapshot: ClusterSnapshot, threshold: int, opt: dict[str, Any] | None, proven: bool,
@@ -339,7 +413,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="these instances instead of --seed and --instances")
     parser.add_argument("--time-limit", type=float, default=30.0, help="seconds per optimum solve")
     parser.add_argument("--gap", type=float, default=1e-3, help="relative gap at which an optimum counts as proven")
-    parser.add_argument("--exact-seconds", type=float, default=10.0, help="the planner's --exact-seconds")
+    parser.add_argument("--exact-nodes", type=int, default=EXACT_NODES,
+                        help="the planner's --exact-nodes (its work limit)")
+    parser.add_argument("--exact-seconds", type=float, default=EXACT_SECONDS,
+                        help="the planner's --exact-seconds (a safety net: reaching it counts as a refusal)")
     parser.add_argument("--store", metavar="FILE", help="write the instances and their optima as JSON")
     parser.add_argument("--optima", metavar="FILE",
                         help="the rows (--json) of an earlier run: its optima instead of solving again")
@@ -369,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
         metric = "bytes_moved" if sized else "moves"
         heur = heuristic_lists(snapshot, threshold)
         start = time.perf_counter()
-        mine, path = planner_lists(snapshot, threshold, args.exact_seconds)
+        mine, path = planner_lists(snapshot, threshold, args.exact_nodes, args.exact_seconds)
         plan_s = time.perf_counter() - start
         start = time.perf_counter()
         if seed in earlier:     # the optimum an earlier run found and checked

@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from kafka_replica_assignor.planner.settings import PlanSettings  # noqa: E402
+from kafka_replica_assignor.planner.request import PlanRequest  # noqa: E402
 from scripts.kafka_cluster import KafkaCluster  # noqa: E402
 from tests.kafka.test_execute import (  # noqa: E402
     REPO,
@@ -84,7 +84,7 @@ def run_once(bootstrap: str, topic: str, partitions: int, shift: int, throttle: 
                 inbound[b] = inbound.get(b, 0) + sizes[k]
                 outbound[now[k][0]] = outbound.get(now[k][0], 0) + sizes[k]
     busiest = max([*inbound.values(), *outbound.values()])
-    plan = write_plan(out / f"plan-{shift}", snap, targets, PlanSettings("replica", throttle=throttle))
+    plan = write_plan(out / f"plan-{shift}", snap, targets, PlanRequest("replica", throttle=throttle))
     began = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "kafka_replica_assignor.cli.main", "execute", "--plan", str(plan),
                            "--bootstrap-server", bootstrap, "--max-moves-per-broker", str(per_broker),

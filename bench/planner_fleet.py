@@ -117,7 +117,7 @@ def main() -> int:
                                          "pyspark-shell")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from kafka_replica_assignor.planner.fleet.pipeline import run_pipeline, session
-    from kafka_replica_assignor.planner.settings import PlanSettings
+    from kafka_replica_assignor.planner.request import PlanRequest
 
     out = os.path.join(a.work, f"fleet-out-{a.clusters}")
     shutil.rmtree(out, ignore_errors=True)
@@ -126,9 +126,11 @@ def main() -> int:
         spark = session()
         started = time.perf_counter() - t1
         threshold = int(a.threshold) if a.threshold.is_integer() else a.threshold
-        settings = PlanSettings(a.mode, threshold=threshold, source=fleet)
+        # --threshold is refused by the modes that balance no replicas or bytes (leader, repair)
+        request = PlanRequest(a.mode, threshold=threshold if a.mode in ("replica", "cluster") else None,
+                              source=fleet)
         t2 = time.perf_counter()
-        summary = run_pipeline(fleet, out, settings, charts=a.charts, progress=True, spark=spark)
+        summary = run_pipeline(fleet, out, request, charts=a.charts, progress=True, spark=spark)
         seconds = time.perf_counter() - t2
         rows = spark.read.parquet(os.path.join(out, "_tables", "metrics")).collect()
         spark.stop()

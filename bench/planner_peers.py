@@ -25,8 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot  # noqa: E402
-from kafka_replica_assignor.planner.goals.leader_flow import leader_balance  # noqa: E402
-from kafka_replica_assignor.planner.solving.cluster_balance import cluster_balance  # noqa: E402
+from kafka_replica_assignor.planner.request import PlanRequest  # noqa: E402
+from kafka_replica_assignor.planner.solving.planning import make_plan  # noqa: E402
 
 PEERS_DIR = os.path.abspath(os.path.join(HERE, "..", "..", "shared", "peers"))
 
@@ -98,11 +98,11 @@ def lower_bounds(before: dict, brokers: dict) -> dict:
 def ours(path: str, mode: str) -> tuple[dict, float, float, dict]:
     with open(path) as f:
         snap = ClusterSnapshot.from_json(f.read())
+    # the heuristic alone, as the planner's functions ran it before the one entry point
+    request = PlanRequest("leader", exact_nodes=0) if mode == "leader" else PlanRequest(
+        "cluster", threshold=0, exact_nodes=0)
     c0, t0 = time.process_time(), time.perf_counter()
-    if mode == "leader":
-        plan = leader_balance(snap)
-    else:
-        plan = cluster_balance(snap, threshold=0)
+    plan = make_plan(snap, request)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     after = {(p.topic, p.partition): list(p.replicas) for p in plan.after.partitions}
     return after, seconds, cpu, dict(plan.bounds)

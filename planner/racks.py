@@ -51,12 +51,13 @@ class RackTree:
         if depth == 0:
             return cls(0, {b: () for b in racks}, ())
         slash = depth > 1 or any(r is not None and r.startswith("/") for r in racks.values())
-        ids: dict[str, int] = {}
+        ids: dict[tuple[int, str], int] = {}     # a key per level: the brokers without a rack share one at each
         keys: dict[int, tuple[int, ...]] = {}
         for b in sorted(levels):
-            keys[b] = tuple(ids.setdefault(_path(prefix, slash), len(ids)) for prefix in levels[b])
+            keys[b] = tuple(ids.setdefault((level, _path(prefix, slash)), len(ids))
+                            for level, prefix in enumerate(levels[b]))
         names = [""] * len(ids)
-        for name, i in ids.items():
+        for (_, name), i in ids.items():
             names[i] = name
         return cls(depth, keys, tuple(names))
 

@@ -99,6 +99,8 @@ class CapacityGoal(Goal):
         for b, limit in sorted(self.capacity.items()):
             if sizes[b] > limit:
                 stop = ("the move budget is spent" if self.request.max_moves is not None else
+                        "only the added brokers take replicas (--add-brokers), and no move onto them fits their "
+                        "capacity_bytes" if self.work.takers else
                         "no move, swap or two-move chain found fits the other brokers' capacity_bytes with rack "
                         "diversity kept")
                 raise PlanError(f"capacity not met: broker {b} would still hold {sizes[b]} bytes, above its "

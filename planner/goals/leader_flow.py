@@ -503,7 +503,7 @@ def _leadable(work: Working, baseline: ClusterSnapshot | None,
     start: list[int] = []
     current: list[int] = []
     topic: list[int] = []
-    topics = {name: k for k, name in enumerate(dict.fromkeys(p.topic for p in parts))}
+    topics = {name: k for k, name in enumerate(sorted({p.topic for p in parts}))}
     unleadable = forced = 0
     replicas, original, eligible_set = work.replicas, work.original, work.eligible_set
     get = index.get
@@ -533,15 +533,18 @@ def _leadable(work: Working, baseline: ClusterSnapshot | None,
         else:
             first = original[i][0]
         b0 = get(first, -1)
-        if b0 == -1 or b0 not in cands:
-            forced += 1     # its leader cannot stay: a change the request forces, not one of the budget
+        if b0 == -1:
+            forced += 1     # its leader is gone: a repair, not a change of the budget
+        elif b0 not in cands:
+            if first in reps:     # still a replica, but the request (demote) forbids it to lead
+                forced += 1
             b0 = -1
         now = get(reps[0], -1)
         add_member(i)
         add_cand(cands)
         add_base(b0)
         add_current(now)
-        add_start(b0 if b0 != -1 else now if now != -1 else cands[0])
+        add_start(b0 if b0 != -1 else now if now in cands else cands[0])
         add_topic(topics[entry.topic])
     return _Leadable(members, cand, base, start, current, topic, unleadable, forced)
 

@@ -56,6 +56,9 @@ from kafka_replica_assignor.planner.solving.heuristic import measure
 
 EXACT_CELLS = 2400          # partitions x eligible brokers at most for the exact path (16 x 150)
 GAP = 1e-3                  # relative gap on what moves at which a solve stops (proven within 0.1 %)
+SOFT_GAP = 0.05
+"""Relative gap at which bringing an unreachable target closer stops: close enough is within 5 %
+of the closest (the planner's passes use the same share, so a proven solve ends them)."""
 
 
 @dataclass(slots=True)
@@ -260,8 +263,15 @@ class Solver:
         proven = True
         for k, weights in enumerate(phases):
             is_cost = k >= len(soft)
+            h.setOptionValue("mip_rel_gap", GAP if is_cost else SOFT_GAP)
+            # the work of each phase: the first cost phase (bytes) the whole node limit, the
+            # tie-breaks after it (replica and leader moves at equal bytes) a quarter
+            first_cost = k == len(soft)
+            h.setOptionValue("mip_max_nodes", int(self.nodes if first_cost or not is_cost else max(1, self.nodes // 4)))
             if k == 0 and seed is not None and not soft:
                 found, values = self.neighbourhood(on, weights, seed)
+                if found == "infeasible":
+                    return "infeasible", None
             else:
                 found, got = self.run(h, weights, m.vector(seed) if values is None and seed is not None else None,
                                       values, offset=is_cost)
@@ -357,6 +367,7 @@ def improve(work: Working, request: PlanRequest) -> Working:
     out.bounds.update(work.bounds)
     before = work.memo.get("distances")
     out.memo["distances"] = (before[0] if isinstance(before, tuple) else mine, theirs)
+    out.memo["soft"] = work.memo.get("soft", ())
     done = ("optimal within 0.1 % (proven by its lower bound)" if solution.optimal
             else f"the best found within {request.exact_nodes} branch-and-bound nodes per solve (not proven optimal)")
     out.notes.append(f"exact path: a mixed-integer program of the goals solved with HiGHS, {done}")

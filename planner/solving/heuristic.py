@@ -90,6 +90,7 @@ def balance(work: Working, request: PlanRequest, goals: Sequence[Goal]) -> Model
     start = (misplaced_before, *(g.distance() for g in on_model))
     run_phases(model, on_model)
     work.memo["distances"] = (start, (misplaced(work), *(g.distance() for g in on_model)))
+    work.memo["soft"] = (False, *(g.target for g in on_model))
     return model
 
 

@@ -12,8 +12,9 @@ Constraints
     - The request is checked once, before planning (every goal's ``check_request``: exit 2).
     - The snapshot is put in canonical order first (partitions by topic and partition, brokers by
       id): nothing after sees the input's order.
-    - A pass is kept only when it brings the cluster strictly closer to the goals' targets, in
-      their order (the distance vector of :func:`kafka_replica_assignor.planner.solving.heuristic.measure`); a plan
+    - With a move or leader budget there is one pass (a budget is spent once). Otherwise a pass
+      is kept only when it brings the cluster closer to the goals' targets, in their order (the
+      distance vector of :func:`kafka_replica_assignor.planner.solving.heuristic.measure`, :func:`closer`); a plan
       that reaches no more than the cluster as it is moves nothing.
     - The promises of the request (``--remove-brokers``, ``--demote-brokers``, capacities) are
       checked on the final plan, whichever path made it (the goals' ``final_check``: exit 1).
@@ -41,11 +42,17 @@ from kafka_replica_assignor.planner.goals.order import REPLICA_PHASES, check_req
 from kafka_replica_assignor.planner.plan import MoveKind, Plan, Working
 from kafka_replica_assignor.planner.request import PlanRequest
 from kafka_replica_assignor.planner.solving.disks import balance_disks
-from kafka_replica_assignor.planner.solving.exact import improve
+from kafka_replica_assignor.planner.solving.exact import SOFT_GAP, improve
 from kafka_replica_assignor.planner.solving.heuristic import balance
 
 PASSES = 4
 """Passes of the replica goals at most (a pass that brings nothing closer ends them sooner)."""
+
+CLOSER = SOFT_GAP
+"""A pass brings the cluster closer when it reaches a target the cluster misses, or, missing the
+same targets, lowers the first distance that differs by at least this share of it (and 1):
+passes that only chase a sliver of an unreachable band are not worth a pass each (the exact
+program stops bringing such a band closer at the same share)."""
 
 
 def make_plan(snapshot: ClusterSnapshot, request: PlanRequest) -> Plan:
@@ -102,12 +109,13 @@ def replicas(snapshot: ClusterSnapshot, request: PlanRequest) -> Working:
     kept: list[Working] = []
     current = snapshot
     first: Working | None = None
-    for _ in range(PASSES if request.mode != "repair" else 1):
+    budgeted = request.max_moves is not None or request.max_leader_changes is not None
+    for _ in range(1 if request.mode == "repair" or budgeted else PASSES):
         work = one_pass(current, request)
         first = first or work
-        found = work.memo.get("distances")
+        found, soft = work.memo.get("distances"), work.memo.get("soft")
         start, end = found if isinstance(found, tuple) else ((), ())
-        if request.mode != "repair" and not end < start:
+        if request.mode != "repair" and not closer(start, end, soft if isinstance(soft, tuple) else ()):
             break
         kept.append(work)
         current = work.plan().after
@@ -122,19 +130,44 @@ def replicas(snapshot: ClusterSnapshot, request: PlanRequest) -> Working:
         return out
     last = kept[-1]
     for i, new in enumerate(last.replicas):
-        old = out.replicas[i]
-        if new != old:
-            went = [b for b in old if b not in new]
-            came = [b for b in new if b not in old]
-            for src, dst in zip(went, came, strict=True):
-                out.record(i, src, dst, MoveKind.REPLICA if src in out.eligible_set else MoveKind.REPAIR)
-            out.replicas[i] = list(new)
-            out.touched.add(i)
+        if new != out.replicas[i]:
+            reach(out, i, new)
     out.notes.extend(last.notes)
     if len(kept) > 1:
         out.notes.append(f"planned in {len(kept)} passes, each from the cluster the last one left, until one "
                          "reached every target or brought nothing closer")
     return out
+
+
+def closer(start: tuple[int, ...], end: tuple[int, ...], soft: tuple[bool, ...]) -> bool:
+    """Whether distances ``end`` are closer to the goals than ``start``: a target reached, or the
+    first distance that differs lower, by at least :data:`CLOSER` of it for a soft target
+    (``soft``: per distance; any step of a hard rule, a repair, counts)."""
+    met_start, met_end = tuple(d > 0 for d in start), tuple(d > 0 for d in end)
+    if met_end != met_start:
+        return met_end < met_start
+    for a, b, loose in zip(start, end, soft, strict=True):
+        if a != b:
+            return b < a and (not loose or a - b >= max(1, CLOSER * a))
+    return False
+
+
+def reach(work: Working, i: int, new: list[int]) -> None:
+    """Record the moves that turn partition ``i``'s list into ``new``: each replica that left
+    replaced in its slot by one that came, then the reorders (new leaders to the front)."""
+    current = work.replicas[i]
+    went = [b for b in current if b not in new]
+    came = [b for b in new if b not in current]
+    for src, dst in zip(went, came, strict=True):
+        work.record(i, src, dst, MoveKind.REPLICA if src in work.eligible_set else MoveKind.REPAIR)
+        current[current.index(src)] = dst
+    if current == new:
+        return
+    for b in reversed(new):     # move-to-front, last one first
+        if current[0] != b:
+            work.record(i, current[0], b, MoveKind.LEADER)
+        current.remove(b)
+        current.insert(0, b)
 
 
 def leaders(work: Working, request: PlanRequest, baseline: ClusterSnapshot | None) -> None:

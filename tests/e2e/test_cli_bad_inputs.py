@@ -119,7 +119,7 @@ CASES: tuple[Case, ...] = (
          "ssl.truststore.location"),
     Case("state-command-config-fifo", "state --snapshot {ok} --command-config {fifo}", 2, "not a regular file"),
     Case("state-partition-2^31", "state --snapshot {partition_2_31}", 2, "int32"),
-    # balance: outputs, --forget, the fleet
+    # balance: outputs, --forget (= --remove-brokers), the fleet
     Case("balance-nested", "balance --snapshot {nested} --mode replica --out out", 2, "nested too deeply"),
     Case("balance-random", "balance --snapshot {random} --mode replica --out out", 2, "not valid JSON"),
     Case("balance-out-empty", "balance --snapshot {ok} --mode replica --out ''", 2, "--out"),
@@ -131,6 +131,25 @@ CASES: tuple[Case, ...] = (
     Case("balance-forget-2^63", "balance --snapshot {ok} --mode replica --forget 9223372036854775808 --out out",
          2, "int32"),
     Case("balance-forget-empty", "balance --snapshot {ok} --mode replica --forget '' --out out", 2, "--forget"),
+    Case("balance-forget-leader", "balance --snapshot {ok} --mode leader --forget 1 --out out", 2,
+         "--remove-brokers is ignored by --mode leader"),
+    Case("balance-remove-out-of-scope", "balance --snapshot {ok} --mode replica --remove-brokers 1 --topics other "
+         "--out out", 1, "stay on removed broker(s) 1"),
+    # an option the mode ignores is refused; the exact path's work limit and safety net
+    Case("balance-threshold-leader", "balance --snapshot {ok} --mode leader --threshold 5 --out out", 2,
+         "--threshold is ignored by --mode leader"),
+    Case("balance-threshold-repair", "balance --snapshot {ok} --mode repair --threshold 5 --out out", 2,
+         "--threshold is ignored by --mode repair"),
+    Case("balance-max-moves-leader", "balance --snapshot {ok} --mode leader --max-moves 3 --out out", 2,
+         "--max-moves is ignored by --mode leader"),
+    Case("balance-max-leader-changes-replica", "balance --snapshot {ok} --mode replica --max-leader-changes 3 "
+         "--out out", 2, "--max-leader-changes is ignored by --mode replica"),
+    Case("balance-max-leader-changes-repair", "balance --snapshot {ok} --mode repair --max-leader-changes 3 "
+         "--out out", 2, "--max-leader-changes is ignored by --mode repair"),
+    Case("balance-exact-nodes-negative", "balance --snapshot {ok} --mode replica --exact-nodes -1 --out out", 2,
+         "--exact-nodes"),
+    Case("balance-exact-seconds-negative", "balance --snapshot {ok} --mode replica --exact-seconds -1 --out out", 2,
+         "--exact-seconds"),
     Case("balance-no-brokers", "balance --snapshot {no_brokers} --mode replica --out out", 2, "no brokers"),
     Case("balance-fleet-garbage", "balance --fleet {garbage_fleet} --mode replica --out out", 2, "junk.json"),
     # repair and the observed store

@@ -24,7 +24,7 @@ from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
 from kafka_replica_assignor.planner.execution.executor_throttles import BROKER_RATES, TOPIC_REPLICAS
 from kafka_replica_assignor.planner.plan import MoveKind, Working
 from kafka_replica_assignor.planner.report.outputs import render_outputs, write_outputs
-from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.request import PlanRequest
 from kafka_replica_assignor.protocol.cluster_reader import open_admin_client, read_cluster
 from kafka_replica_assignor.protocol.reassignment import ReassignmentAdmin
 from scripts.kafka_cluster import KafkaCluster
@@ -78,7 +78,7 @@ def snapshot_of(bootstrap: str, topics: Sequence[str]) -> ClusterSnapshot:
 
 
 def write_plan(out: Path, snapshot: ClusterSnapshot, targets: Mapping[Key, Sequence[int]],
-               settings: PlanSettings | None = None) -> Path:
+               request: PlanRequest | None = None) -> Path:
     """A plan directory exactly as ``balance --out`` writes it, moving ``targets``."""
     work = Working(snapshot)
     index = {(p.topic, p.partition): i for i, p in enumerate(snapshot.partitions)}
@@ -93,7 +93,7 @@ def write_plan(out: Path, snapshot: ClusterSnapshot, targets: Mapping[Key, Seque
             work.record(i, old[0], target[0], MoveKind.LEADER)
         work.replicas[i] = list(target)
     plan = work.plan()
-    write_outputs(render_outputs(plan, settings or PlanSettings("replica"), charts=False), str(out))
+    write_outputs(render_outputs(plan, request or PlanRequest("replica"), charts=False), str(out))
     return out
 
 
@@ -233,7 +233,7 @@ def test_a_whole_plan_ends_in_the_planned_state_within_the_cap_and_without_throt
         kafka: KafkaCluster, topics: Topics, tmp_path: Path) -> None:
     name, start, targets = ring_topic(kafka, topics, "whole")
     plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets,
-                      PlanSettings("replica", throttle=1_000_000))
+                      PlanRequest("replica", throttle=1_000_000))
     run = Run(tmp_path / "out.jsonl", "--plan", str(plan), "--bootstrap-server", kafka.bootstrap,
               "--max-moves-per-broker", "1", "--poll-interval-ms", "300")
     peaks: dict[int, int] = {}
@@ -280,7 +280,7 @@ def test_a_whole_plan_ends_in_the_planned_state_within_the_cap_and_without_throt
 def test_dry_run_changes_nothing(kafka: KafkaCluster, topics: Topics, tmp_path: Path) -> None:
     name, start, targets = ring_topic(kafka, topics, "dry", size=100_000, partitions=4)
     plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets,
-                      PlanSettings("replica", throttle=1_000_000))
+                      PlanRequest("replica", throttle=1_000_000))
     files = sorted(os.listdir(plan))
     out = execute("--plan", str(plan), "--bootstrap-server", kafka.bootstrap, "--dry-run")
     assert out.returncode == 0, out.stderr
@@ -317,7 +317,7 @@ def test_kill_9_mid_plan_then_a_second_run_finishes_without_submitting_a_move_tw
         kafka: KafkaCluster, topics: Topics, tmp_path: Path) -> None:
     name, start, targets = ring_topic(kafka, topics, "kill")
     plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets,
-                      PlanSettings("replica", throttle=700_000))
+                      PlanRequest("replica", throttle=700_000))
     args = ("--plan", str(plan), "--bootstrap-server", kafka.bootstrap, "--max-moves-per-broker", "1",
             "--poll-interval-ms", "300")
     first = Run(tmp_path / "first.jsonl", *args)
@@ -355,7 +355,7 @@ def test_cancel_mid_plan_leaves_old_or_planned_replicas_and_no_throttles(
         kafka: KafkaCluster, topics: Topics, tmp_path: Path) -> None:
     name, start, targets = ring_topic(kafka, topics, "cancel")
     plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets,
-                      PlanSettings("replica", throttle=500_000))
+                      PlanRequest("replica", throttle=500_000))
     run = Run(tmp_path / "out.jsonl", "--plan", str(plan), "--bootstrap-server", kafka.bootstrap,
               "--max-moves-per-broker", "1", "--poll-interval-ms", "300")
     wait_for("moves in flight", lambda: bool(run.events("moves_submitted")) or not run.running())
@@ -414,7 +414,7 @@ def test_a_broker_restarted_mid_plan_is_waited_for(kafka: KafkaCluster, topics: 
                                                    restarted: list[int]) -> None:
     name, start, targets = ring_topic(kafka, topics, "restart", partitions=6)
     plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets,
-                      PlanSettings("replica", throttle=700_000))
+                      PlanRequest("replica", throttle=700_000))
     run = Run(tmp_path / "out.jsonl", "--plan", str(plan), "--bootstrap-server", kafka.bootstrap,
               "--max-moves-per-broker", "1", "--poll-interval-ms", "300", "--timeout-ms", "5000")
     wait_for("moves in flight", lambda: bool(run.events("moves_submitted")) or not run.running())
@@ -438,7 +438,7 @@ def test_sigterm_cancels_the_moves_in_flight_and_removes_the_throttles(kafka: Ka
                                                                        tmp_path: Path) -> None:
     name, start, targets = ring_topic(kafka, topics, "sigterm", partitions=6)
     plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets,
-                      PlanSettings("replica", throttle=400_000))
+                      PlanRequest("replica", throttle=400_000))
     run = Run(tmp_path / "out.jsonl", "--plan", str(plan), "--bootstrap-server", kafka.bootstrap,
               "--max-moves-per-broker", "1", "--poll-interval-ms", "300")
     wait_for("moves in flight", lambda: bool(run.events("moves_submitted")) or not run.running())

@@ -1,28 +1,36 @@
 """The invariants every balance plan keeps, as one reusable checker.
 
 ``plan_violations(plan, ...)`` returns a list of human-readable violations (empty when the plan
-is sound); ``check_plan`` asserts there are none. Checked:
+is sound); ``check_plan`` asserts there are none. The checker is independent of the planner's
+goals: every figure is recomputed here from the plan's snapshots. Checked:
 
 - the moves replay: applying ``plan.moves`` to ``plan.before`` gives exactly ``plan.after``;
 - the same partitions, each with its replication factor;
 - no broker twice in a partition;
-- every changed partition lives on alive, non-forgotten brokers; a partition that still has a
-  replica elsewhere is unchanged and either could not be repaired (fewer usable brokers than its
-  replication factor) or the move budget ran out;
+- every changed partition lives on alive, non-removed brokers; a partition that still has a
+  replica elsewhere is unchanged and either could not be repaired (fewer brokers that may take
+  a replica than replicas to place) or the move budget ran out;
+- removed brokers (``removed``, the old ``forgotten``, and ``scope.remove_brokers``): no replica
+  is left on them;
 - rack diversity of the usable replicas never drops, at any level of the rack tree;
 - budgets: replica moves <= ``max_moves``; leader changes (not counting partitions whose leader
-  was not usable) <= ``max_leader_changes``;
+  was not usable, nor those a demoted broker had to give up) <= ``max_leader_changes``;
 - ``data_moves=False`` (leader balance): every replica set is unchanged;
 - optional bands: every usable broker's replica / preferred-leader count inside ``[lo, hi]``;
   ``byte_band``: every usable broker's bytes inside ``[lo, hi]``;
 - capacity: no usable broker above its ``capacity_bytes`` after the plan;
 - rack diversity repaired (``diversity=True``): every fully usable partition spans
   ``min(replicas, groups)`` groups at every level after the plan;
-- topic caps (``topic_caps=True``): every (topic, node of the rack tree) is within the cap of
-  :mod:`kafka_replica_assignor.planner.solving.replica_balance`, recomputed here from the result, or holds no more replicas of
-  the topic than before;
+- topic caps (``topic_caps=True``): every (topic, node of the rack tree) is within its static
+  cap (:func:`static_topic_caps`, recomputed here from the cluster), or holds no more replicas of the
+  topic than before;
+- the scope (``scope``): out-of-scope partitions keep their lists, order included; excluded
+  brokers neither give nor take; with added brokers, no replica arrives on any other broker,
+  repairs included; no demoted broker is first in a partition with an alive, non-demoted
+  replica;
 - lower bounds: without a move budget, the plan's replica moves and bytes moved are at least
-  its recorded bounds.
+  its recorded bounds, and the LP bound ``bytes_moved_lp_bound:<targets>`` holds for a plan
+  meeting the targets it names.
 """
 
 from __future__ import annotations
@@ -32,8 +40,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-from kafka_replica_assignor.planner.plan import MoveKind, Plan, Scope
+from kafka_replica_assignor.planner.plan import MoveKind, Plan
 from kafka_replica_assignor.planner.racks import RackTree
+from kafka_replica_assignor.planner.request import Scope
 
 
 def _replay(plan: Plan) -> list[str]:
@@ -66,6 +75,17 @@ def _replay(plan: Plan) -> list[str]:
 Node = tuple[str, int]
 
 
+def _tree(snapshot: ClusterSnapshot) -> RackTree:
+    """The cluster's rack tree (every broker of the snapshot, as the planner reads racks)."""
+    return RackTree.of({b.id: b.rack for b in snapshot.brokers})
+
+
+def _chain(tree: RackTree, b: int) -> list[Node]:
+    """The nodes from the root down to broker ``b``: ``("root", 0)``, ``("r", key)`` per level,
+    ``("b", b)``."""
+    return [("root", 0), *(("r", k) for k in tree.keys.get(b, ())), ("b", b)]
+
+
 def topic_counts(snapshot: ClusterSnapshot, usable: set[int], tree: RackTree) -> Counter[tuple[str, Node]]:
     """Replicas per (topic, node): node ``("b", id)`` a broker, ``("r", key)`` a rack node,
     ``("root", 0)`` the whole cluster; fully usable partitions only."""
@@ -74,69 +94,96 @@ def topic_counts(snapshot: ClusterSnapshot, usable: set[int], tree: RackTree) ->
         if not usable.issuperset(p.replicas):
             continue
         for b in p.replicas:
-            out[(p.topic, ("root", 0))] += 1
-            out[(p.topic, ("b", b))] += 1
-            for key in tree.keys.get(b, ()):
-                out[(p.topic, ("r", key))] += 1
+            for node in _chain(tree, b):
+                out[(p.topic, node)] += 1
     return out
 
 
+def static_topic_caps(snapshot: ClusterSnapshot, usable: set[int], tree: RackTree) -> dict[tuple[str, Node], int]:
+    """The static topic caps of ``planner/goals/topic_spread.py``'s doc, recomputed here:
+    ``cap(t, g) = E(t, g) + 1`` with ``E(t, root) = R_t`` (every replica of the topic) and
+    ``E(t, g) = max(ceil(E(t, parent) * m_g / m_parent), S_t(g))``; ``m_g`` the usable brokers
+    under ``g``; ``S_t(g)``, for a rack node, the topic's partitions that can be repaired (no
+    more replicas than usable brokers) with at least as many replicas as there are groups of
+    usable brokers at ``g``'s level (0 for a broker). Keyed by (topic, node) for every node with
+    a usable broker under it."""
+    members: Counter[Node] = Counter()
+    parent: dict[Node, Node] = {}
+    level: dict[Node, int] = {}
+    for b in sorted(usable):
+        chain = _chain(tree, b)
+        for depth, node in enumerate(chain):
+            members[node] += 1
+            level[node] = depth
+            if depth:
+                parent[node] = chain[depth - 1]
+    groups = tree.groups(usable)
+    total: Counter[str] = Counter()
+    spanning: Counter[tuple[str, int]] = Counter()
+    for p in snapshot.partitions:
+        rf = len(p.replicas)
+        total[p.topic] += rf
+        if rf <= len(usable):
+            for depth, g in enumerate(groups, 1):
+                if rf >= g:
+                    spanning[(p.topic, depth)] += 1
+    top_down = sorted(members, key=lambda node: (level[node], node))
+    caps: dict[tuple[str, Node], int] = {}
+    for topic in sorted(total):
+        share: dict[Node, int] = {}
+        for node in top_down:
+            if node[0] == "root":
+                share[node] = total[topic]
+                continue
+            up = parent[node]
+            even = -(-share[up] * members[node] // members[up])
+            share[node] = max(even, spanning[(topic, level[node])]) if node[0] == "r" else even
+        for node, value in share.items():
+            caps[(topic, node)] = value + 1
+    return caps
+
+
 def topic_cap_violations(plan: Plan, usable: set[int], tree: RackTree) -> list[str]:
-    """The topic cap of :mod:`kafka_replica_assignor.planner.solving.replica_balance`, recomputed from the result."""
+    """Every (topic, node) above its static cap (:func:`static_topic_caps`) that holds more of the
+    topic than before the plan."""
     after = topic_counts(plan.after, usable, tree)
     before = topic_counts(plan.before, usable, tree)
-    total = Counter(p.topic for p in plan.after.partitions for _ in p.replicas)
-    groups = tree.groups(usable)
-    spanning: Counter[tuple[str, int]] = Counter()
-    for p in plan.after.partitions:
-        if usable.issuperset(p.replicas):
-            for level, g in enumerate(groups, 1):
-                if len(p.replicas) >= g:
-                    spanning[(p.topic, level)] += 1
-    members: Counter[Node] = Counter()
-    parents: dict[Node, Node] = {}
-    levels: dict[Node, int] = {}
-    for b in usable:
-        chain: list[Node] = [("root", 0), *(("r", k) for k in tree.keys.get(b, ())), ("b", b)]
-        for level, node in enumerate(chain):
-            members[node] += 1
-            if level:
-                parents[node] = chain[level - 1]
-                levels[node] = level
+    caps = static_topic_caps(plan.before, usable, tree)
     errors = []
     for (topic, node), count in sorted(after.items()):
         if node[0] == "root":
             continue
-        m, parent = members[node], parents[node]
-        cap = max(-(-total[topic] * m // members[("root", 0)]),
-                  -(-after[(topic, parent)] * m // members[parent]),
-                  spanning[(topic, levels[node])] if node[0] == "r" else 0) + 1
+        cap = caps[(topic, node)]
         if count > cap and count > before[(topic, node)]:
             errors.append(f"topic {topic}: {count} replicas on {node}, cap {cap}, "
                           f"{before[(topic, node)]} before")
     return errors
 
 
-def plan_violations(plan: Plan, *, forgotten: Iterable[int] = (), max_moves: int | None = None,
-                    max_leader_changes: int | None = None, data_moves: bool = True,
+def _takers(usable: set[int], scope: Scope) -> set[int]:
+    """The brokers that may take a replica: usable, not excluded, added ones only when given."""
+    takers = usable - set(scope.exclude_brokers)
+    if scope.add_brokers:
+        takers &= set(scope.add_brokers)
+    return takers
+
+
+def plan_violations(plan: Plan, *, removed: Iterable[int] = (), forgotten: Iterable[int] = (),
+                    max_moves: int | None = None, max_leader_changes: int | None = None, data_moves: bool = True,
                     replica_band: tuple[int, int] | None = None,
                     leader_band: tuple[int, int] | None = None,
                     byte_band: tuple[int, int] | None = None, diversity: bool = False,
                     topic_caps: bool = False, scope: Scope | None = None) -> list[str]:
+    """The violations of ``plan`` (module doc). ``removed`` (or ``forgotten``, its old name) and
+    ``scope.remove_brokers`` name the removed brokers."""
     before, after = plan.before, plan.after
-    if scope is not None:       # out-of-scope partitions are left as they are, repairs included
-        general = plan_violations(
-            plan, forgotten=forgotten, max_moves=max_moves, max_leader_changes=max_leader_changes,
-            data_moves=data_moves, replica_band=replica_band, leader_band=leader_band, byte_band=byte_band,
-            diversity=diversity, topic_caps=topic_caps)
-        kept = tuple(f"{before.partitions[i].topic}-{before.partitions[i].partition}:"
-                     for i in scope.frozen(before))
-        if scope.exclude_brokers:   # fewer brokers may take a repair than the general check counts
-            general = [e for e in general if "though it could be repaired" not in e]
-        return _scope_violations(plan, scope, forgotten) + [e for e in general if not e.startswith(kept)]
-    forgotten = set(forgotten)
-    usable = {b.id for b in before.brokers if b.alive and b.id not in forgotten}
-    tree = RackTree.of({b.id: b.rack for b in before.brokers if b.id in usable})
+    scope = scope or Scope()
+    gone = set(removed) | set(forgotten) | set(scope.remove_brokers)
+    usable = {b.id for b in before.brokers if b.alive and b.id not in gone}
+    tree = _tree(before)
+    takers = _takers(usable, scope)
+    frozen = {(before.partitions[i].topic, before.partitions[i].partition) for i in scope.frozen(before)}
+    demoted = set(scope.demote_brokers)
     errors = _replay(plan)
     old = {(p.topic, p.partition): p.replicas for p in before.partitions}
     new = {(p.topic, p.partition): p.replicas for p in after.partitions}
@@ -146,6 +193,7 @@ def plan_violations(plan: Plan, *, forgotten: Iterable[int] = (), max_moves: int
     moves = 0
     leader_changes = 0
     lacking = 0                     # partitions whose racks could span more groups after
+    groups = tree.groups(usable)
     for key in sorted(old):
         a, b = old[key], new[key]
         name = f"{key[0]}-{key[1]}"
@@ -153,16 +201,22 @@ def plan_violations(plan: Plan, *, forgotten: Iterable[int] = (), max_moves: int
             errors.append(f"{name}: replication factor {len(a)} -> {len(b)}")
         if len(set(b)) != len(b):
             errors.append(f"{name}: a broker twice in {list(b)}")
+        left = sorted(gone.intersection(b))
+        if left:
+            errors.append(f"{name}: replicas left on removed brokers {left}: {list(b)}")
         unusable = [x for x in b if x not in usable]
-        if unusable:
+        if unusable and not left:
+            lost = [x for x in a if x not in usable]
+            free = takers - {x for x in a if x in usable}
             if a != b:
                 errors.append(f"{name}: changed but still on unusable brokers {unusable}: {list(b)}")
-            elif data_moves and len(usable) >= len(a) and max_moves is None:
+            elif data_moves and key not in frozen and len(free) >= len(lost) and max_moves is None:
                 errors.append(f"{name}: left on unusable brokers {unusable} though it could be repaired")
         if not data_moves and set(a) != set(b):
             errors.append(f"{name}: replicas moved {list(a)} -> {list(b)} in a leader-only plan")
         moves += len(set(b) - set(a))
-        if a[0] in usable and a[0] != b[0]:
+        forced = a[0] in demoted and any(x in usable and x not in demoted for x in b)
+        if a[0] in usable and a[0] != b[0] and not forced:
             leader_changes += 1
         da = tree.diversity(x for x in a if x in usable)
         db = tree.diversity(x for x in b if x in usable)
@@ -170,11 +224,10 @@ def plan_violations(plan: Plan, *, forgotten: Iterable[int] = (), max_moves: int
             if y < x:
                 errors.append(f"{name}: rack diversity at level {level} dropped {x} -> {y} "
                               f"({list(a)} -> {list(b)})")
-        if usable.issuperset(b) and any(have < min(len(b), most) for have, most
-                                        in zip(db, tree.groups(usable), strict=True)):
+        if usable.issuperset(b) and any(have < min(len(b), most) for have, most in zip(db, groups, strict=True)):
             lacking += 1
-        if diversity and usable.issuperset(b):
-            for level, (have, most) in enumerate(zip(db, tree.groups(usable), strict=True), 1):
+        if diversity and usable.issuperset(b) and key not in frozen:
+            for level, (have, most) in enumerate(zip(db, groups, strict=True), 1):
                 if have < min(len(b), most):
                     errors.append(f"{name}: rack diversity at level {level} is {have}, could be "
                                   f"{min(len(b), most)} ({list(b)})")
@@ -199,7 +252,7 @@ def plan_violations(plan: Plan, *, forgotten: Iterable[int] = (), max_moves: int
             errors.append(f"bytes per broker outside [{lo}, {hi}]: {outside}")
     if topic_caps:
         errors += topic_cap_violations(plan, usable, tree)
-    errors += _bound_violations(plan, usable, old, new, moves, sizes, diverse=not lacking)
+    errors += _bound_violations(plan, usable, tree, old, new, moves, sizes, diverse=not lacking)
     if replica_band is not None or leader_band is not None:
         reps = Counter(x for p in after.partitions for x in p.replicas)
         leads = Counter(p.replicas[0] for p in after.partitions)
@@ -210,33 +263,34 @@ def plan_violations(plan: Plan, *, forgotten: Iterable[int] = (), max_moves: int
             outside = {x: counts[x] for x in sorted(usable) if not lo <= counts[x] <= hi}
             if outside:
                 errors.append(f"{label} per broker outside [{lo}, {hi}]: {outside}")
-    return errors
+    return errors + _scope_violations(plan, scope, usable)
 
 
-def _scope_violations(plan: Plan, scope: Scope, forgotten: Iterable[int]) -> list[str]:
+def _scope_violations(plan: Plan, scope: Scope, usable: set[int]) -> list[str]:
     """Out-of-scope partitions keep their replica lists (order included: the scope ranks before
-    demotion and leader balance), excluded brokers neither give nor take, only added brokers take
-    (repairs aside), demoted brokers lead nothing another replica can."""
+    demotion and leader balance), excluded brokers neither give nor take, only added brokers
+    take (repairs included), demoted brokers lead nothing another alive replica can."""
     errors = []
     frozen = scope.frozen(plan.before)
-    usable = {b.id for b in plan.before.brokers if b.alive and b.id not in set(forgotten)}
+    added = set(scope.add_brokers)
+    demoted = set(scope.demote_brokers)
     for i, (a, b) in enumerate(zip(plan.before.partitions, plan.after.partitions, strict=True)):
         name = f"{a.topic}-{a.partition}"
         if i in frozen and a.replicas != b.replicas:    # no move, no repair, no leader change
             errors.append(f"{name} is out of scope but changed: {list(a.replicas)} -> {list(b.replicas)}")
-        for x in set(scope.exclude_brokers) & usable:
+        for x in sorted(set(scope.exclude_brokers) & usable):
             if (x in a.replicas) != (x in b.replicas):
                 errors.append(f"{name}: excluded broker {x} gave or took a replica")
         came = set(b.replicas) - set(a.replicas)
-        if scope.add_brokers and usable.issuperset(a.replicas) and not came <= set(scope.add_brokers):
-            errors.append(f"{name}: replicas moved onto {sorted(came - set(scope.add_brokers))}, not added brokers")
-        if i not in frozen and b.replicas and b.replicas[0] in scope.demote_brokers and usable.issuperset(b.replicas) \
-                and any(x not in scope.demote_brokers for x in b.replicas):
-            errors.append(f"{name} is led by demoted broker {b.replicas[0]}")
+        if added and not came <= added:
+            errors.append(f"{name}: replicas moved onto {sorted(came - added)}, not added brokers "
+                          f"({list(a.replicas)} -> {list(b.replicas)})")
+        if b.replicas and b.replicas[0] in demoted and any(x in usable and x not in demoted for x in b.replicas):
+            errors.append(f"{name} is led by demoted broker {b.replicas[0]} ({list(b.replicas)})")
     return errors
 
 
-def _bound_violations(plan: Plan, usable: set[int], old: dict[tuple[str, int], tuple[int, ...]],
+def _bound_violations(plan: Plan, usable: set[int], tree: RackTree, old: dict[tuple[str, int], tuple[int, ...]],
                       new: dict[tuple[str, int], tuple[int, ...]], moves: int,
                       sizes: Counter[int], *, diverse: bool) -> list[str]:
     """A plan that reaches its own band (and repairs everything) does at least its bounds;
@@ -264,52 +318,44 @@ def _bound_violations(plan: Plan, usable: set[int], old: dict[tuple[str, int], t
             bound = plan.bound(label)
             if bound is not None and value < bound:
                 errors.append(f"{label} is {bound} but the plan does {value}")
-    errors += _lp_bound_violations(plan, usable, counts, sizes, moved_bytes, diverse=diverse)
+    errors += _lp_bound_violations(plan, usable, tree, counts, sizes, moved_bytes, diverse=diverse)
     return errors
 
 
-def _lp_bound_violations(plan: Plan, usable: set[int], counts: Counter[int], sizes: Counter[int],
+LP_BOUND = "bytes_moved_lp_bound"
+"""The LP bound's key; ``bytes_moved_lp_bound:diversity,topics`` names the targets it kept."""
+
+
+def _lp_bound_violations(plan: Plan, usable: set[int], tree: RackTree, counts: Counter[int], sizes: Counter[int],
                          moved_bytes: int, *, diverse: bool) -> list[str]:
     """The linear-program bound (planner/solving/bound.py) holds for every plan meeting the
-    targets it kept (its label names them)."""
+    targets it kept (its key names them, in the goals' order)."""
     def within(values: Counter[int], lo_name: str, hi_name: str) -> bool:
         lo, hi = plan.bound(lo_name), plan.bound(hi_name)
         return lo is not None and hi is not None and all(lo <= values[x] <= hi for x in usable)
 
-    counts_ok = within(counts, "replicas_band_lo", "replicas_band_hi")
-    band_ok = within(sizes, "bytes_band_lo", "bytes_band_hi")
-    topics_ok = _within_broker_topic_caps(plan, usable)
-    meets = {"bytes_moved_lp_bound": True, "bytes_moved_lp_bound_diversity": diverse,
-             "bytes_moved_lp_bound_topics_diversity": diverse and topics_ok,
-             "bytes_moved_lp_bound_counts_diversity": diverse and counts_ok,
-             "bytes_moved_lp_bound_counts_topics_diversity": diverse and counts_ok and topics_ok,
-             "bytes_moved_lp_bound_band_counts_diversity": diverse and counts_ok and band_ok,
-             "bytes_moved_lp_bound_band_counts_topics_diversity": diverse and counts_ok and band_ok and topics_ok}
-    return [f"{label} is {plan.bound(label)} but the plan moves {moved_bytes} bytes"
-            for label, met in meets.items() if met and (plan.bound(label) or 0) > moved_bytes]
+    meets = {"diversity": diverse, "topics": _within_broker_topic_caps(plan, usable, tree),
+             "counts": within(counts, "replicas_band_lo", "replicas_band_hi"),
+             "bytes": within(sizes, "bytes_band_lo", "bytes_band_hi")}
+    errors = []
+    for label, bound in plan.bounds:
+        if label != LP_BOUND and not label.startswith(LP_BOUND + ":"):
+            continue
+        kept = [k for k in label.partition(":")[2].split(",") if k]
+        unknown = [k for k in kept if k not in meets]
+        if unknown or label == LP_BOUND:
+            errors.append(f"{label}: not a key of the LP bound with its kept targets")
+        elif all(meets[k] for k in kept) and bound > moved_bytes:
+            errors.append(f"{label} is {bound} but the plan moves {moved_bytes} bytes")
+    return errors
 
 
-def _within_broker_topic_caps(plan: Plan, usable: set[int]) -> bool:
-    """The report's topic target after the plan: every usable broker holds at most
-    ``max(ceil(R / B), ceil(R_rack / B_rack)) + 1`` replicas of each topic (``R`` the topic's
-    replicas, ``R_rack`` those on usable brokers of the broker's rack)."""
-    tree = RackTree.of({b.id: b.rack for b in plan.after.brokers if b.id in usable})
-    leaf = {b: tree.leaf(b) for b in usable}
-    total: Counter[str] = Counter()
-    on: Counter[tuple[str, int]] = Counter()
-    in_rack: Counter[tuple[str, int | None]] = Counter()
-    for p in plan.after.partitions:
-        total[p.topic] += len(p.replicas)
-        for b in p.replicas:
-            if b in usable:
-                on[(p.topic, b)] += 1
-                in_rack[(p.topic, leaf[b])] += 1
-    members = Counter(leaf.values())
-    for (t, b), count in on.items():
-        rack = -(-in_rack[(t, leaf[b])] // members[leaf[b]]) if leaf[b] is not None else 0
-        if count > max(-(-total[t] // len(usable)), rack) + 1:
-            return False
-    return True
+def _within_broker_topic_caps(plan: Plan, usable: set[int], tree: RackTree) -> bool:
+    """The bound's topic target after the plan: every usable broker holds at most its static cap
+    (:func:`static_topic_caps`) of replicas of each topic."""
+    caps = static_topic_caps(plan.before, usable, tree)
+    on = Counter((p.topic, b) for p in plan.after.partitions for b in p.replicas if b in usable)
+    return all(count <= caps[(t, ("b", b))] for (t, b), count in on.items())
 
 
 def check_plan(plan: Plan, **kwargs: Any) -> None:

@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
 from kafka_replica_assignor.planner.execution.batches import Limits, execution
-from kafka_replica_assignor.planner.settings import PlanSettings
-from kafka_replica_assignor.planner.solving.modes import make_plan
+from tests.planning import plan_of
 from tests.property.test_planner_properties import clusters
 
 FAST = settings(max_examples=80, deadline=None)
@@ -23,7 +22,8 @@ FAST = settings(max_examples=80, deadline=None)
 def test_batches_keep_their_limits_and_cover_the_plan_once(snap: ClusterSnapshot, mode: str, k: int,
                                                            max_bytes: int | None, size: int | None,
                                                            throttle: int) -> None:
-    plan = make_plan(snap, PlanSettings(mode, threshold=0))
+    threshold = 0 if mode in ("replica", "cluster") else None     # the other modes refuse a threshold
+    plan = plan_of(snap, mode, threshold=threshold, exact=True)
     limits = Limits(size, k, max_bytes)
     run = execution(plan, limits, throttle)
     planned = [(p.topic, p.partition) for p in plan.changed()]

@@ -1,28 +1,25 @@
-"""Property tests of the pure balance planner: every rule keeps the shared invariants
+"""Property tests of the pure balance planner: every mode keeps the shared invariants
 (``plan_invariants``), reaches its targets where they are reachable, and is deterministic and
 idempotent. Small random clusters: dead and unknown brokers, placeholders, flat racks and rack
-trees, partition sizes (exponential) and broker capacities."""
+trees, partition sizes (exponential) and broker capacities. Every plan comes from the one entry
+point, :func:`kafka_replica_assignor.planner.solving.planning.make_plan` (``tests/planning.py``)."""
 
 from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import replace
 from fractions import Fraction
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.goals.leader_flow import leader_balance
-from kafka_replica_assignor.planner.plan import Scope
+from kafka_replica_assignor.planner.goals.replica_counts import band
 from kafka_replica_assignor.planner.replica_repair import repair as assignors_repair
 from kafka_replica_assignor.planner.report.outputs import reassignment_json
-from kafka_replica_assignor.planner.settings import PlanSettings
-from kafka_replica_assignor.planner.solving.cluster_balance import cluster_balance
-from kafka_replica_assignor.planner.solving.modes import make_plan
-from kafka_replica_assignor.planner.solving.repair_rule import repair
-from kafka_replica_assignor.planner.solving.replica_balance import band, replica_balance
+from kafka_replica_assignor.planner.request import PlanError, Scope
+from kafka_replica_assignor.planner.solving.planning import make_plan
+from tests.planning import plan_of, request_of
 from tests.property.plan_invariants import check_plan
 
 FAST = settings(max_examples=120)
@@ -87,18 +84,28 @@ def fully_repairable(snap: ClusterSnapshot) -> bool:
     return all(len(p.replicas) <= n for p in snap.partitions)
 
 
+def shuffled(snap: ClusterSnapshot, seed: int) -> ClusterSnapshot:
+    """The same cluster listed in another order (partitions and brokers)."""
+    rnd = random.Random(seed)
+    parts, brokers = list(snap.partitions), list(snap.brokers)
+    rnd.shuffle(parts)
+    rnd.shuffle(brokers)
+    return ClusterSnapshot(tuple(brokers), tuple(parts))
+
+
 @FAST
 @given(clusters())
 def test_repair_keeps_invariants_and_is_idempotent(snap):
-    plan = repair(snap)
+    plan = plan_of(snap, "repair")
     check_plan(plan)
-    again = repair(plan.after)
+    again = plan_of(plan.after, "repair")
     assert again.moves == ()
     assert all(m.kind == "repair" for m in plan.moves)
     # one algorithm: the CLI's entry point, keeping nothing, makes the same choices
     shared = assignors_repair(snap)
-    changed = {(p.topic, p.partition): p.replicas
-               for p, q in zip(plan.after.partitions, snap.partitions, strict=True) if p is not q}
+    before = {(p.topic, p.partition): p.replicas for p in snap.partitions}
+    changed = {(p.topic, p.partition): p.replicas for p in plan.after.partitions
+               if p.replicas != before[(p.topic, p.partition)]}
     assert dict(shared.assignments) == changed
     assert len(shared.replacements) == plan.repairs
 
@@ -106,9 +113,9 @@ def test_repair_keeps_invariants_and_is_idempotent(snap):
 @FAST
 @given(clusters())
 def test_leader_balance_only_reorders_and_is_idempotent(snap):
-    plan = leader_balance(snap)
+    plan = plan_of(snap, "leader")
     check_plan(plan, data_moves=False)
-    assert leader_balance(plan.after).moves == ()
+    assert plan_of(plan.after, "leader").moves == ()
     # never less even than before: sum of squares of leader counts does not grow
     ok = set(usable(snap))
 
@@ -123,7 +130,7 @@ def test_leader_balance_only_reorders_and_is_idempotent(snap):
 @FAST
 @given(clusters(), st.sampled_from([0, 10, 25]))
 def test_replica_balance_keeps_invariants(snap, threshold):
-    plan = replica_balance(snap, threshold=threshold)
+    plan = plan_of(snap, "replica", threshold=threshold)
     check_plan(plan)
 
 
@@ -135,7 +142,7 @@ def replica_band(snap: ClusterSnapshot, threshold: int) -> tuple[int, int]:
 @FAST
 @given(clusters(racks=("none",)), st.sampled_from([0, 10, 30]))
 def test_replica_balance_without_racks_reaches_the_band(snap, threshold):
-    plan = replica_balance(snap, threshold=threshold)
+    plan = plan_of(snap, "replica", threshold=threshold)
     if not usable(snap) or not fully_repairable(snap):
         check_plan(plan)
         return
@@ -145,7 +152,7 @@ def test_replica_balance_without_racks_reaches_the_band(snap, threshold):
 @FAST
 @given(clusters(dead=False, racks=("none",)), st.sampled_from([0, 10, 30]))
 def test_replica_balance_without_racks_makes_the_fewest_moves(snap, threshold):
-    plan = replica_balance(snap, threshold=threshold)
+    plan = plan_of(snap, "replica", threshold=threshold)
     lo, hi = replica_band(snap, threshold)
     check_plan(plan, replica_band=(lo, hi))
     counts = Counter(b for p in snap.partitions for b in p.replicas)
@@ -164,35 +171,33 @@ def test_replica_balance_without_racks_makes_the_fewest_moves(snap, threshold):
 @FAST
 @given(clusters(dead=False, racks=("flat", "tree", "uneven")))
 def test_replica_balance_with_racks_is_idempotent(snap):
-    plan = replica_balance(snap, threshold=0)
+    plan = plan_of(snap, "replica", threshold=0)
     check_plan(plan)
-    assert replica_balance(plan.after, threshold=0).moves == ()
+    assert plan_of(plan.after, "replica", threshold=0).moves == ()
 
 
 @FAST
 @given(clusters(), st.integers(0, 6), st.integers(0, 6))
 def test_cluster_balance_respects_budgets(snap, max_moves, max_leader_changes):
-    plan = cluster_balance(snap, threshold=0, max_moves=max_moves,
-                           max_leader_changes=max_leader_changes)
+    plan = plan_of(snap, "cluster", threshold=0, max_moves=max_moves, max_leader_changes=max_leader_changes)
     check_plan(plan, max_moves=max_moves, max_leader_changes=max_leader_changes)
 
 
 @FAST
 @given(clusters())
 def test_cluster_balance_is_idempotent_and_deterministic(snap):
-    plan = cluster_balance(snap, threshold=0)
+    plan = plan_of(snap, "cluster", threshold=0)
     check_plan(plan)
-    assert cluster_balance(plan.after, threshold=0).moves == ()
-    shuffled = list(snap.partitions)
-    random.Random(7).shuffle(shuffled)
-    other = cluster_balance(ClusterSnapshot(snap.brokers, tuple(shuffled)), threshold=0)
+    assert plan_of(plan.after, "cluster", threshold=0).moves == ()
+    other = plan_of(shuffled(snap, 7), "cluster", threshold=0)
     assert reassignment_json(other.changed()) == reassignment_json(plan.changed())
+    assert other.moves == plan.moves and other.after == plan.after
 
 
 @FAST
 @given(sized_clusters(), st.sampled_from([0, 10, 25]))
 def test_sized_replica_balance_reaches_every_objective_or_says_why(snap, threshold):
-    plan = replica_balance(snap, threshold=threshold)
+    plan = plan_of(snap, "replica", threshold=threshold)
     notes = " ".join(plan.notes)
     bands = {}
     if "replicas, outside the band" not in notes:
@@ -202,52 +207,91 @@ def test_sized_replica_balance_reaches_every_objective_or_says_why(snap, thresho
     # topic caps, capacity, the recorded lower bounds and diversity repaired are checked here
     check_plan(plan, topic_caps="above the topic's cap" not in notes,
                diversity="lack rack diversity" not in notes, **bands)
-    assert replica_balance(plan.after, threshold=threshold).moves == ()
+    assert plan_of(plan.after, "replica", threshold=threshold).moves == ()
 
 
 @FAST
 @given(sized_clusters())
 def test_sized_cluster_balance_is_deterministic_and_idempotent(snap):
-    plan = cluster_balance(snap, threshold=10)
+    plan = plan_of(snap, "cluster", threshold=10)
     check_plan(plan)
-    assert cluster_balance(plan.after, threshold=10).moves == ()
-    again = cluster_balance(snap, threshold=10)
+    assert plan_of(plan.after, "cluster", threshold=10).moves == ()
+    again = plan_of(snap, "cluster", threshold=10)
     assert again.moves == plan.moves and again.after == plan.after
-    shuffled = list(snap.partitions)
-    random.Random(3).shuffle(shuffled)
-    other = cluster_balance(ClusterSnapshot(snap.brokers, tuple(shuffled)), threshold=10)
+    other = plan_of(shuffled(snap, 3), "cluster", threshold=10)
     assert reassignment_json(other.changed()) == reassignment_json(plan.changed())
+    assert other.moves == plan.moves and other.after == plan.after
 
 
 @FAST
 @given(clusters(sized=True), st.sampled_from([0, 10]))
 def test_sized_balance_with_dead_brokers_keeps_invariants(snap, threshold):
-    plan = cluster_balance(snap, threshold=threshold)
+    plan = plan_of(snap, "cluster", threshold=threshold)
     check_plan(plan)
 
 
+ROLES = {"leader": ("demote",), "replica": ("exclude", "add", "remove"), "repair": ("exclude", "add", "remove"),
+         "cluster": ("exclude", "add", "remove", "demote")}
+"""The broker options each mode takes (the others it refuses)."""
+
+
 @st.composite
-def scopes(draw, snap: ClusterSnapshot) -> Scope:
-    ids = sorted(b.id for b in snap.brokers)
+def scopes(draw, snap: ClusterSnapshot, mode: str) -> Scope:
+    """A scope ``mode`` takes: each broker in one role at most, at most two brokers a role;
+    added and excluded brokers alive, at least one alive broker not removed."""
+    alive = {b.id for b in snap.brokers if b.alive}
     topics = sorted({p.topic for p in snap.partitions})
-    some = st.lists(st.sampled_from(ids), max_size=2, unique=True).map(lambda xs: tuple(sorted(xs)))
+    picked: dict[str, list[int]] = {role: [] for role in ("exclude", "add", "remove", "demote")}
+    for b in sorted(b.id for b in snap.brokers):
+        roles = [r for r in ROLES[mode] if b in alive or r not in ("exclude", "add")]
+        role = draw(st.sampled_from([None, None, *roles]))
+        if role is not None and len(picked[role]) < 2:
+            picked[role].append(b)
+    if alive <= set(picked["remove"]):     # a request removing every alive broker is refused
+        picked["remove"] = [b for b in picked["remove"] if b not in alive] if alive else []
     return Scope(
         topics=draw(st.one_of(st.none(), st.sampled_from(topics))) if topics else None,
         exclude_topics=draw(st.one_of(st.none(), st.sampled_from(topics))) if topics else None,
-        exclude_brokers=draw(some), add_brokers=draw(some), demote_brokers=draw(some))
+        exclude_brokers=tuple(picked["exclude"]), add_brokers=tuple(picked["add"]),
+        remove_brokers=tuple(picked["remove"]), demote_brokers=tuple(picked["demote"]))
+
+
+def broken_promises(snap: ClusterSnapshot, scope: Scope, mode: str) -> list[str]:
+    """The promises of the request no plan can keep, found independently of the planner: a
+    partition that must stay on a removed broker (out of scope, or fewer brokers that may take
+    a replica than replicas to repair), or that a demoted broker must keep leading (out of
+    scope, or a replica on a broker that is not usable that the mode cannot repair)."""
+    gone = set(scope.remove_brokers)
+    ok = {b.id for b in snap.brokers if b.alive and b.id not in gone}
+    takers = ok - set(scope.exclude_brokers)
+    if scope.add_brokers:
+        takers &= set(scope.add_brokers)
+    frozen = scope.frozen(snap)
+    demoted = set(scope.demote_brokers)
+    out = []
+    for i, p in enumerate(snap.partitions):
+        lost = [b for b in p.replicas if b not in ok]
+        repairable = i not in frozen and mode != "leader" and len(takers - set(p.replicas)) >= len(lost)
+        if gone.intersection(p.replicas) and not repairable:
+            out.append(f"{p.topic}-{p.partition} stays on a removed broker")
+        if p.replicas[0] in demoted and any(b in ok and b not in demoted for b in p.replicas) and (
+                i in frozen or (lost and not repairable)):
+            out.append(f"{p.topic}-{p.partition} stays led by a demoted broker")
+    return out
 
 
 @FAST
 @given(st.data(), st.sampled_from(["replica", "cluster", "leader", "repair"]))
 def test_every_mode_keeps_its_scope_and_is_deterministic(data, mode):
     snap = data.draw(clusters())
-    scope = data.draw(scopes(snap))
-    settings = PlanSettings(mode, exact_seconds=0, scope=scope)
+    scope = data.draw(scopes(snap, mode))
+    request = request_of(mode, scope=scope)
+    broken = broken_promises(snap, scope, mode)
     try:
-        plan = make_plan(snap, settings)
-    except ValueError as exc:           # a scope can leave a capacity out of reach
-        assert "capacity" in str(exc)
+        plan = make_plan(snap, request)
+    except PlanError:       # a promise of the request out of reach: refused, not planned around
+        assert broken, "PlanError although every promise of the request can be kept"
         return
-    led = scope if mode in ("cluster", "leader") else replace(scope, demote_brokers=())   # the leader rule's
-    check_plan(plan, scope=led, data_moves=mode != "leader")
-    assert make_plan(snap, settings) == plan
+    assert not broken, f"a plan although {broken[0]}"
+    check_plan(plan, scope=scope, data_moves=mode != "leader")
+    assert make_plan(snap, request) == plan

@@ -22,8 +22,9 @@ from kafka_replica_assignor.planner.fleet.pipeline import (
     validation_errors,
 )
 from kafka_replica_assignor.planner.report.outputs import render_outputs
-from kafka_replica_assignor.planner.settings import PlanSettings
-from kafka_replica_assignor.planner.solving.modes import make_plan
+from kafka_replica_assignor.planner.request import PlanRequest, RequestError
+from kafka_replica_assignor.planner.solving.planning import make_plan
+from tests.planning import request_of
 
 pytestmark = pytest.mark.spark
 
@@ -47,11 +48,11 @@ def test_pipeline_plan_is_byte_identical_to_the_core(spark, tmp_path):
     data = snapshot_dict(12, 120, 2, seed=3)
     path = tmp_path / "cluster.json"
     path.write_text(json.dumps(data))
-    settings = PlanSettings("cluster", threshold=0, batch_size=20, source=str(path), exact_seconds=0)
+    request = request_of("cluster", threshold=0, batch_size=20, source=str(path))
     out = tmp_path / "spark-plan"
-    summary = run_pipeline(str(path), str(out), settings, spark=spark)
+    summary = run_pipeline(str(path), str(out), request, spark=spark)
     assert "Spark" in summary
-    expected = render_outputs(make_plan(ClusterSnapshot.from_dict(data), settings), settings)
+    expected = render_outputs(make_plan(ClusterSnapshot.from_dict(data), request), request)
     written = {name: (out / name).read_bytes() for name in os.listdir(out)}
     assert written == expected
     assert json.loads(expected["reassignment.json"])["partitions"]
@@ -68,15 +69,15 @@ def test_fleet_of_clusters_in_one_job(spark, tmp_path):
     bad["partitions"][3]["replicas"] = [1, 1, 2]
     lines.append(json.dumps({"cluster_id": "broken", **bad}))
     (fleet / "fleet.jsonl").write_text("\n".join(lines) + "\n")
-    settings = PlanSettings("cluster", threshold=0)
+    request = PlanRequest("cluster", threshold=0)
     out = tmp_path / "plans"
-    summary = run_pipeline(str(fleet), str(out), settings, charts=False, spark=spark)
+    summary = run_pipeline(str(fleet), str(out), request, charts=False, spark=spark)
     assert "4 of 5 cluster(s) planned" in summary and "1 failed" in summary
     metrics = spark.read.parquet(str(out / "_tables" / "metrics")).orderBy("cluster_id").collect()
     assert [m.cluster_id for m in metrics] == ["c0", "c1", "c2", "c3"]
     for k, m in enumerate(metrics):
-        core = make_plan(ClusterSnapshot.from_dict(json.loads(lines[k])), settings)
-        expected = render_outputs(core, settings, charts=False)
+        core = make_plan(ClusterSnapshot.from_dict(json.loads(lines[k])), request)
+        expected = render_outputs(core, request, charts=False)
         assert (out / f"c{k}" / "reassignment.json").read_bytes() == expected["reassignment.json"]
         assert (m.replica_moves, m.repairs, m.leader_changes) == (core.replica_moves, 1, core.leader_changes)
         assert m.bounds["replica_moves_tight_bound"] == core.bound("replica_moves_tight_bound")
@@ -124,23 +125,23 @@ def test_fleet_honours_capacity_and_sizes_like_the_single_cluster_path(spark, tm
                                                  capacity=0.8, seed=2))
     for name, data in clusters.items():
         (fleet / f"{name}.json").write_text(json.dumps(data))
-    settings = PlanSettings("cluster", threshold=10, exact_seconds=0)   # no time limit in the comparison
+    request = request_of("cluster", threshold=10)     # the heuristic alone
     out = tmp_path / "plans"
-    summary = run_pipeline(str(fleet), str(out), settings, charts=False, spark=spark)
+    summary = run_pipeline(str(fleet), str(out), request, charts=False, spark=spark)
     assert "2 of 3 cluster(s) planned" in summary and "1 failed" in summary
     for name in ("sized-1", "sized-2"):
         data = clusters[name]
         assert all("capacity_bytes" in b for b in data["brokers"])
         assert all("size_bytes" in p for p in data["partitions"])
-        core = make_plan(ClusterSnapshot.from_dict(data), settings)
-        expected = render_outputs(core, settings, charts=False)
+        core = make_plan(ClusterSnapshot.from_dict(data), request)
+        expected = render_outputs(core, request, charts=False)
         assert {f: (out / name / f).read_bytes() for f in os.listdir(out / name)} == expected
         uncapped = {**data, "brokers": [{k: v for k, v in b.items() if k != "capacity_bytes"}
                                         for b in data["brokers"]]}
-        assert make_plan(ClusterSnapshot.from_dict(uncapped), settings).after != core.after
-    with pytest.raises(ValueError, match="capacity infeasible") as single:
-        make_plan(ClusterSnapshot.from_dict(clusters["too-full"]), settings)
-    assert f"| too-full | failed: ValueError: {single.value}" in (out / "fleet-report.md").read_text()
+        assert make_plan(ClusterSnapshot.from_dict(uncapped), request).after != core.after
+    with pytest.raises(RequestError, match="capacity infeasible") as single:
+        make_plan(ClusterSnapshot.from_dict(clusters["too-full"]), request)
+    assert f"| too-full | failed: RequestError: {single.value}" in (out / "fleet-report.md").read_text()
     assert not (out / "too-full").exists()
 
 
@@ -179,12 +180,12 @@ def test_log_dirs_plan_like_the_core_and_are_validated_alike(spark, tmp_path):
     lines = [json.dumps({"cluster_id": f"c{k}", **d}) for k, d in enumerate(good)]
     lines += [json.dumps({"cluster_id": "short", **short}), json.dumps({"cluster_id": "relative", **relative})]
     (fleet / "fleet.jsonl").write_text("\n".join(lines) + "\n")
-    settings = PlanSettings("cluster", exact_seconds=0)
+    request = request_of("cluster")
     out = tmp_path / "plans"
-    summary = run_pipeline(str(fleet), str(out), settings, charts=False, spark=spark)
+    summary = run_pipeline(str(fleet), str(out), request, charts=False, spark=spark)
     assert "2 of 4 cluster(s) planned" in summary
     for k, d in enumerate(good):
-        expected = render_outputs(make_plan(ClusterSnapshot.from_dict(d), settings), settings, charts=False)
+        expected = render_outputs(make_plan(ClusterSnapshot.from_dict(d), request), request, charts=False)
         assert b'"log_dirs"' in expected["reassignment.json"]
         assert {name: (out / f"c{k}" / name).read_bytes() for name in expected} == expected
     errors = sorted((e.cluster_id, e.error) for e in spark.read.parquet(str(out / "_tables" / "errors")).collect())

@@ -5,36 +5,41 @@ from __future__ import annotations
 
 import json
 import os
-from fractions import Fraction
 from random import Random
 
 import pytest
 
-from bench.exact_optimum import TARGET_NAMES, check, generate
+from bench.exact_optimum import generate
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.plan import Scope, Working
+from kafka_replica_assignor.planner.goals.order import REPLICA_PHASES, goals_for
+from kafka_replica_assignor.planner.plan import Plan, Working
 from kafka_replica_assignor.planner.racks import RackTree
 from kafka_replica_assignor.planner.report.plan_report import render_report
-from kafka_replica_assignor.planner.settings import PlanSettings
-from kafka_replica_assignor.planner.solving.bound import MARGIN, ByteBound, byte_lower_bound
-from kafka_replica_assignor.planner.solving.replica_balance import balance_replicas, replica_balance
-from tests.unit.test_planner_exact import brute_force
+from kafka_replica_assignor.planner.request import PlanError, RequestError, Scope
+from kafka_replica_assignor.planner.solving.bound import BOUND_KEY, MARGIN, ByteBound, byte_lower_bound
+from kafka_replica_assignor.planner.solving.planning import make_plan
+from tests.planning import plan_of, request_of
+from tests.unit.test_planner_exact import after_lists, brute_force, moved, off_targets
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "exact_optima.json")
 OLD = ("bytes_moved_lower_bound", "diversity_bytes_needed")
+TARGETS = ("diversity", "topics", "counts", "bytes")
+"""The goals' keys of the targets, in the goals' order (the bound keeps them in that order)."""
 
 
 def bound(snap: ClusterSnapshot, threshold: int, scope: Scope | None = None) -> ByteBound | None:
-    work = Working(snap, scope=scope)
-    capacity = {b.id: b.capacity_bytes for b in snap.brokers if b.alive and b.capacity_bytes is not None}
-    return byte_lower_bound(snap, work.eligible, work.tree, Fraction(threshold, 100), capacity,
-                            frozen=work.frozen, excluded=work.excluded, takers=work.takers)
+    work = Working(snap, scope)
+    request = request_of("replica", threshold=threshold, scope=scope)
+    return byte_lower_bound(work, goals_for(work, request, ("lists", *REPLICA_PHASES)))
+
+
+def old_bounds(plan: Plan) -> int:
+    """The per-broker and per-partition bytes bounds the heuristic recorded on ``plan``."""
+    return max(plan.bound(k) or 0 for k in OLD)
 
 
 def old_bound(snap: ClusterSnapshot, threshold: int) -> int:
-    work = Working(snap)
-    balance_replicas(work, threshold=threshold)
-    return max(work.bounds.get(k, 0) for k in OLD)
+    return old_bounds(plan_of(snap, "replica", threshold=threshold))
 
 
 def test_never_above_the_stored_optima():
@@ -44,7 +49,7 @@ def test_never_above_the_stored_optima():
     for case in stored:
         snap = ClusterSnapshot.from_dict(case["snapshot"])
         found = bound(snap, case["threshold"])
-        assert found is not None and found.kept == ("band", "counts", "topics", "diversity")
+        assert found is not None and found.kept == TARGETS
         assert found.bytes <= case["optimum"], case["seed"]
         assert found.bytes >= old_bound(snap, case["threshold"]) * (1 - 2 * MARGIN), case["seed"]
 
@@ -56,16 +61,16 @@ def test_never_above_a_plan_meeting_every_target_nor_below_the_old_bounds(seed):
     if found is None:
         assert not any(p.size_bytes for p in snap.partitions)
         return
-    work = Working(snap)
     try:
-        balance_replicas(work, threshold=threshold)
-    except ValueError:
+        plan = plan_of(snap, "replica", threshold=threshold)
+    except (RequestError, PlanError):
         return      # refused (capacity): nothing to compare with
-    old = max(work.bounds.get(k, 0) for k in OLD)
-    assert found.bytes >= old * (1 - 2 * MARGIN)
-    got = check(snap, threshold, [list(r) for r in work.replicas])
-    if found.kept == ("band", "counts", "diversity") and all(got[t] for t in TARGET_NAMES):
-        assert found.bytes <= got["bytes_moved"]
+    assert found.bytes >= old_bounds(plan) * (1 - 2 * MARGIN)
+    lists = after_lists(plan, snap)
+    off = off_targets(snap, lists, threshold)
+    assert off is not None
+    if all(not far for key, far in zip(TARGETS, off, strict=True) if key in found.kept):
+        assert found.bytes <= moved(snap, lists)[0]
 
 
 def tiny(seed: int) -> tuple[ClusterSnapshot, int]:
@@ -127,11 +132,12 @@ def test_diversity_moves_paid_back_make_it_strictly_tighter():
     snap = ClusterSnapshot(brokers, parts)
     assert old_bound(snap, 10) == 100
     found = bound(snap, 10)
-    assert found is not None and found.bytes > 100
+    assert found is not None and found.bytes > 100 and found.kept == TARGETS
     assert found.bytes <= brute_force(snap, 10)[0] == 200
-    plan = replica_balance(snap, threshold=10)
-    assert plan.bound("bytes_moved_lp_bound_band_counts_topics_diversity") == found.bytes
-    report = render_report(plan, PlanSettings("replica"))
+    request = request_of("replica", threshold=10)
+    plan = make_plan(snap, request)
+    assert plan.bound(f"{BOUND_KEY}:diversity,topics,counts,bytes") == found.bytes
+    report = render_report(plan, request)
     assert f">= {found.bytes} (LP, threshold 10%, no budget)" in report
     assert "a linear program over brokers (HiGHS)" in report
 

@@ -11,7 +11,7 @@ import pytest
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from kafka_replica_assignor.planner.plan import Plan
 from kafka_replica_assignor.planner.report.charts import chart_figures, histogram_view
-from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.request import PlanRequest
 
 HOT = (7, 150, 299)
 
@@ -34,8 +34,8 @@ def test_three_hot_brokers_no_longer_squeeze_the_histogram(brokers: int) -> None
         before[b] += 1
     plan = Plan(snapshot_of(owners_before, brokers), snapshot_of(owners_after, brokers),
                 bounds=(("replicas_band_lo", 27), ("replicas_band_hi", 33)))
-    settings = PlanSettings("replica")
-    ax = chart_figures(plan, settings)["replicas.png"].axes[0]
+    request = PlanRequest("replica")
+    ax = chart_figures(plan, request)["replicas.png"].axes[0]
     low, high = ax.get_xlim()
     assert 20 <= low <= 27 and 33 <= high <= 40                    # the band's scale, not 0-400
     view = histogram_view(list(after), list(before.values()), list(after.values()), (27, 33), integer=True)

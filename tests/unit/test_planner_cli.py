@@ -132,3 +132,65 @@ def test_scope_options_keep_what_is_out_of_scope(snapshot_file, tmp_path, capsys
                "--out", str(tmp_path / "bad")) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a regular expression" in err
+
+
+@pytest.mark.parametrize("options, message", [
+    (("--mode", "leader", "--threshold", "5"), "--threshold is ignored by --mode leader"),
+    (("--mode", "repair", "--threshold", "5"), "--threshold is ignored by --mode repair"),
+    (("--mode", "leader", "--max-moves", "3"), "--max-moves is ignored by --mode leader"),
+    (("--mode", "replica", "--max-leader-changes", "3"), "--max-leader-changes is ignored by --mode replica"),
+    (("--mode", "repair", "--max-leader-changes", "3"), "--max-leader-changes is ignored by --mode repair"),
+    (("--mode", "leader", "--forget", "6"), "--remove-brokers is ignored by --mode leader"),
+    (("--mode", "replica", "--forget", "6", "--exclude-brokers", "6"), "a broker takes one of these roles"),
+])
+def test_an_option_the_mode_ignores_is_refused(snapshot_file, tmp_path, capsys, options, message):
+    out = tmp_path / "plan"
+    assert run("balance", "--snapshot", snapshot_file, *options, "--no-charts", "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+    assert not out.exists()
+
+
+def test_forget_is_remove_brokers_and_nothing_may_stay(snapshot_file, tmp_path, capsys):
+    outs = {}
+    for flag in ("--forget", "--remove-brokers"):
+        out = outs[flag] = tmp_path / flag.strip("-")
+        assert run("balance", "--snapshot", snapshot_file, "--mode", "cluster", flag, "1", "--no-charts",
+                   "--out", str(out)) == 0
+    files = sorted(os.listdir(outs["--forget"]))
+    assert files == sorted(os.listdir(outs["--remove-brokers"]))
+    for name in files:
+        assert (outs["--forget"] / name).read_bytes() == (outs["--remove-brokers"] / name).read_bytes()
+    moved = json.loads((outs["--forget"] / "reassignment.json").read_text())["partitions"]
+    before = {(p["topic"], p["partition"]): p["replicas"] for p in SNAPSHOT["partitions"]}
+    assert {k for k, v in before.items() if 1 in v} <= {(p["topic"], p["partition"]) for p in moved}
+    assert all(1 not in p["replicas"] for p in moved)
+    capsys.readouterr()
+    # a partition out of scope cannot leave the removed broker: the promise is not kept (exit 1)
+    out = tmp_path / "kept"
+    assert run("balance", "--snapshot", snapshot_file, "--mode", "replica", "--remove-brokers", "1",
+               "--topics", "other", "--no-charts", "--out", str(out)) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "stay on removed broker(s) 1" in err and "orders-0" in err
+    assert not out.exists()
+
+
+def test_exact_nodes_is_the_work_limit_and_exact_seconds_a_safety_net(snapshot_file, tmp_path, capsys):
+    def plan(name: str, *options: str) -> tuple[dict[str, bytes], str]:
+        out = tmp_path / name
+        assert run("balance", "--snapshot", snapshot_file, "--mode", "cluster", *options, "--no-charts",
+                   "--out", str(out)) == 0
+        return {f: (out / f).read_bytes() for f in os.listdir(out)}, capsys.readouterr().out
+
+    default, said = plan("default")
+    assert "exact program (HiGHS)" in said                      # small enough: the exact path ran
+    assert plan("again")[0] == default                          # a work limit: the same plan every time
+    assert plan("limit", "--exact-nodes", "400")[0] == default  # the default limit
+    heuristic, said = plan("heuristic", "--exact-nodes", "0")
+    assert "exact program" not in said and "exact path" not in said
+    assert plan("no-net", "--exact-seconds", "0")[0] == heuristic    # 0: the exact path never runs
+    for bad in (("--exact-nodes", "-1"), ("--exact-nodes", "1.5"), ("--exact-seconds", "-1"),
+                ("--exact-seconds", "inf")):
+        with pytest.raises(SystemExit) as exc:
+            parser().parse_args(["balance", "--snapshot", "x", "--mode", "cluster", "--out", "o", *bad])
+        assert exc.value.code == 2

@@ -17,9 +17,10 @@ from kafka_replica_assignor.cluster.snapshot import (
     with_log_dirs,
 )
 from kafka_replica_assignor.planner.inputs.log_dirs import merge_log_dirs, parse_placement
-from kafka_replica_assignor.planner.plan import Plan, Scope
+from kafka_replica_assignor.planner.plan import Plan
 from kafka_replica_assignor.planner.report.outputs import render_outputs, write_outputs
-from kafka_replica_assignor.planner.settings import PlanSettings
+from kafka_replica_assignor.planner.request import MODES, PlanRequest, Scope
+from kafka_replica_assignor.planner.solving import planning
 from kafka_replica_assignor.planner.solving.disks import (
     balance_disks,
     broker_dirs,
@@ -29,8 +30,9 @@ from kafka_replica_assignor.planner.solving.disks import (
     intra_only,
     report_lines,
 )
-from kafka_replica_assignor.planner.solving.modes import MODES, RULES, make_plan
+from kafka_replica_assignor.planner.solving.planning import make_plan
 from kafka_replica_assignor.protocol.cluster_reader import placement_from_log_dirs
+from tests.planning import request_of
 
 G = 1 << 30
 
@@ -48,6 +50,13 @@ def jbod(seed: int, brokers: int = 6, partitions: int = 60, dirs: int = 2) -> Cl
     return ClusterSnapshot(tuple(BrokerEntry(b, f"r{b % 3}", log_dirs=tuple(names)) for b in ids), tuple(parts))
 
 
+def without_disk_pass(snapshot: ClusterSnapshot, request: PlanRequest) -> Plan:
+    """The plan of ``request`` with the log-directory pass left out (the broker plan alone)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(planning, "balance_disks", lambda plan, **_: plan)
+        return make_plan(snapshot, request)
+
+
 def stripped(snapshot: ClusterSnapshot) -> ClusterSnapshot:
     return ClusterSnapshot(
         tuple(BrokerEntry(b.id, b.rack, b.alive, b.host, b.port, b.capacity_bytes) for b in snapshot.brokers),
@@ -59,12 +68,12 @@ def stripped(snapshot: ClusterSnapshot) -> ClusterSnapshot:
 @pytest.mark.parametrize("mode", MODES)
 def test_without_log_dirs_the_outputs_are_byte_identical(mode: str) -> None:
     snapshot = stripped(jbod(3))
-    settings = PlanSettings(mode, batch_size=5)
-    plan = make_plan(snapshot, settings)
-    plain = RULES[settings.mode](snapshot, settings)
+    request = PlanRequest(mode, batch_size=5)
+    plan = make_plan(snapshot, request)
+    plain = without_disk_pass(snapshot, request)
     assert plan.after == plain.after and plan.notes == plain.notes
-    files = render_outputs(plan, settings, charts=False)
-    assert files == render_outputs(plain, settings, charts=False)
+    files = render_outputs(plan, request, charts=False)
+    assert files == render_outputs(plain, request, charts=False)
     assert not any(b"log_dirs" in data or b"Log directories" in data for data in files.values())
 
 
@@ -76,9 +85,9 @@ def test_one_directory_per_broker_is_no_jbod() -> None:
         PartitionEntry(p.topic, p.partition, p.replicas, None, None, p.size_bytes, ("/only",) * len(p.replicas))
         for p in snapshot.partitions))
     assert not has_log_dirs(single)
-    settings = PlanSettings("cluster")
-    plan = make_plan(single, settings)
-    assert plan.after == RULES[settings.mode](single, settings).after
+    request = PlanRequest("cluster")
+    plan = make_plan(single, request)
+    assert plan.after == without_disk_pass(single, request).after
 
 
 # -- the snapshot field --------------------------------------------------------------------
@@ -166,15 +175,15 @@ def test_the_worked_example_of_the_module_doc() -> None:
 @pytest.mark.parametrize("seed", range(8))
 def test_the_pass_keeps_the_broker_plan_and_brings_directories_into_the_band(seed: int) -> None:
     snapshot = jbod(seed, dirs=2 + seed % 2)
-    settings = PlanSettings("cluster", exact_seconds=0)
-    plain = RULES[settings.mode](snapshot, settings)
-    plan = make_plan(snapshot, settings)
-    assert plan == make_plan(snapshot, settings)                       # deterministic
+    request = request_of("cluster")
+    plain = without_disk_pass(snapshot, request)
+    plan = make_plan(snapshot, request)
+    assert plan == make_plan(snapshot, request)                        # deterministic
     assert [p.replicas for p in plan.after.partitions] == [p.replicas for p in plain.after.partitions]
     assert plan.moves == plain.moves
     dirs = broker_dirs(snapshot)
     moved: set[tuple[str, int, int]] = set()
-    for old, new in zip(snapshot.partitions, plan.after.partitions, strict=True):
+    for old, new in zip(plan.before.partitions, plan.after.partitions, strict=True):   # by (topic, partition)
         assert new.log_dirs is not None or new is old
         for b, d in zip(new.replicas, new.log_dirs or old.log_dirs or (), strict=True):
             assert d in dirs[b]                                         # every replica has a directory of its broker
@@ -191,13 +200,13 @@ def test_the_pass_keeps_the_broker_plan_and_brings_directories_into_the_band(see
 
 def test_scope_and_modes_limit_the_pass() -> None:
     snapshot = jbod(5)
-    leader = make_plan(snapshot, PlanSettings("leader"))
-    assert all(p.log_dirs == q.log_dirs for p, q in zip(snapshot.partitions, leader.after.partitions, strict=True)
+    leader = make_plan(snapshot, PlanRequest("leader"))
+    assert all(p.log_dirs == q.log_dirs for p, q in zip(leader.before.partitions, leader.after.partitions, strict=True)
                if p.replicas == q.replicas)
-    assert not disk_moves(make_plan(snapshot, PlanSettings("repair")))
-    fixed = make_plan(snapshot, PlanSettings("cluster", exact_seconds=0, scope=Scope(exclude_brokers=(1, 2))))
+    assert not disk_moves(make_plan(snapshot, PlanRequest("repair")))
+    fixed = make_plan(snapshot, request_of("cluster", scope=Scope(exclude_brokers=(1, 2))))
     assert disk_moves(fixed) and all(m.broker not in (1, 2) for m in disk_moves(fixed))
-    only = make_plan(snapshot, PlanSettings("cluster", exact_seconds=0, scope=Scope(topics="t1")))
+    only = make_plan(snapshot, request_of("cluster", scope=Scope(topics="t1")))
     assert disk_moves(only) and all(m.topic == "t1" for m in disk_moves(only))
 
 
@@ -208,9 +217,9 @@ def test_reassignment_json_carries_log_dirs_and_verify_reads_the_plan(tmp_path: 
     from kafka_replica_assignor.cli.verify import read_plan
 
     snapshot = jbod(2)
-    settings = PlanSettings("cluster", exact_seconds=0, batch_size=7)
-    plan = make_plan(snapshot, settings)
-    files = render_outputs(plan, settings, charts=False)
+    request = request_of("cluster", batch_size=7)
+    plan = make_plan(snapshot, request)
+    files = render_outputs(plan, request, charts=False)
     entries = json.loads(files["reassignment.json"])["partitions"]
     assert all(len(e["log_dirs"]) == len(e["replicas"]) for e in entries)
     intra = {(p.topic, p.partition) for p in intra_only(plan)}
@@ -242,12 +251,12 @@ def test_reassignment_json_carries_log_dirs_and_verify_reads_the_plan(tmp_path: 
 @pytest.mark.parametrize("seed", range(4))
 def test_balancing_the_result_again_moves_nothing(seed: int) -> None:
     snapshot = jbod(seed, dirs=2 + seed % 2)
-    settings = PlanSettings("cluster", exact_seconds=0)
-    plan = make_plan(snapshot, settings)
+    request = request_of("cluster")
+    plan = make_plan(snapshot, request)
     after = ClusterSnapshot(plan.after.brokers, tuple(       # the cluster once the plan ran
         p if p.log_dirs is not None else PartitionEntry(p.topic, p.partition, p.replicas, p.leader, p.isr,
                                                         p.size_bytes, o.log_dirs)
-        for o, p in zip(snapshot.partitions, plan.after.partitions, strict=True)))
+        for o, p in zip(plan.before.partitions, plan.after.partitions, strict=True)))
     assert disk_moves(plan)
-    again = make_plan(after, settings)
+    again = make_plan(after, request)
     assert not disk_moves(again) and not intra_only(again) and again.replica_moves == 0

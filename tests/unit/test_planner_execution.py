@@ -22,8 +22,8 @@ from kafka_replica_assignor.planner.report.cluster_report import describe
 from kafka_replica_assignor.planner.report.figures import figures, plan_figures
 from kafka_replica_assignor.planner.report.outputs import render_outputs
 from kafka_replica_assignor.planner.report.plan_report import render_report
-from kafka_replica_assignor.planner.settings import PlanSettings
-from kafka_replica_assignor.planner.solving.modes import make_plan
+from kafka_replica_assignor.planner.request import PlanRequest, Scope
+from kafka_replica_assignor.planner.solving.planning import make_plan
 
 
 def cluster(sized: bool = True) -> ClusterSnapshot:
@@ -53,9 +53,9 @@ def run_cli(module, *argv: str) -> int:
 
 def test_batches_limit_moves_per_broker_and_summary_has_the_totals():
     snap = cluster()
-    settings = PlanSettings("cluster", threshold=0, max_moves_per_broker=2, throttle=50_000_000)
-    plan = make_plan(snap, settings)
-    files = render_outputs(plan, settings, charts=False)
+    request = PlanRequest("cluster", threshold=0, max_moves_per_broker=2, throttle=50_000_000)
+    plan = make_plan(snap, request)
+    files = render_outputs(plan, request, charts=False)
     batches = sorted(k for k in files if k.startswith("reassignment-"))
     summary = json.loads(files["summary.json"])
     assert summary["batches"] == len(batches) > 1
@@ -79,17 +79,17 @@ def test_batches_limit_moves_per_broker_and_summary_has_the_totals():
 
 
 def test_unsized_plans_move_zero_bytes_and_have_no_eta_without_throttle():
-    settings = PlanSettings("cluster", threshold=0)
-    summary = json.loads(render_outputs(make_plan(cluster(sized=False), settings), settings,
+    request = PlanRequest("cluster", threshold=0)
+    summary = json.loads(render_outputs(make_plan(cluster(sized=False), request), request,
                                         charts=False)["summary.json"])
     assert summary["bytes_moved"] == 0 and summary["eta_seconds"] is None and summary["batches"] == 1
 
 
 def test_rollback_names_live_brokers_only_and_the_report_lists_the_others():
     snap = cluster()
-    settings = PlanSettings("cluster", threshold=0)
-    plan = make_plan(snap, settings)
-    files = render_outputs(plan, settings, charts=False)
+    request = PlanRequest("cluster", threshold=0)
+    plan = make_plan(snap, request)
+    files = render_outputs(plan, request, charts=False)
     alive = {b.id for b in snap.brokers if b.alive}
     rollback = json.loads(files["rollback.json"])["partitions"]
     assert rollback and all(alive.issuperset(p["replicas"]) for p in rollback)
@@ -102,7 +102,7 @@ def test_rollback_names_live_brokers_only_and_the_report_lists_the_others():
 
 def test_leader_only_changes_come_last_in_their_batch():
     snap = cluster()
-    plan = make_plan(snap, PlanSettings("cluster", threshold=10))
+    plan = make_plan(snap, PlanRequest("cluster", threshold=10))
     run = execution(plan, Limits(batch_size=50))
     before = {(p.topic, p.partition): set(p.replicas) for p in snap.partitions}
     kinds = [set(p.replicas) == before[(p.topic, p.partition)] for p in run.batches[0].partitions]
@@ -141,8 +141,8 @@ def test_verify_plan_passes_on_the_start_and_names_a_drifted_partition(tmp_path,
 
 def test_report_does_not_claim_targets_it_misses_and_blames_the_budget():
     snap = skewed()
-    settings = PlanSettings("cluster", threshold=10, max_moves=0)
-    report = render_report(make_plan(snap, settings), settings)
+    request = PlanRequest("cluster", threshold=10, max_moves=0)
+    report = render_report(make_plan(snap, request), request)
     assert "every target was reached" not in report
     line = next(x for x in report.splitlines() if x.startswith("- partitions lacking rack diversity"))
     assert "move budget is spent (--max-moves 0)" in line
@@ -151,14 +151,14 @@ def test_report_does_not_claim_targets_it_misses_and_blames_the_budget():
 
 
 def test_report_of_a_reached_plan_says_so():
-    settings = PlanSettings("cluster", threshold=10)
-    report = render_report(make_plan(skewed(), settings), settings)
+    request = PlanRequest("cluster", threshold=10)
+    report = render_report(make_plan(skewed(), request), request)
     assert "- none: every target was reached." in report
 
 
 def test_leader_mode_blames_the_mode_for_rack_diversity():
-    settings = PlanSettings("leader")
-    report = render_report(make_plan(skewed(), settings), settings)
+    request = PlanRequest("leader")
+    report = render_report(make_plan(skewed(), request), request)
     line = next(x for x in report.splitlines() if x.startswith("- partitions lacking rack diversity"))
     assert "leader mode moves no replicas" in line
 
@@ -179,17 +179,17 @@ def test_state_and_report_say_the_ideal_is_unreachable_and_state_their_threshold
     data = json.loads(capsys.readouterr().out)
     assert data["lower_bounds"]["threshold_percent"] == 0 and data["ideal_unreachable"]["partitions"] == 2
     snap = ClusterSnapshot.from_dict(ONE_ALIVE)
-    settings = PlanSettings("cluster")
-    report = render_report(make_plan(snap, settings), settings)
+    request = PlanRequest("cluster")
+    report = render_report(make_plan(snap, request), request)
     assert "is unreachable: 2 partition(s) have more replicas than the 1 alive broker(s)" in report
 
 
 # --- charts ---------------------------------------------------------------------------------------
 
 def test_charts_name_cluster_and_mode_mark_dead_brokers_and_use_integer_ticks():
-    settings = PlanSettings("cluster", threshold=0, source="/data/prod-eu.json", forgotten=(5,))
-    plan = make_plan(cluster(), settings)
-    charts = chart_figures(plan, settings)
+    request = PlanRequest("cluster", threshold=0, source="/data/prod-eu.json", scope=Scope(remove_brokers=(5,)))
+    plan = make_plan(cluster(), request)
+    charts = chart_figures(plan, request)
     assert set(charts) == {"replicas.png", "leaders.png", "disk.png"}
     for name, fig in charts.items():
         ax = fig.axes[0]
@@ -217,12 +217,12 @@ def test_no_dead_mark_without_dead_brokers_and_a_histogram_for_many_brokers():
                                                                       (p % 400, (p + 1) % 400) else (p + 2) % 400))
                   for p in range(1000))
     snap = ClusterSnapshot(brokers, parts)
-    settings = PlanSettings("leader")
-    fig = chart_figures(make_plan(snap, settings), settings)["replicas.png"]
+    request = PlanRequest("leader")
+    fig = chart_figures(make_plan(snap, request), request)["replicas.png"]
     ax = fig.axes[0]
     assert "\u2020" not in ax.get_xlabel() and ax.get_ylabel() == "alive brokers"
     assert fig.get_size_inches()[0] <= 14
-    small = chart_figures(make_plan(skewed(), settings), settings)["leaders.png"].axes[0]
+    small = chart_figures(make_plan(skewed(), request), request)["leaders.png"].axes[0]
     assert "dead" not in small.get_xlabel() and small.get_ylabel() == "preferred leaders per broker"
 
 
@@ -243,28 +243,38 @@ def test_explain_chart_names_its_levels_and_has_a_title():
 # --- the fast figures agree with describe ----------------------------------------------------------
 
 def broker_cap_excess(snap: ClusterSnapshot) -> int:
-    """The planner's broker cap, ``max(ceil(R/B), ceil(R_rack/B_rack)) + 1``, counted plainly:
-    the most replicas of a topic on one alive broker above it (a topic on none counts 0)."""
-    alive = [b.id for b in snap.brokers if b.alive]
-    tree = RackTree.of({b.id: b.rack for b in snap.brokers if b.alive})
+    """The topic-spread cap at a broker, counted plainly from its definition: ``cap(t, g) =
+    E(t, g) + 1`` with ``E(t, root) = R_t`` (the topic's replicas) and ``E(t, g) = max(ceil(E(t,
+    parent) * m_g / m_parent), S_t(g))``, ``m_g`` the alive brokers under node ``g`` and, for a rack
+    node, ``S_t(g)`` the topic's partitions that can be repaired (no more replicas than alive
+    brokers) with at least as many replicas as there are groups at ``g``'s level (0 for a broker).
+    The figure: the most replicas of a topic on one alive broker above its cap there, 0 if none."""
+    alive = sorted(b.id for b in snap.brokers if b.alive)
+    if not alive:
+        return 0
+    tree = RackTree.of({b.id: b.rack for b in snap.brokers})
+    groups = tree.groups(alive)
     total: Counter[str] = Counter()
+    spanning: Counter[tuple[str, int]] = Counter()
     on: Counter[tuple[str, int]] = Counter()
-    in_rack: Counter[tuple[str, int | None]] = Counter()
     for p in snap.partitions:
         total[p.topic] += len(p.replicas)
+        for level, g in enumerate(groups):
+            if g <= len(p.replicas) <= len(alive):
+                spanning[(p.topic, level)] += 1
         for b in p.replicas:
             if b in alive:
                 on[(p.topic, b)] += 1
-                in_rack[(p.topic, tree.leaf(b))] += 1
-    members = Counter(tree.leaf(b) for b in alive)
-    worst = {t: -(-(-n // len(alive)) + 1) for t, n in total.items()} if alive else {}
+    worst = 0
     for (t, b), n in on.items():
-        leaf = tree.leaf(b)
-        cap = -(-total[t] // len(alive))
-        if leaf is not None:
-            cap = max(cap, -(-in_rack[(t, leaf)] // members[leaf]))
-        worst[t] = max(worst[t], n - cap - 1)
-    return max(worst.values(), default=0)
+        share, above = total[t], len(alive)                 # the root
+        for level, key in enumerate(tree.keys[b]):          # its data centre, ..., its rack
+            under = sum(1 for x in alive if tree.keys[x][level] == key)
+            share = max(-(-share * under // above), spanning[(t, level)])
+            above = under
+        share = -(-share // above)                          # the broker itself: m_g = 1
+        worst = max(worst, n - (share + 1))
+    return worst
 
 
 @pytest.mark.parametrize("snap", [cluster(), skewed(), ClusterSnapshot.from_dict(ONE_ALIVE), ClusterSnapshot(
@@ -278,7 +288,7 @@ def test_figures_agree_with_describe(snap):
     assert (fast.not_diverse, fast.on_dead, fast.on_unknown, fast.placeholders) == (
         len(plain.not_diverse), len(plain.on_dead), len(plain.on_unknown), len(plain.placeholders))
     assert fast.topic_excess == broker_cap_excess(snap)
-    plan = make_plan(snap, PlanSettings("cluster", threshold=0))
+    plan = make_plan(snap, PlanRequest("cluster", threshold=0))
     assert plan_figures(plan) == (figures(plan.before), figures(plan.after))
 
 

@@ -11,20 +11,16 @@ from random import Random
 import pytest
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.bands import parse_threshold
-from kafka_replica_assignor.planner.goals.capacity import CapacityGoal
-from kafka_replica_assignor.planner.goals.goal import ReportView
+from kafka_replica_assignor.planner.goals.goal import Goal, ReportView
 from kafka_replica_assignor.planner.goals.model import Model
-from kafka_replica_assignor.planner.goals.order import GOALS, targets
+from kafka_replica_assignor.planner.goals.order import GOALS, REPLICA_PHASES, goals_for, targets
 from kafka_replica_assignor.planner.goals.rack_diversity import RackDiversityGoal
-from kafka_replica_assignor.planner.goals.scope import ScopeGoal
-from kafka_replica_assignor.planner.goals.topic_spread import TopicSpreadGoal
-from kafka_replica_assignor.planner.plan import MoveKind, Scope, Working
+from kafka_replica_assignor.planner.plan import MoveKind, Working
 from kafka_replica_assignor.planner.report.figures import plan_figures
 from kafka_replica_assignor.planner.report.plan_report import render_report
-from kafka_replica_assignor.planner.settings import PlanSettings
-from kafka_replica_assignor.planner.solving.modes import make_plan
-from kafka_replica_assignor.planner.solving.replica_balance import replica_balance
+from kafka_replica_assignor.planner.request import PlanRequest, Scope
+from kafka_replica_assignor.planner.solving.planning import make_plan
+from tests.planning import plan_of, request_of
 from tests.property.plan_invariants import check_plan
 
 GOALS_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "planner", "goals")
@@ -48,29 +44,48 @@ def random_cluster(rng: Random) -> ClusterSnapshot:
     return ClusterSnapshot(tuple(brokers), tuple(parts))
 
 
+def model_of(snap: ClusterSnapshot, request: PlanRequest, *, leader_budget: int | None = None) -> tuple[
+        Working, Model, list[Goal]]:
+    """The heuristic's model of ``snap`` with the replica goals of ``request`` bound and prepared
+    (their bands and targets set), before any move."""
+    work = Working(snap, request.scope)
+    goals = goals_for(work, request, REPLICA_PHASES)
+    model = Model(work, goals, None, leader_budget, work.counts(), work.byte_counts())
+    for goal in goals:
+        goal.prepare()
+    return work, model, goals
+
+
 @pytest.mark.parametrize("seed", range(12))
-def test_model_fits_is_the_conjunction_of_the_earlier_goals_accepts(seed):
-    # Model.fits is the fast path of every goal's acceptance check; on every offered replica and
-    # every broker, it says exactly what scope, diversity, capacity and topic spread say together
+def test_model_fits_is_the_conjunction_of_the_goals_accepts(seed):
+    # Model.fits is the fast path of every goal's acceptance check: on every offered replica and
+    # every broker, and for every rank asking, it says exactly what the goals say together: no
+    # duplicate, the leader budget, every hard goal's accepts and the accepts of every goal
+    # ranked before the one asking (each asked through its own method)
     rng = Random(seed)
     snap = random_cluster(rng)
-    scope = Scope(exclude_brokers=(2,)) if seed % 3 == 0 else None
-    work = Working(snap, (), scope)
-    model = Model(work, parse_threshold(10), None, None, work.counts(), work.byte_counts())
-    model.set_bands()
-    model.set_targets()
-    goals = [ScopeGoal(model), RackDiversityGoal(model), CapacityGoal(model), TopicSpreadGoal(model)]
-    checked = refused = 0
+    scope = (Scope(exclude_brokers=(2,)), Scope(add_brokers=(3, 4)), Scope())[seed % 3]
+    leader_budget = 0 if seed % 4 == 1 else None      # 0: no leader replica may move
+    work, model, goals = model_of(snap, PlanRequest("replica", threshold=10, scope=scope, exact_nodes=0),
+                                  leader_budget=leader_budget)
+    assert [g.key for g in goals][-5:] == ["diversity", "topics", "counts", "bytes", "moves"]
+    checked = refused = by_rank = 0
     for x in work.eligible:
         for i in model.on(x):
             for y in work.eligible:
                 if y == x:
                     continue
-                expected = all(g.accepts(i, x, y) for g in goals)
-                assert model.fits(i, x, y) == expected, (i, x, y)
-                checked += 1
-                refused += not expected
-    assert checked > 50 and 0 < refused < checked
+                free = y not in model.reps[i] and (model.reps[i][0] != x or leader_budget is None)
+                for upto in range(len(goals) + 1):
+                    expected = free and all(g.accepts(i, x, y) for r, g in enumerate(goals) if g.hard or r < upto)
+                    assert model.fits(i, x, y, upto) == expected, (i, x, y, upto)
+                    if model.leaf[y] in model.allowed_leaves(i, x):     # the caller looked the rack up
+                        assert model.fits(i, x, y, upto, leaf_known=True) == expected, (i, x, y, upto)
+                    checked += 1
+                    refused += not expected
+                by_rank += model.fits(i, x, y, 0) and not model.fits(i, x, y, len(goals))
+    assert checked > 500 and 0 < refused < checked
+    assert by_rank      # the soft goals' accepts refuse some moves the hard rules allow
 
 
 def test_goal_order_names_every_goal_module_once():
@@ -82,7 +97,7 @@ def test_goal_order_names_every_goal_module_once():
         with open(os.path.join(GOALS_DIR, name), encoding="utf-8") as f:
             tree = ast.parse(f.read())
         goals = [c.name for c in tree.body if isinstance(c, ast.ClassDef) and c.name.endswith("Goal")
-                 and c.name not in ("Goal", "ModelGoal")]
+                 and c.name != "Goal"]
         assert len(goals) <= 1, (name, goals)
         classes += goals
     assert sorted(classes) == sorted(g.__name__ for g in GOALS)
@@ -94,13 +109,13 @@ def test_report_targets_not_reached_are_the_goals_own_figures():
     brokers = tuple(BrokerEntry(b, "a" if b < 3 else "b") for b in (1, 2, 3, 4))
     parts = tuple(PartitionEntry("t", p, (1, 3), size_bytes=10) for p in range(6))
     snap = ClusterSnapshot(brokers, parts)
-    settings = PlanSettings("replica", max_moves=1, exact_seconds=0)
-    plan = make_plan(snap, settings)
+    request = request_of("replica", max_moves=1)
+    plan = make_plan(snap, request)
     before, after = plan_figures(plan)
-    goal_targets = targets(plan, settings, before, after)
+    goal_targets = targets(plan, request, before, after)
     missed = [t.missed for t in goal_targets if not t.reached]
     assert missed and all(m for m in missed)
-    report = render_report(plan, settings)
+    report = render_report(plan, request)
     section = report.split("## Targets not reached", 1)[1].split("## Notes", 1)[0]
     assert [line[2:] for line in section.strip().splitlines()] == missed
     for t in goal_targets:
@@ -108,7 +123,8 @@ def test_report_targets_not_reached_are_the_goals_own_figures():
             assert f"| {t.section}. {t.label} | {t.before} | {t.after} | {t.target} |" in report
     counts = next(t for t in goal_targets if t.label == "replicas per alive broker")
     assert not counts.reached and counts.after == "0-6"      # 6, 0, 6, 0 -> one move: 6, 0, 5, 1
-    view = ReportView(plan, settings, before, after)
+    assert plan.replica_moves == 1
+    view = ReportView(plan, request, before, after)
     assert all(len(cls.targets(view)) <= 2 for cls in GOALS)
 
 
@@ -118,7 +134,7 @@ def test_follower_moves_before_leader_at_equal_bytes():
     brokers = tuple(BrokerEntry(b) for b in (1, 2, 3, 4))
     parts = (PartitionEntry("a", 0, (1, 2), size_bytes=10), PartitionEntry("b", 0, (3, 1), size_bytes=10),
              PartitionEntry("c", 0, (2, 3), size_bytes=1), PartitionEntry("d", 0, (4, 2), size_bytes=1))
-    plan = replica_balance(ClusterSnapshot(brokers, parts), threshold=50)
+    plan = plan_of(ClusterSnapshot(brokers, parts), "replica", threshold=50)
     check_plan(plan)
     assert [(m.topic, m.source, m.destination) for m in plan.moves] == [("b", 1, 4)]
     assert plan.leader_changes == 0
@@ -132,15 +148,15 @@ def scoped_leader_cluster() -> ClusterSnapshot:
     return ClusterSnapshot(brokers, parts)
 
 
-@pytest.mark.parametrize("exact_seconds", [0, 5])
+@pytest.mark.parametrize("exact", [False, True])
 @pytest.mark.parametrize("mode", ["cluster", "leader", "replica", "repair"])
-def test_topics_scope_keeps_out_of_scope_leaders_in_every_mode(mode, exact_seconds):
+def test_topics_scope_keeps_out_of_scope_leaders_in_every_mode(mode, exact):
     # --topics move: keep-0..2 stay led by 1 (and count there); the optimum hands move-0..2 to
     # 2 and 3: 1 keeps 3 (its fixed ones), 2 and 3 lead the rest, 3 changes; the same through
     # the exact path
     snap = scoped_leader_cluster()
-    settings = PlanSettings(mode, exact_seconds=exact_seconds, scope=Scope(topics="move"))
-    plan = make_plan(snap, settings)
+    request = request_of(mode, exact=exact, scope=Scope(topics="move"))
+    plan = make_plan(snap, request)
     check_plan(plan, scope=Scope(topics="move"), data_moves=mode != "leader")
     kept = [p for p in plan.after.partitions if p.topic == "keep"]
     assert kept == [p for p in snap.partitions if p.topic == "keep"]
@@ -148,7 +164,7 @@ def test_topics_scope_keeps_out_of_scope_leaders_in_every_mode(mode, exact_secon
         leaders = [p.replicas[0] for p in plan.after.partitions]
         assert leaders.count(1) == 3 and plan.leader_changes == 3
         assert sorted(leaders[3:]) == [2, 2, 3] or sorted(leaders[3:]) == [2, 3, 3]
-        report = render_report(plan, settings)
+        report = render_report(plan, request)
         assert "out-of-scope partitions changed (replicas or their order) | 0 | 0 | 0 |" in report
 
 
@@ -159,21 +175,20 @@ def test_repair_mode_honours_the_scope():
     parts = (PartitionEntry("t", 0, (9, 1)), PartitionEntry("u", 0, (9, 1)), PartitionEntry("v", 0, (3, 1)))
     snap = ClusterSnapshot(brokers, parts)
     scope = Scope(exclude_topics="t", exclude_brokers=(2,))
-    plan = make_plan(snap, PlanSettings("repair", scope=scope))
+    plan = plan_of(snap, "repair", scope=scope)
     check_plan(plan, scope=scope)
     assert [p.replicas for p in plan.after.partitions] == [(9, 1), (3, 1), (3, 1)]
     assert [(m.topic, m.kind) for m in plan.moves] == [("u", MoveKind.REPAIR)]
-    unscoped = make_plan(snap, PlanSettings("repair"))
+    unscoped = plan_of(snap, "repair")
     assert [p.replicas for p in unscoped.after.partitions][:2] == [(2, 1), (2, 1)] or \
         unscoped.repairs == 2
 
 
-def diversity_model(snap: ClusterSnapshot) -> tuple[Working, Model]:
-    work = Working(snap, (), None)
-    model = Model(work, parse_threshold(10), None, None, work.counts(), work.byte_counts())
-    model.set_bands()
-    model.set_targets()
-    return work, model
+def diversity_model(snap: ClusterSnapshot) -> tuple[Working, Model, RackDiversityGoal]:
+    """The model of ``snap`` at threshold 10 with its goals prepared, and its rack diversity goal."""
+    work, model, goals = model_of(snap, request_of("replica", threshold=10))
+    goal = next(g for g in goals if isinstance(g, RackDiversityGoal))
+    return work, model, goal
 
 
 def test_diversity_repair_goes_where_the_byte_band_needs_bytes():
@@ -185,9 +200,9 @@ def test_diversity_repair_goes_where_the_byte_band_needs_bytes():
     parts = [PartitionEntry("x", 0, (1, 2), size_bytes=100)]
     parts += [PartitionEntry(f"big{k}", 0, (b,), size_bytes=400) for k, b in enumerate((1, 2, 3))]
     parts += [PartitionEntry(f"tiny{k}", 0, (4,), size_bytes=10) for k in range(8)]
-    work, model = diversity_model(ClusterSnapshot(brokers, tuple(parts)))
+    work, model, goal = diversity_model(ClusterSnapshot(brokers, tuple(parts)))
     assert model.sizes[4] < model.blo <= model.sizes[3] and model.counts[3] < model.counts[4]
-    RackDiversityGoal(model).optimize()
+    goal.optimize()
     assert [(s, d) for _, s, d, _ in work.moves] == [(2, 4)]
 
 
@@ -198,9 +213,9 @@ def test_diversity_repair_without_a_broker_below_the_band_takes_the_least_loaded
     parts = [PartitionEntry("x", 0, (1, 2), size_bytes=10)]
     parts += [PartitionEntry(f"big{k}", 0, (b,), size_bytes=400) for k, b in enumerate((1, 2, 3, 4))]
     parts += [PartitionEntry(f"small{k}", 0, (4,), size_bytes=1) for k in range(3)]
-    work, model = diversity_model(ClusterSnapshot(brokers, tuple(parts)))
+    work, model, goal = diversity_model(ClusterSnapshot(brokers, tuple(parts)))
     assert all(model.blo <= model.sizes[b] <= model.bhi for b in (3, 4))
-    RackDiversityGoal(model).optimize()
+    goal.optimize()
     assert [(s, d) for _, s, d, _ in work.moves] == [(2, 3)]
 
 
@@ -212,7 +227,7 @@ def test_receivers_fill_to_the_band_bottom_only_when_the_bytes_below_it_dominate
     brokers = (BrokerEntry(1), BrokerEntry(2), BrokerEntry(3))
     parts = [PartitionEntry("h", p, (1,), size_bytes=50) for p in range(hot)]
     parts += [PartitionEntry("t", p, (1 + p % 2,), size_bytes=10) for p in range(10)]
-    _, model = diversity_model(ClusterSnapshot(brokers, tuple(parts)))
+    _, model, _ = diversity_model(ClusterSnapshot(brokers, tuple(parts)))
     below = sum(max(0, model.blo - s) for s in model.sizes.values())
     above = sum(max(0, s - model.bhi) for s in model.sizes.values())
     assert (below >= above) is fills_to_bottom

@@ -1,6 +1,7 @@
-"""Leader balance: exact optimum checked by brute force on small clusters, with the band prices
-and with the ``count^2`` prices alone; mixed replication factors, topics spread, near-linear
-work; notes, baseline and budget."""
+"""Leader balance (``--mode leader``): exact optimum checked by brute force on small clusters,
+with the band prices (the mode's own path, :func:`make_plan`) and with the ``count^2`` prices
+alone (the flow's cross-check, :func:`balance_leaders` with ``exact=True``); mixed replication
+factors, topics spread, near-linear work; notes, baseline and budget."""
 
 from __future__ import annotations
 
@@ -12,8 +13,19 @@ from collections import Counter
 import pytest
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
-from kafka_replica_assignor.planner.goals.leader_flow import leader_balance
+from kafka_replica_assignor.planner.goals.leader_flow import balance_leaders
+from kafka_replica_assignor.planner.plan import Plan, Working
+from tests.planning import plan_of
 from tests.property.plan_invariants import check_plan
+
+
+def leader_plan(snap: ClusterSnapshot, *, exact: bool = False, max_leader_changes: int | None = None,
+                baseline: ClusterSnapshot | None = None) -> Plan:
+    """The leader flow alone on ``snap``: ``exact`` cancels cycles with the ``count^2`` prices
+    only; ``baseline`` the snapshot whose leaders count as unchanged."""
+    work = Working(snap)
+    balance_leaders(work, max_leader_changes=max_leader_changes, baseline=baseline, exact=exact)
+    return work.plan()
 
 
 def snapshot(partitions, brokers=None, dead=()):
@@ -69,14 +81,14 @@ def test_leader_balance_matches_brute_force(exact):
     rng = random.Random(2024)
     for _ in range(250):
         snap = random_cluster(rng)
-        plan = leader_balance(snap, exact=exact)
+        plan = leader_plan(snap, exact=True) if exact else plan_of(snap, "leader")
         check_plan(plan, data_moves=False)
         assert measured(plan) == brute_force(snap), snap
 
 
 def test_docstring_example_two_changes():
     snap = snapshot([[1, 2], [1, 3], [1, 2], [2, 3], [1, 3], [3, 1]])
-    plan = leader_balance(snap)
+    plan = plan_of(snap, "leader")
     assert plan.leader_changes == 2
     assert Counter(p.replicas[0] for p in plan.after.partitions) == {1: 2, 2: 2, 3: 2}
     assert plan.bound("leader_changes_optimum") == 2
@@ -91,7 +103,7 @@ def test_unreachable_band_is_explained_and_others_are_even():
     # broker 4 holds no replica: band [3, 3] over 4 brokers is out of reach; 1-3 share 12
     parts = [[1, 2], [1, 3], [2, 3]] * 4
     snap = snapshot(parts, [1, 2, 3, 4])
-    plan = leader_balance(snap)
+    plan = plan_of(snap, "leader")
     counts = Counter(p.replicas[0] for p in plan.after.partitions)
     assert counts == {1: 4, 2: 4, 3: 4}
     assert any("not reachable" in n and "4" in n for n in plan.notes)
@@ -101,19 +113,19 @@ def test_unreachable_band_is_explained_and_others_are_even():
 def test_budget_caps_changes_and_baseline_prices_against_the_input():
     parts = [[1, 2, 3]] * 9
     snap = snapshot(parts)
-    plan = leader_balance(snap, max_leader_changes=2)
+    plan = plan_of(snap, "leader", max_leader_changes=2)
     check_plan(plan, data_moves=False, max_leader_changes=2)
     assert plan.leader_changes == 2
     # with a baseline whose leaders are 2, the partitions already led by 2 are free
     moved = ClusterSnapshot(snap.brokers, tuple(
         PartitionEntry("t", i, (2, 1, 3)) if i < 3 else p for i, p in enumerate(snap.partitions)))
-    plan = leader_balance(moved, baseline=snapshot([[2, 1, 3]] * 9))
+    plan = leader_plan(moved, baseline=snapshot([[2, 1, 3]] * 9))
     assert Counter(p.replicas[0] for p in plan.after.partitions) == {1: 3, 2: 3, 3: 3}
 
 
 def test_partitions_on_dead_brokers_keep_their_order():
     snap = snapshot([[1, 9], [1, 2], [1, 2], [1, 2]], [1, 2])
-    plan = leader_balance(snap)
+    plan = plan_of(snap, "leader")
     assert plan.after.partitions[0].replicas == (1, 9)
     assert any("repair them first" in n for n in plan.notes)
     check_plan(plan, data_moves=False)
@@ -125,7 +137,7 @@ def test_mixed_replication_factors_need_a_chain_of_changes():
     # counts alone (1 gives 3, 3 and 4 take 1 each) bound it by 3
     parts = [[1, 2], [1, 2], [1, 2], [2, 3], [1, 4, 2], [1, 4, 2]]
     snap = snapshot(parts)
-    plan = leader_balance(snap)
+    plan = plan_of(snap, "leader")
     check_plan(plan, data_moves=False)
     counts = Counter(p.replicas[0] for p in plan.after.partitions)
     assert counts[1] == 2 and counts[3] == 1 and sorted(counts.values()) == [1, 1, 2, 2]
@@ -140,7 +152,7 @@ def test_equal_cost_changes_spread_each_topic():
         (BrokerEntry(1), BrokerEntry(2)),
         tuple(PartitionEntry(t, i, (1, 2)) for t in ("x", "y") for i in range(4)),
     )
-    plan = leader_balance(snap)
+    plan = plan_of(snap, "leader")
     assert plan.leader_changes == 4
     led_by_2 = Counter(p.topic for p in plan.after.partitions if p.replicas[0] == 2)
     assert led_by_2 == {"x": 2, "y": 2}
@@ -169,7 +181,7 @@ def test_leader_balance_work_grows_near_linearly():
         best = float("inf")
         for _ in range(2):
             start = time.process_time()
-            plan = leader_balance(snap)
+            plan = plan_of(snap, "leader")
             best = min(best, time.process_time() - start)
         assert plan.bound("leaders_floor") is not None
         return best
@@ -183,7 +195,7 @@ def test_a_group_that_keeps_its_leaders_is_evened_inside():
     # so they split the six evenly (3 changes) and 5 takes one of 3's (1 change)
     parts = [[1, 2]] * 6 + [[3, 4], [4, 5], [3, 5]]
     snap = snapshot(parts)
-    plan = leader_balance(snap)
+    plan = plan_of(snap, "leader")
     check_plan(plan, data_moves=False)
     assert Counter(p.replicas[0] for p in plan.after.partitions) == {1: 3, 2: 3, 3: 1, 4: 1, 5: 1}
     assert measured(plan) == brute_force(snap) == (21, 4)

@@ -10,8 +10,8 @@ import pytest
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from kafka_replica_assignor.planner.report.outputs import render_outputs, write_outputs
-from kafka_replica_assignor.planner.settings import PlanSettings
-from kafka_replica_assignor.planner.solving.modes import make_plan
+from kafka_replica_assignor.planner.request import PlanRequest, RequestError
+from kafka_replica_assignor.planner.solving.planning import make_plan
 
 
 def cluster() -> ClusterSnapshot:
@@ -30,9 +30,9 @@ def apply(snapshot: ClusterSnapshot, reassignment: bytes) -> ClusterSnapshot:
 
 def test_kafka_formats_and_batches():
     snap = cluster()
-    settings = PlanSettings("cluster", threshold=0, batch_size=7)
-    plan = make_plan(snap, settings)
-    files = render_outputs(plan, settings, charts=False)
+    request = PlanRequest("cluster", threshold=0, batch_size=7)
+    plan = make_plan(snap, request)
+    files = render_outputs(plan, request, charts=False)
     full = json.loads(files["reassignment.json"])
     assert full["version"] == 1 and len(full["partitions"]) == len(plan.changed()) > 0
     assert all(set(p) == {"topic", "partition", "replicas"} for p in full["partitions"])
@@ -52,20 +52,20 @@ def test_kafka_formats_and_batches():
 
 def test_byte_identical_and_idempotent():
     snap = cluster()
-    settings = PlanSettings("cluster", threshold=0)
-    first = render_outputs(make_plan(snap, settings), settings)
-    second = render_outputs(make_plan(snap, settings), settings)
+    request = PlanRequest("cluster", threshold=0)
+    first = render_outputs(make_plan(snap, request), request)
+    second = render_outputs(make_plan(snap, request), request)
     assert first == second
     assert first["replicas.png"].startswith(b"\x89PNG") and first["leaders.png"].startswith(b"\x89PNG")
     balanced = apply(snap, first["reassignment.json"])
-    again = render_outputs(make_plan(balanced, settings), settings, charts=False)
+    again = render_outputs(make_plan(balanced, request), request, charts=False)
     assert again["reassignment.json"] == b'{"version":1,"partitions":[]}\n'
     assert again["leader-election.json"] == b'{"partitions":[]}\n'
 
 
 def test_write_outputs_all_or_nothing(tmp_path):
-    settings = PlanSettings("leader")
-    files = render_outputs(make_plan(cluster(), settings), settings, charts=False)
+    request = PlanRequest("leader")
+    files = render_outputs(make_plan(cluster(), request), request, charts=False)
     out = tmp_path / "plan"
     write_outputs(files, str(out))
     assert sorted(os.listdir(out)) == sorted(files)
@@ -77,8 +77,9 @@ def test_write_outputs_all_or_nothing(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".plan-")] == []
 
 
-def test_settings_are_validated():
-    with pytest.raises(ValueError, match="mode"):
-        PlanSettings("sideways")
-    with pytest.raises(ValueError, match="batch-size"):
-        PlanSettings("cluster", batch_size=0)
+def test_requests_are_validated():
+    with pytest.raises(RequestError, match="mode"):
+        PlanRequest("sideways")
+    with pytest.raises(RequestError, match="batch-size"):
+        PlanRequest("cluster", batch_size=0)
+    assert issubclass(RequestError, ValueError)

@@ -1,6 +1,6 @@
 """Replica balance and cluster balance on hand-made clusters: the bound reached, racks kept and
 repaired, topics spread, bytes balanced, capacity respected, followers first, uneven racks
-explained, threshold, forgotten brokers."""
+explained, threshold, removed brokers."""
 
 from __future__ import annotations
 
@@ -11,10 +11,22 @@ import pytest
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from kafka_replica_assignor.planner.goals.model import Model
+from kafka_replica_assignor.planner.goals.topic_spread import TopicSpreadGoal
+from kafka_replica_assignor.planner.plan import Plan
 from kafka_replica_assignor.planner.racks import RackTree
-from kafka_replica_assignor.planner.solving.cluster_balance import cluster_balance
-from kafka_replica_assignor.planner.solving.replica_balance import replica_balance
+from kafka_replica_assignor.planner.request import RequestError
+from tests.planning import plan_of
 from tests.property.plan_invariants import check_plan
+
+
+def replica_balance(snap: ClusterSnapshot, **options: object) -> Plan:
+    """The heuristic's plan of replica mode (the exact path has its own tests)."""
+    return plan_of(snap, "replica", **options)
+
+
+def cluster_balance(snap: ClusterSnapshot, **options: object) -> Plan:
+    """The heuristic's plan of cluster mode."""
+    return plan_of(snap, "cluster", **options)
 
 
 def round_robin(brokers: list[BrokerEntry], partitions: int, rf: int, used: int) -> ClusterSnapshot:
@@ -98,7 +110,7 @@ def test_rack_tree_diversity_is_kept_at_every_level():
     tree = RackTree.of({b.id: b.rack for b in brokers})
     plan = cluster_balance(snap, threshold=0)
     check_plan(plan, replica_band=(33, 34), leader_band=(16, 17))
-    for before, after in zip(snap.partitions, plan.after.partitions, strict=True):
+    for before, after in zip(plan.before.partitions, plan.after.partitions, strict=True):
         assert all(x <= y for x, y in zip(tree.diversity(before.replicas), tree.diversity(after.replicas), strict=True))
 
 
@@ -173,7 +185,7 @@ def test_capacity_is_never_exceeded():
 def test_capacity_smaller_than_what_must_stay_is_an_error():
     brokers = (BrokerEntry(1, capacity_bytes=10), BrokerEntry(2, capacity_bytes=10))
     snap = ClusterSnapshot(brokers, (PartitionEntry("t", 0, (1, 2), size_bytes=30),))
-    with pytest.raises(ValueError, match="capacity infeasible"):
+    with pytest.raises(RequestError, match="capacity infeasible"):
         replica_balance(snap)
 
 
@@ -233,11 +245,11 @@ def test_a_rack_heavier_than_the_mean_is_evened_inside_it_in_few_moves():
     assert any("rack a: broker(s) 0, 1" in note and "bytes" in note for note in plan.notes)
 
 
-def test_forgotten_broker_is_drained():
+def test_removed_broker_is_drained():
     brokers = [BrokerEntry(i) for i in range(5)]
     snap = round_robin(brokers, 50, 2, used=5)
-    plan = cluster_balance(snap, threshold=0, forgotten={4})
-    check_plan(plan, forgotten={4}, replica_band=(25, 25), leader_band=(12, 13))
+    plan = cluster_balance(snap, threshold=0, remove=(4,))
+    check_plan(plan, removed={4}, replica_band=(25, 25), leader_band=(12, 13))
     assert counts(plan.after)[4] == 0
     assert plan.repairs == 20
 
@@ -247,7 +259,8 @@ def test_cluster_balance_counts_leader_changes_against_the_input():
     snap = round_robin(brokers, 160, 2, used=6)
     plan = cluster_balance(snap, threshold=0)
     check_plan(plan, replica_band=(40, 40), leader_band=(20, 20))
-    changed = sum(1 for a, b in zip(snap.partitions, plan.after.partitions, strict=True) if a.replicas[0] != b.replicas[0])
+    leader = {(p.topic, p.partition): p.replicas[0] for p in snap.partitions}   # the input, in its own order
+    changed = sum(1 for p in plan.after.partitions if leader[(p.topic, p.partition)] != p.replicas[0])
     assert plan.leader_changes == changed
     assert plan.bound("leader_changes_optimum") == changed
     assert cluster_balance(plan.after, threshold=0).moves == ()
@@ -260,8 +273,10 @@ def test_module_docstring_example():
     snap = ClusterSnapshot(brokers, tuple(PartitionEntry(t, p, r) for (t, p), r in lists.items()))
     plan = replica_balance(snap, threshold=0)
     check_plan(plan, replica_band=(2, 2), diversity=True, topic_caps=True)
+    # the moves of the heuristic's doc (diversity y-1 1 -> 6; counts x-1 1 -> 5, x-3 2 -> 5,
+    # x-2 4 -> 6); the plan lists them by (topic, partition), the order of its final lists
     assert [(m.topic, m.partition, m.source, m.destination) for m in plan.moves] == [
-        ("y", 1, 1, 6), ("x", 1, 1, 5), ("x", 3, 2, 5), ("x", 2, 4, 6)]
+        ("x", 1, 1, 5), ("x", 2, 4, 6), ("x", 3, 2, 5), ("y", 1, 1, 6)]
     assert plan.leader_changes == 0
 
 
@@ -293,14 +308,15 @@ def test_work_grows_linearly_with_the_cluster(monkeypatch):
     # the brokers and partitions may cost four times the work, with room for log factors, not
     # the sixteen times of a broker scan per move
     calls = Counter()
-    for name in ("fits", "caps_ok", "load_key", "allowed_leaves"):
-        original = getattr(Model, name)
+    for owner, name in ((Model, "fits"), (TopicSpreadGoal, "caps_ok"), (Model, "load_key"),
+                        (Model, "allowed_leaves")):
+        original = getattr(owner, name)
 
         def counted(self, *args, _original=original, _name=name, **kwargs):
             calls[_name] += 1
             return _original(self, *args, **kwargs)
 
-        monkeypatch.setattr(Model, name, counted)
+        monkeypatch.setattr(owner, name, counted)
     work = []
     for brokers in (30, 120):
         calls.clear()
