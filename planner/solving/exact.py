@@ -153,6 +153,11 @@ class Solver:
         self.deadline = time.monotonic() + seconds
         self.slack: dict[str, list[int]] = {}
 
+    def past_safety_net(self) -> None:
+        raise PlanError(f"the exact path ran past its safety net of {self.seconds:g} s (--exact-seconds): rerun "
+                        "with a smaller --exact-nodes, a larger --exact-seconds, or --exact-nodes 0 for the heuristic "
+                        "alone")
+
     def left(self) -> float:
         return max(0.001, self.deadline - time.monotonic())
 
@@ -187,6 +192,8 @@ class Solver:
     def run(self, h: Any, cost: dict[int, float], seed: dict[int, float] | None = None,
             start: list[float] | None = None, offset: bool = True) -> tuple[str, list[float] | None]:
         """Solve ``h`` for ``cost``; ``(status, values)``. The safety net ends the command."""
+        if time.monotonic() >= self.deadline:
+            self.past_safety_net()
         n = h.getNumCol()
         h.changeColsCost(n, list(range(n)), [cost.get(c, 0.0) for c in range(n)])
         # the objective is what moves (kept replicas weigh negative): gaps are relative to it
@@ -203,9 +210,7 @@ class Solver:
         status = h.getModelStatus()
         s = self.hs.HighsModelStatus
         if status == s.kTimeLimit:
-            raise PlanError(f"the exact path ran past its safety net of {self.seconds:g} s (--exact-seconds): "
-                            "rerun with a smaller --exact-nodes, a larger --exact-seconds, or --exact-nodes 0 for "
-                            "the heuristic alone")
+            self.past_safety_net()
         has = h.getInfo().primal_solution_status == 2   # kSolutionStatusFeasible
         values = list(h.getSolution().col_value) if has else None
         if status == s.kOptimal:
