@@ -31,7 +31,8 @@ Example
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, Any
 
 from kafka_replica_assignor.planner.goals.goal import (
     BoundProgram,
@@ -105,6 +106,17 @@ class CapacityGoal(Goal):
                         "diversity kept")
                 raise PlanError(f"capacity not met: broker {b} would still hold {sizes[b]} bytes, above its "
                                 f"capacity_bytes {limit}: {stop}")
+
+    def move_rows(self, program: Any) -> None:
+        """A broker ends within its capacity, or no further above it than it is (bytes over
+        the mean)."""
+        m = self.m
+        scale = max(1, m.mean)
+        for broker, coefs in program.per_broker(lambda i: m.size[i] / scale).items():
+            limit = self.capacity.get(broker)
+            if limit is not None:
+                s = m.sizes[broker]
+                program.row(-math.inf, (max(limit, s) - s) / scale, coefs)
 
     def exact_rows(self, program: ExactProgram) -> None:
         sizes = [p.size_bytes or 0 for p in program.work.snapshot.partitions]

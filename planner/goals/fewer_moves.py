@@ -63,7 +63,6 @@ import math
 from typing import Any, ClassVar
 
 from kafka_replica_assignor.planner.goals.goal import ExactProgram, Goal
-from kafka_replica_assignor.planner.goals.topic_spread import TopicSpreadGoal
 from kafka_replica_assignor.planner.plan import Working
 from kafka_replica_assignor.planner.request import PlanError
 
@@ -324,8 +323,8 @@ class FewerMovesGoal(Goal):
         return [columns[k] for _, k in ranked]
 
     def together(self, left: list[Move]) -> int:
-        """Make ``left`` (one move per partition) at once, and keep them only when nothing the
-        check compares got worse (:meth:`_no_worse`); the gain kept."""
+        """Make ``left`` (one move per partition) at once, and keep them only when no goal
+        ranked before this one is further from its target (its own ``distance``); the gain kept."""
         m = self.m
         seen: set[int] = set()
         moves = []
@@ -336,115 +335,67 @@ class FewerMovesGoal(Goal):
         gain = sum(self.gain(i) for i, _, a in moves if a in m.work.original[i])
         if not gain:
             return 0
-        before = self._figures(moves)
+        earlier = self.earlier()
+        before = [g.distance() for g in earlier]
         for i, b, a in moves:
             m.do_move(i, b, a)
-        if self._no_worse(moves, before):
+        if all(g.distance() <= was for g, was in zip(earlier, before, strict=True)):
             return gain
         for i, b, a in reversed(moves):
             m.do_move(i, a, b)
         return 0
 
     def _rows(self, h: Any, columns: list[Move]) -> None:
-        """At most one per partition; the count and byte bounds per broker; the topic caps."""
-        m = self.m
-        per_part, count, size, topic = self._coefficients(columns)
+        """At most one per partition; then every goal before this one adds its own rows on the
+        moves (``move_rows``: the count and byte bands, capacities, the topic caps)."""
+        per_part: dict[int, list[int]] = {}
+        for k, (i, _, _) in enumerate(columns):
+            per_part.setdefault(i, []).append(k)
         for ks in per_part.values():
             if len(ks) > 1:
                 h.addRow(-math.inf, 1.0, len(ks), ks, [1.0] * len(ks))
-        for broker, coef in count.items():
-            c = m.counts[broker]
-            h.addRow(min(m.lo, c) - c, max(m.hi, c) - c, len(coef), list(coef), list(coef.values()))
-        scale = max(1, m.mean)
-        for broker, coef in size.items():
-            s = m.sizes[broker]
-            h.addRow((min(m.blo, s) - s) / scale, (max(m.upper(broker), s) - s) / scale, len(coef), list(coef),
-                     list(coef.values()))
-        caps = self.caps()
-        for key, coef in topic.items():
-            t, node = divmod(key, m.stride)
-            now = m.ncount.get(key, 0)
-            room = max(caps(t, node), now) - now
-            h.addRow(-math.inf, float(room), len(coef), list(coef), list(coef.values()))
+        program = MoveProgram(self.m, columns, h)
+        for goal in self.earlier():
+            goal.move_rows(program)
 
-    def _coefficients(self, columns: list[Move]) -> tuple[dict[int, list[int]], dict[int, dict[int, float]],
-                                                           dict[int, dict[int, float]], dict[int, dict[int, float]]]:
-        """The columns per partition, and per broker (count, bytes over the mean) and per
-        (topic, node) key what each column adds or takes."""
-        m = self.m
-        per_part: dict[int, list[int]] = {}
-        count: dict[int, dict[int, float]] = {}
-        size: dict[int, dict[int, float]] = {}
-        topic: dict[int, dict[int, float]] = {}
-        scale = max(1, m.mean)
-        for k, (i, b, a) in enumerate(columns):
-            per_part.setdefault(i, []).append(k)
-            for broker, sign in ((a, 1.0), (b, -1.0)):
-                count.setdefault(broker, {})[k] = sign
-                if m.size[i]:
-                    size.setdefault(broker, {})[k] = sign * m.size[i] / scale
+
+class MoveProgram:
+    """The relaxation's candidates as the goals see them (:meth:`Goal.move_rows`): ``columns``
+    the moves ``(partition, source, destination)``, ``model`` the state they start from;
+    :meth:`per_broker` and :meth:`per_node` say what each column adds where."""
+
+    def __init__(self, model: Any, columns: list[Move], highs: Any) -> None:
+        self.model = model
+        self.columns = columns
+        self.highs = highs
+
+    def row(self, lower: float, upper: float, coefs: dict[int, float]) -> None:
+        self.highs.addRow(lower, upper, len(coefs), list(coefs), list(coefs.values()))
+
+    def per_broker(self, weight: Any) -> dict[int, dict[int, float]]:
+        """Per broker, per column: ``+weight(i)`` where the move arrives, ``-weight(i)`` where it
+        leaves (columns of weight 0 left out)."""
+        out: dict[int, dict[int, float]] = {}
+        for k, (i, b, a) in enumerate(self.columns):
+            w = float(weight(i))
+            if w:
+                out.setdefault(a, {})[k] = w
+                out.setdefault(b, {})[k] = -w
+        return out
+
+    def per_node(self) -> dict[int, dict[int, float]]:
+        """Per (topic, node) key of the model's counters, per column: ``+1`` on the nodes the
+        replica enters, ``-1`` on those it leaves (below the lowest node the two share)."""
+        m = self.model
+        out: dict[int, dict[int, float]] = {}
+        for k, (i, b, a) in enumerate(self.columns):
             base = m.topic[i] * m.stride
             cs, cd = m.chain[b], m.chain[a]
             d = 1
             while cs[d] == cd[d]:
                 d += 1
             for node in cd[d:]:
-                topic.setdefault(base + node, {})[k] = 1.0
+                out.setdefault(base + node, {})[k] = 1.0
             for node in cs[d:]:
-                topic.setdefault(base + node, {})[k] = -1.0
-        return per_part, count, size, topic
-
-    def _figures(self, chosen: list[Move]) -> dict[str, dict[int, int]]:
-        """What the check compares: counts and bytes of the brokers, excess over the caps of the
-        (topic, node) pairs, and the groups per level of the partitions the moves touch."""
-        m = self.m
-        brokers = {b for _, s, d in chosen for b in (s, d)}
-        return {"counts": {b: m.counts[b] for b in brokers}, "bytes": {b: m.sizes[b] for b in brokers},
-                "excess": self._excess(chosen), "groups": self._groups(chosen)}
-
-    def _excess(self, chosen: list[Move]) -> dict[int, int]:
-        m = self.m
-        caps = self.caps()
-        out: dict[int, int] = {}
-        for i, s, d in chosen:
-            base = m.topic[i] * m.stride
-            for b in (s, d):
-                for node in m.chain[b][1:]:
-                    t = m.topic[i]
-                    out[base + node] = m.n(t, node) - caps(t, node)
+                out.setdefault(base + node, {})[k] = -1.0
         return out
-
-    def caps(self) -> Any:
-        """The topic goal's caps (none when it does not run)."""
-        topics = self.m.goal("topics")
-        if isinstance(topics, TopicSpreadGoal):
-            return topics.cap
-        return lambda t, node: 1 << 62
-
-    def _groups(self, chosen: list[Move]) -> dict[int, int]:
-        m = self.m
-        tree = m.tree
-        out: dict[int, int] = {}
-        for i, _, _ in chosen:
-            for level in range(tree.depth):
-                out[i * (tree.depth + 1) + level] = len({tree.keys[b][level] for b in m.reps[i]})
-        return out
-
-    def _no_worse(self, chosen: list[Move], before: dict[str, dict[int, int]]) -> bool:
-        m = self.m
-        for b, was in before["counts"].items():
-            now = m.counts[b]
-            if not min(m.lo, was) <= now <= max(m.hi, was):
-                return False
-        for b, was in before["bytes"].items():
-            now = m.sizes[b]
-            if not min(m.blo, was) <= now <= max(m.upper(b), was):
-                return False
-            limit = m.capacity.get(b)
-            if limit is not None and now > max(limit, was):
-                return False
-        after = self._excess(chosen)
-        if any(v > max(0, before["excess"].get(k, 0)) for k, v in after.items()):
-            return False
-        groups = self._groups(chosen)
-        return all(groups[k] >= v for k, v in before["groups"].items())

@@ -13,6 +13,7 @@ Goals
     ``optimize``          the heuristic (:mod:`kafka_replica_assignor.planner.solving.heuristic`)
     ``accepts``           every later goal's move, through ``Model.fits``
     ``accepts_swap``      the same for two replicas that trade brokers at once
+    ``move_rows``         the same for a set of moves at once (the fewer-moves goal's relaxation)
     ``distance``          how far the plan is from the target (0: met): the plan's rank,
                           the exact path's choice, the fixed point
     ``exact_rows``        the exact program (:mod:`kafka_replica_assignor.planner.solving.exact`)
@@ -241,6 +242,11 @@ class Goal:
         self.model = model
         self.rank = rank
 
+    def earlier(self) -> list[Goal]:
+        """The goals ranked before this one on the same model, in their order."""
+        return sorted((g for g in self.peers.values() if g.model is self.model and g.rank < self.rank),
+                      key=lambda g: g.rank)
+
     @property
     def m(self) -> Model:
         assert self.model is not None, "bind() first"
@@ -281,6 +287,12 @@ class Goal:
         request (``--remove-brokers``: nothing stays on them)."""
 
     # -- the exact program and the bound ---------------------------------------------------
+    def move_rows(self, program: Any) -> None:
+        """Add the goal's rows on a set of candidate moves (the fewer-moves goal's relaxation,
+        :class:`kafka_replica_assignor.planner.goals.fewer_moves.MoveProgram`): what the moves taken together
+        may do to the goal's figure (none by default: a rule of single replicas, which the
+        candidates keep already)."""
+
     def exact_rows(self, program: ExactProgram) -> None:
         """Add the goal's rows (group ``key``) to the exact program."""
 

@@ -37,13 +37,15 @@ from __future__ import annotations
 
 import math
 from heapq import merge
-from itertools import islice
+from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
 from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, Goal, ReportView, Target, blame
 from kafka_replica_assignor.planner.goals.model import Model
 from kafka_replica_assignor.planner.goals.search import ANY, receiver
 from kafka_replica_assignor.planner.plan import MoveKind
+from kafka_replica_assignor.planner.racks import RackTree
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -227,3 +229,34 @@ def filler(m: Model, i: int, x: int, leaves: Iterable[int], upto: int) -> int | 
         if s + w <= m.upper(y) and m.fits(i, x, y, upto, leaf_known=True):
             return y
     return None
+
+
+def lacking(snapshot: ClusterSnapshot) -> int:
+    """The report's figure: partitions whose replicas on alive brokers span fewer groups at some
+    level of the alive brokers' rack tree than ``min(replicas, groups at that level)``, counted
+    with numpy."""
+    import numpy as np  # the planner extra, loaded when planning
+
+    alive = sorted(b.id for b in snapshot.brokers if b.alive)
+    tree = RackTree.of({b.id: b.rack for b in snapshot.brokers if b.alive})
+    lists = [p.replicas for p in snapshot.partitions]
+    if tree.depth == 0 or not lists:
+        return 0
+    rf = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    flat = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(rf.sum()))
+    owner = np.repeat(np.arange(len(lists), dtype=np.int64), rf)
+    column = np.arange(len(flat), dtype=np.int64) - np.repeat(np.cumsum(rf) - rf, rf)
+    ids = np.asarray(alive, dtype=np.int64)
+    pos = np.searchsorted(ids, flat).clip(0, max(0, len(ids) - 1))
+    known = (ids[pos] == flat) if len(ids) else np.zeros(len(flat), dtype=bool)
+    groups = tree.groups(alive)
+    short = np.zeros(len(lists), dtype=bool)
+    for level in range(tree.depth):
+        key_of = np.array([tree.keys[b][level] for b in alive], dtype=np.int64)
+        grid = np.full((len(lists), int(rf.max())), -1, dtype=np.int64)
+        grid[owner[known], column[known]] = key_of[pos[known]]
+        grid.sort(axis=1)
+        new = grid >= 0
+        new[:, 1:] &= grid[:, 1:] != grid[:, :-1]
+        short |= new.sum(axis=1) < np.minimum(rf, groups[level])
+    return int(np.count_nonzero(short))

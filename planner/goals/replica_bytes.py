@@ -115,6 +115,15 @@ class ReplicaBytesGoal(Goal):
             return 0
         return sum(self.gap(b, s) for b, s in m.sizes.items())
 
+    def move_rows(self, program: Any) -> None:
+        """A broker's bytes end within the band, or no further out than they are (bytes over
+        the mean)."""
+        m = self.m
+        scale = max(1, m.mean)
+        for broker, coefs in program.per_broker(lambda i: m.size[i] / scale).items():
+            s = m.sizes[broker]
+            program.row((min(m.blo, s) - s) / scale, (max(m.upper(broker), s) - s) / scale, coefs)
+
     def exact_rows(self, program: ExactProgram) -> None:
         if not self.sized():
             return

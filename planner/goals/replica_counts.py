@@ -88,6 +88,13 @@ class ReplicaCountGoal(Goal):
         lo, hi = self.m.lo, self.m.hi
         return sum(max(0, c - hi, lo - c) for c in self.m.counts.values())
 
+    def move_rows(self, program: Any) -> None:
+        """A broker ends within the band, or no further out than it is."""
+        m = self.m
+        for broker, coefs in program.per_broker(lambda i: 1).items():
+            c = m.counts[broker]
+            program.row(min(m.lo, c) - c, max(m.hi, c) - c, coefs)
+
     def exact_rows(self, program: ExactProgram) -> None:
         lo, hi = self.band()
         for k in range(len(program.brokers)):

@@ -175,6 +175,14 @@ class TopicSpreadGoal(Goal):
                 f"{len(over)} (topic, broker or rack) pair(s) above the topic's cap (worst: topic "
                 f"{topic} on {where}, {excess} above): {m.why_left()}")
 
+    def move_rows(self, program: Any) -> None:
+        """A (topic, node) ends within the topic's cap, or no further above it than it is."""
+        m = self.m
+        for key, coefs in program.per_node().items():
+            t, node = divmod(key, m.stride)
+            now = m.ncount.get(key, 0)
+            program.row(-float("inf"), float(max(self.cap(t, node), now) - now), coefs)
+
     def exact_rows(self, program: ExactProgram) -> None:
         lay = self.layout
         parts = program.work.snapshot.partitions

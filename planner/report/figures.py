@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.planner.goals.rack_diversity import lacking
 from kafka_replica_assignor.planner.goals.topic_spread import worst_excess
 from kafka_replica_assignor.planner.plan import Plan
 from kafka_replica_assignor.planner.racks import RackTree
@@ -147,7 +148,7 @@ def _figures(snapshot: ClusterSnapshot, columns: tuple[Ints, Ints, Ints, Ints],
     lead_spread = spread(leaders[alive_pos].tolist(), leadable, n_alive)
 
     tree = RackTree.of({b.id: b.rack for b in known if b.alive})
-    not_diverse = _lacking_diversity(tree, alive_ids, ids, pos, rf, owner, starts)
+    not_diverse = lacking(snapshot)
 
     return Figures(
         brokers=brokers,
@@ -165,29 +166,3 @@ def _figures(snapshot: ClusterSnapshot, columns: tuple[Ints, Ints, Ints, Ints],
         sized=bool(np.any(sizes)),
         wider_than_alive=int(np.count_nonzero(rf > n_alive)),
     )
-
-
-def _lacking_diversity(tree: RackTree, alive_ids: Ints, ids: Ints, pos: Ints, rf: Ints, owner: Ints,
-                       starts: Ints) -> int:
-    """Partitions whose replicas in the tree span fewer groups at some level than
-    ``min(replicas, groups at that level)``."""
-    if tree.depth == 0 or len(rf) == 0:
-        return 0
-    groups = tree.groups(alive_ids.tolist())
-    width = int(rf.max())
-    column = np.arange(len(pos), dtype=np.int64) - np.repeat(starts, rf)
-    lacking = np.zeros(len(rf), dtype=bool)
-    for level in range(tree.depth):
-        key_of = np.full(len(ids), -1, dtype=np.int64)
-        for k, b in enumerate(ids.tolist()):
-            keys = tree.keys.get(b)
-            if keys:
-                key_of[k] = keys[level]
-        grid = np.full((len(rf), width), -1, dtype=np.int64)
-        grid[owner, column] = key_of[pos]
-        grid.sort(axis=1)
-        new = grid >= 0
-        new[:, 1:] &= grid[:, 1:] != grid[:, :-1]
-        have = new.sum(axis=1)
-        lacking |= have < np.minimum(rf, groups[level])
-    return int(np.count_nonzero(lacking))
