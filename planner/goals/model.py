@@ -76,10 +76,13 @@ class Layout:
     the planner (the model's counters, the topic caps, the exact program, the bound).
 
     Nodes: 0 the root, ``1 + k`` rack key ``k``, then one per eligible broker (``first_broker +
-    position``); ``chain[b]`` the nodes from the root down to broker ``b``. Topics: numbered in
-    name order; ``topic[i]`` of partition ``i``, ``total[t]`` its replicas (every partition),
-    ``spanning[t * (depth + 2) + level]`` its partitions that can be repaired and have at least
-    as many replicas as there are groups at that level (full diversity puts one in each)."""
+    position``); ``chain[b]`` the nodes from the root down to broker ``b``; ``children[node]``.
+    Topics: numbered in name order; ``topic[i]`` of partition ``i``, ``total[t]`` its replicas
+    (every partition). Per topic and level (``t * (depth + 2) + level``, level ``depth + 1`` the
+    brokers), over its partitions that can be repaired: ``spanning``, those with at least as many
+    replicas as there are groups at that level (full diversity puts one in each group), and
+    ``most``, the most replicas one group may hold with full diversity (one per partition when
+    it has no more replicas than groups, ``r - G + 1`` else; one per partition on a broker)."""
 
     nodes: int
     first_broker: int
@@ -91,6 +94,8 @@ class Layout:
     topic_name: list[str]
     total: list[int]
     spanning: dict[int, int]
+    most: dict[int, int]
+    children: dict[int, tuple[int, ...]]
 
     @classmethod
     def of(cls, work: Working) -> Layout:
@@ -122,7 +127,8 @@ class Layout:
         topic = [names[p.topic] for p in parts]
         total = [0] * len(names)
         spanning: dict[int, int] = {}
-        groups = tree.groups(eligible)
+        most: dict[int, int] = {}
+        groups = (*tree.groups(eligible), len(eligible))      # the brokers are the deepest groups
         n = len(eligible)
         for i, p in enumerate(parts):
             rf = len(p.replicas)
@@ -130,10 +136,17 @@ class Layout:
             total[t] += rf
             if rf <= n:
                 for lv, g in enumerate(groups, 1):
-                    if rf >= g:
-                        key = t * (depth + 2) + lv
+                    key = t * (depth + 2) + lv
+                    if rf >= g and lv <= depth:
                         spanning[key] = spanning.get(key, 0) + 1
-        return cls(nodes, first_broker, chain, members, parent, level, topic, list(names), total, spanning)
+                    most[key] = most.get(key, 0) + (1 if rf <= g else rf - g + 1)
+        kids: dict[int, list[int]] = {}
+        for node in range(1, nodes):
+            if members[node]:
+                kids.setdefault(parent[node], []).append(node)
+        children = {node: tuple(sorted(set(k))) for node, k in kids.items()}
+        return cls(nodes, first_broker, chain, members, parent, level, topic, list(names), total, spanning, most,
+                   children)
 
 
 def water_fill(counts: dict[int, int], members: list[int], targets: dict[int, int],

@@ -2,18 +2,22 @@
 
 Goals
     A node ``g`` of the rack tree (a data centre, a rack, a broker) holds at most
-    ``cap(t, g) = E(t, g) + 1`` replicas of topic ``t``, where the *even share* ``E`` is taken
-    down the tree from the root:
+    ``cap(t, g) = E(t, g) + 1`` replicas of topic ``t``. The *even share* ``E`` is taken down
+    the tree from the root, ``E(t, root) = R_t`` (the topic's replicas): a node's share is split
+    over its children in proportion to their eligible brokers ``m_g``, each child within
 
-        ``E(t, root) = R_t``, ``E(t, g) = max(ceil(E(t, parent) * m_g / m_parent), S_t(g))``
+        ``S_t(g) <= E(t, g) <= M_t(g)``
 
-    ``R_t`` the topic's replicas, ``m_g`` the eligible brokers under ``g`` and, for a rack node,
-    ``S_t(g)`` the topic's partitions with at least as many replicas as there are groups at
-    ``g``'s level (full rack diversity puts one of each in every group: a small rack holds one
-    replica of every such partition, and its brokers share that; 0 for brokers). A cap is a
-    number of the cluster and the topic, never of the plan: one move is checked on its own,
-    and the exact program's rows are linear. Distance: the replicas above the caps, summed
-    over topics and nodes.
+    where, over the topic's partitions that can be repaired, ``S_t(g)`` counts those with at
+    least as many replicas as there are groups at ``g``'s level (full rack diversity puts one of
+    each in every group; 0 for brokers) and ``M_t(g)`` is the most full diversity lets one group
+    hold (one replica of each partition with no more replicas than groups, ``r - G + 1`` of one
+    with more; a broker holds one of each). A child held at a bound leaves the rest to its
+    siblings (water filling), and shares are rounded up. A big rack that may hold one replica
+    per partition gives the rest of its proportional share to the small ones; a small rack that
+    must hold one of every partition keeps them. A cap is a number of the cluster and the topic,
+    never of the plan: one move is checked on its own, and the exact program's rows are linear.
+    Distance: the replicas above the caps, summed over topics and nodes.
 
 Constraints
     - Ranks after the hard rules and rack diversity (a diversity repair may push a topic above
@@ -33,9 +37,10 @@ Algorithm
 Example
     Topic x with 12 replicas on 6 brokers without racks: ``E = ceil(12 / 6) = 2``, cap 3; broker
     1 holding 5 gives two of its followers of x to the emptiest brokers holding the fewest of x.
-    With racks ``a`` (4 brokers) and ``b`` (2 brokers) and RF 2: every partition has one
-    replica in each rack (``S = 6``), so rack ``b`` holds 6 (cap ``max(ceil(12 * 2 / 6), 6) + 1
-    = 7``) and each of its brokers ``E = ceil(6 / 2) = 3`` (cap 4).
+    With racks ``a`` (4 brokers) and ``b`` (2 brokers) and 6 partitions of RF 2: every
+    partition has one replica in each rack (``S = M = 6``), so each rack's share is 6 (rack
+    ``a``'s proportional 8 is above what it may hold), each broker of ``b`` ``E = 3`` (cap 4)
+    and of ``a`` ``E = ceil(6 / 4) = 2`` (cap 3).
 """
 
 from __future__ import annotations
@@ -69,21 +74,49 @@ class TopicCaps:
         self.memo: dict[int, int] = {}
 
     def share(self, t: int, node: int) -> int:
-        """``E(t, node)``."""
+        """``E(t, node)`` (module doc): the parent's share water-filled over its children."""
         key = t * self.stride + node
         hit = self.memo.get(key)
         if hit is not None:
             return hit
         lay = self.layout
         if node == 0:
-            value = lay.total[t]
-        else:
-            up = lay.parent[node]
-            value = -(-self.share(t, up) * lay.members[node] // lay.members[up])
-            if node < lay.first_broker:
-                value = max(value, lay.spanning.get(t * (self.depth + 2) + lay.level[node], 0))
-        self.memo[key] = value
-        return value
+            self.memo[key] = lay.total[t]
+            return lay.total[t]
+        up = lay.parent[node]
+        for child, value in self.fill(t, up).items():
+            self.memo[t * self.stride + child] = value
+        return self.memo[key]
+
+    def fill(self, t: int, up: int) -> dict[int, int]:
+        """The shares of ``up``'s children: ``E(t, up)`` over them in proportion to their brokers,
+        each within its bounds (at least what full diversity puts in it, at most what it may
+        hold); a child held at a bound leaves the rest to the others (water filling)."""
+        lay, stride = self.layout, self.depth + 2
+        children = lay.children[up]
+        level = lay.level[children[0]]
+        low = lay.spanning.get(t * stride + level, 0) if level <= self.depth else 0
+        high = lay.most.get(t * stride + level, 0)
+        total = self.share(t, up)
+        fixed: dict[int, int] = {}
+        while True:
+            free = [c for c in children if c not in fixed]
+            weight = sum(lay.members[c] for c in free)
+            if not free or not weight:
+                break
+            rest = max(0, total - sum(fixed.values()))
+            new = {}
+            for c in free:
+                even = -(-rest * lay.members[c] // weight)
+                if even < low:
+                    new[c] = low
+                elif even > high:
+                    new[c] = high
+            if not new:
+                fixed.update({c: -(-rest * lay.members[c] // weight) for c in free})
+                break
+            fixed.update(new)
+        return fixed
 
     def cap(self, t: int, node: int) -> int:
         return self.share(t, node) + 1
@@ -93,20 +126,12 @@ class TopicCaps:
         eligible brokers) as numpy arrays; the same numbers as :meth:`cap`."""
         import numpy as np  # the planner extra, loaded when planning
 
-        lay, depth = self.layout, self.depth
-        chains = np.array(sorted(lay.chain.values(), key=lambda c: c[-1]), dtype=np.int64).reshape(-1, depth + 2)
-        members = np.asarray(lay.members, dtype=np.int64)
-        spanning = np.zeros((len(lay.total), depth + 2), dtype=np.int64)
-        for key, value in lay.spanning.items():
-            t, lv = divmod(key, depth + 2)
-            spanning[t, lv] = value
-        share = np.asarray(lay.total, dtype=np.int64)[topics]
-        for lv in range(1, depth + 2):
-            node, up = chains[positions, lv], chains[positions, lv - 1]
-            share = -(-share * members[node] // members[up])
-            if lv <= depth:
-                share = np.maximum(share, spanning[topics, lv])
-        return share + 1
+        lay = self.layout
+        ups = np.asarray(lay.parent, dtype=np.int64)[positions + lay.first_broker]
+        pairs, inverse = np.unique(topics * self.stride + ups, return_inverse=True)
+        # the brokers of one rack share its share alike (the same weight and bounds)
+        values = [self.cap(t, lay.children[up][0]) for t, up in (divmod(pair, self.stride) for pair in pairs.tolist())]
+        return np.asarray(values, dtype=np.int64)[inverse]
 
 
 class TopicSpreadGoal(Goal):

@@ -101,12 +101,14 @@ def topic_counts(snapshot: ClusterSnapshot, usable: set[int], tree: RackTree) ->
 
 def static_topic_caps(snapshot: ClusterSnapshot, usable: set[int], tree: RackTree) -> dict[tuple[str, Node], int]:
     """The static topic caps of ``planner/goals/topic_spread.py``'s doc, recomputed here:
-    ``cap(t, g) = E(t, g) + 1`` with ``E(t, root) = R_t`` (every replica of the topic) and
-    ``E(t, g) = max(ceil(E(t, parent) * m_g / m_parent), S_t(g))``; ``m_g`` the usable brokers
-    under ``g``; ``S_t(g)``, for a rack node, the topic's partitions that can be repaired (no
-    more replicas than usable brokers) with at least as many replicas as there are groups of
-    usable brokers at ``g``'s level (0 for a broker). Keyed by (topic, node) for every node with
-    a usable broker under it."""
+    ``cap(t, g) = E(t, g) + 1``; ``E(t, root) = R_t`` (every replica of the topic); the shares of
+    a node's children split the node's share in proportion to their usable brokers, each child
+    within ``[low, high]`` (``low``: for a rack, the topic's partitions that can be repaired with
+    at least as many replicas as there are groups at its level; ``high``: the most its
+    partitions that can be repaired may put in one group with full diversity, one each when
+    ``r <= G`` and ``r - G + 1`` else, a broker being a group of the deepest level), a child held
+    at a bound leaving the rest to the others, each share rounded up. Keyed by (topic, node) for
+    every node with a usable broker under it."""
     members: Counter[Node] = Counter()
     parent: dict[Node, Node] = {}
     level: dict[Node, int] = {}
@@ -117,30 +119,51 @@ def static_topic_caps(snapshot: ClusterSnapshot, usable: set[int], tree: RackTre
             level[node] = depth
             if depth:
                 parent[node] = chain[depth - 1]
-    groups = tree.groups(usable)
+    groups = [*tree.groups(usable), len(usable)]
     total: Counter[str] = Counter()
-    spanning: Counter[tuple[str, int]] = Counter()
+    low: Counter[tuple[str, int]] = Counter()
+    high: Counter[tuple[str, int]] = Counter()
     for p in snapshot.partitions:
         rf = len(p.replicas)
         total[p.topic] += rf
         if rf <= len(usable):
             for depth, g in enumerate(groups, 1):
-                if rf >= g:
-                    spanning[(p.topic, depth)] += 1
+                if rf >= g and depth <= tree.depth:
+                    low[(p.topic, depth)] += 1
+                high[(p.topic, depth)] += 1 if rf <= g else rf - g + 1
+    children: dict[Node, list[Node]] = {}
+    for node, up in parent.items():
+        children.setdefault(up, []).append(node)
     top_down = sorted(members, key=lambda node: (level[node], node))
     caps: dict[tuple[str, Node], int] = {}
     for topic in sorted(total):
-        share: dict[Node, int] = {}
-        for node in top_down:
-            if node[0] == "root":
-                share[node] = total[topic]
-                continue
-            up = parent[node]
-            even = -(-share[up] * members[node] // members[up])
-            share[node] = max(even, spanning[(topic, level[node])]) if node[0] == "r" else even
+        share: dict[Node, int] = {("root", 0): total[topic]}
+        for up in top_down:
+            kids = children.get(up, [])
+            if kids:
+                lv = level[kids[0]]
+                share.update(_water_fill(share[up], {c: members[c] for c in kids},
+                                         low[(topic, lv)] if lv <= tree.depth else 0, high[(topic, lv)]))
         for node, value in share.items():
             caps[(topic, node)] = value + 1
     return caps
+
+
+def _water_fill(total: int, weight: dict[Node, int], low: int, high: int) -> dict[Node, int]:
+    """``total`` over the nodes of ``weight`` in proportion, rounded up, each in ``[low, high]``:
+    nodes pushed outside are held at the bound, and the rest is shared again among the others."""
+    held: dict[Node, int] = {}
+    while True:
+        others = sorted(n for n in weight if n not in held)
+        mass = sum(weight[n] for n in others)
+        if not others or not mass:
+            return held
+        rest = max(0, total - sum(held.values()))
+        even = {n: -(-rest * weight[n] // mass) for n in others}
+        outside = {n: (low if v < low else high) for n, v in even.items() if v < low or v > high}
+        if not outside:
+            return {**held, **even}
+        held.update(outside)
 
 
 def topic_cap_violations(plan: Plan, usable: set[int], tree: RackTree) -> list[str]:

@@ -25,6 +25,7 @@ from kafka_replica_assignor.planner.report.plan_report import render_report
 from kafka_replica_assignor.planner.request import PlanError, RequestError, Scope
 from kafka_replica_assignor.planner.solving.planning import make_plan
 from tests.planning import plan_of, request_of
+from tests.property.plan_invariants import static_topic_caps, topic_counts
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "exact_optima.json")
 
@@ -115,34 +116,15 @@ ROOT: Node = ("root", -1, None)
 
 
 def topic_excess(snap: ClusterSnapshot, lists: Sequence[Sequence[int]], eligible: list[int], tree: RackTree) -> int:
-    """Replicas above the static topic caps (:func:`off_targets`), summed over topics and nodes
+    """Replicas above the static topic caps (the suite's one independent recomputation,
+    :func:`tests.property.plan_invariants.static_topic_caps`), summed over topics and the nodes
     of the rack tree below the root (racks at every level, brokers)."""
-    groups = [len({tree.keys[b][lv] for b in eligible}) for lv in range(tree.depth)]
-    chain, members, parent = rack_nodes(eligible, tree)
-    total: dict[str, int] = {}
-    spanning: dict[tuple[str, int], int] = {}
-    held: dict[tuple[str, Node], int] = {}
-    for p, reps in zip(snap.partitions, lists, strict=True):
-        rf = len(p.replicas)
-        total[p.topic] = total.get(p.topic, 0) + rf
-        for lv, g in enumerate(groups):
-            if g <= rf <= len(eligible):
-                spanning[(p.topic, lv)] = spanning.get((p.topic, lv), 0) + 1
-        for node in (node for b in reps for node in chain[b]):
-            held[(p.topic, node)] = held.get((p.topic, node), 0) + 1
-    share: dict[tuple[str, Node], int] = {}
-
-    def even(topic: str, node: Node) -> int:
-        """``E(topic, node)``, down the tree from the root."""
-        if node == ROOT:
-            return total[topic]
-        if (topic, node) not in share:
-            up = parent[node]
-            value = -(-even(topic, up) * members[node] // members[up])
-            share[(topic, node)] = max(value, spanning.get((topic, node[1]), 0)) if node[0] == "rack" else value
-        return share[(topic, node)]
-
-    return sum(max(0, count - even(topic, node) - 1) for (topic, node), count in held.items())
+    usable = set(eligible)
+    after = ClusterSnapshot(snap.brokers, tuple(PartitionEntry(p.topic, p.partition, tuple(reps), size_bytes=p.size_bytes)
+                                                for p, reps in zip(snap.partitions, lists, strict=True)))
+    caps = static_topic_caps(snap, usable, tree)
+    return sum(max(0, count - caps[key]) for key, count in topic_counts(after, usable, tree).items()
+               if key[1][0] != "root")
 
 
 def brute_force(snap: ClusterSnapshot, threshold: int, scope: Scope | None = None) -> tuple[int, int]:
