@@ -247,6 +247,10 @@ class FewerMovesGoal(Goal):
         for _, c in m.by_bytes:
             if c in short:
                 wanting.setdefault(m.leaf[c], []).append(c)
+        flows = work.memo.get("flows")
+        takers = []     # the brokers the bound's minimum sends bytes to, the most first
+        if isinstance(flows, tuple):
+            takers = [b for v, b in sorted(((-v, b) for b, v in flows[1].items() if v > 0))]
         for i in sorted(work.touched, key=m.slot.__getitem__):
             if i in work.frozen:
                 continue
@@ -254,11 +258,12 @@ class FewerMovesGoal(Goal):
             for b in reps:
                 if b in original:
                     continue
-                pools = ([c for _, c in m.leaf_bytes[m.leaf[b]]] if b in full else [], wanting.get(m.leaf[b], []))
+                pools = ([c for _, c in m.leaf_bytes[m.leaf[b]]] if b in full else [], wanting.get(m.leaf[b], []),
+                         [c for c in takers if c != b])
                 out.extend((i, b, c) for c in self._offered(i, b, pools))
         return out
 
-    def _offered(self, i: int, b: int, pools: tuple[list[int], list[int]]) -> list[int]:
+    def _offered(self, i: int, b: int, pools: tuple[list[int], ...]) -> list[int]:
         """Up to :data:`REDIRECT` brokers of each pool, in its order, that may take partition
         ``i``'s replica from ``b`` (and did not hold it before the plan)."""
         m = self.m

@@ -115,10 +115,12 @@ BOUND_KEY = "bytes_moved_lp_bound"
 
 @dataclass(frozen=True, slots=True)
 class ByteBound:
-    """The bound (bytes) and the targets the program kept (the goals' keys, in their order)."""
+    """The bound (bytes), the targets the program kept (the goals' keys, in their order), and a
+    minimum's flows: per broker the bytes leaving and arriving."""
 
     bytes: int
     kept: tuple[str, ...]
+    flows: tuple[dict[int, float], dict[int, float]] = ({}, {})
 
 
 @dataclass(slots=True)
@@ -144,12 +146,14 @@ class Program:
     by the mean bytes per broker (``scale``); ``fig`` the cluster's figures. Rows and column
     bounds are collected here and handed to HiGHS by :meth:`solve`."""
 
-    def __init__(self, work: Working) -> None:
+    def __init__(self, work: Working, fig: _Figures | None = None) -> None:
         self.work = work
         self.brokers = list(work.eligible)
         self.n = n = len(self.brokers)
-        self.fig = fig = _figures(work.snapshot, self.brokers, work.tree, Layout.of(work).topic, work.frozen,
-                                  work.excluded, work.takers)
+        if fig is None:
+            fig = _figures(work.snapshot, self.brokers, work.tree, Layout.of(work).topic, work.frozen, work.excluded,
+                           work.takers)
+        self.fig = fig
         self.scale = max(1.0, fig.total / n)
         self.outs = np.arange(n, dtype=np.int32)
         self.ins = np.arange(n, 2 * n, dtype=np.int32)
@@ -160,6 +164,7 @@ class Program:
         self.caps = np.full(n, math.inf)
         self.counts_band: tuple[int, int] | None = None
         self.topic_caps: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+        self.flows: tuple[dict[int, float], dict[int, float]] = ({}, {})
 
     # -- what the goals call -----------------------------------------------------------------
     def columns(self, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -223,7 +228,8 @@ class Program:
 
     # -- solving -----------------------------------------------------------------------------
     def solve(self) -> float | None:
-        """The program's minimum of ``sum(in_b)`` in bytes, or None when it is infeasible."""
+        """The program's minimum of ``sum(in_b)`` in bytes, or None when it is infeasible;
+        :attr:`flows` then holds each broker's bytes leaving and arriving at that minimum."""
         import highspy
 
         lower, upper = self.lower.copy(), self.upper.copy()
@@ -254,6 +260,9 @@ class Program:
         h.run()
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
+        values = np.asarray(h.getSolution().col_value) * scale
+        self.flows = (dict(zip(self.brokers, values[self.outs].tolist(), strict=True)),
+                      dict(zip(self.brokers, values[self.ins].tolist(), strict=True)))
         return float(h.getInfo().objective_function_value) * scale
 
 
@@ -263,22 +272,28 @@ def byte_lower_bound(work: Working, goals: Sequence[Goal]) -> ByteBound | None:
     targets kept before it, in the goals' order."""
     if not work.eligible or not any(p.size_bytes for p in work.snapshot.partitions):
         return None
+    fig = Program(work).fig      # the figures of the cluster, once for every solve below
     kept: list[Goal] = []
     for goal in goals:
-        if goal.target and _solve(work, goals, [*kept, goal]) is not None:
+        if goal.target and _solve(work, fig, goals, [*kept, goal]) is not None:
             kept.append(goal)
-    value = _solve(work, goals, kept)
+    program = _program(work, fig, goals, kept)
+    value = program.solve()
     if value is None:
         return None
-    return ByteBound(max(0, math.floor(value * (1 - MARGIN))), tuple(g.key for g in kept))
+    return ByteBound(max(0, math.floor(value * (1 - MARGIN))), tuple(g.key for g in kept), program.flows)
 
 
-def _solve(work: Working, goals: Sequence[Goal], kept: Sequence[Goal]) -> float | None:
-    program = Program(work)
+def _program(work: Working, fig: _Figures, goals: Sequence[Goal], kept: Sequence[Goal]) -> Program:
+    program = Program(work, fig)
     for goal in goals:
         if not goal.target or goal in kept:
             goal.bound_rows(program)
-    return program.solve()
+    return program
+
+
+def _solve(work: Working, fig: _Figures, goals: Sequence[Goal], kept: Sequence[Goal]) -> float | None:
+    return _program(work, fig, goals, kept).solve()
 
 
 def record_bound(work: Working, request: PlanRequest, goals: Sequence[Goal]) -> None:
@@ -293,6 +308,7 @@ def record_bound(work: Working, request: PlanRequest, goals: Sequence[Goal]) -> 
     bound = byte_lower_bound(fresh, mine)
     if bound is not None:
         work.bounds[BOUND_KEY + ":" + ",".join(bound.kept)] = bound.bytes
+        work.memo["flows"] = bound.flows
 
 
 def _count_floors(fig: _Figures, limits: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:

@@ -54,7 +54,7 @@ from kafka_replica_assignor.planner.plan import MoveKind, Working
 from kafka_replica_assignor.planner.request import PlanError, PlanRequest
 from kafka_replica_assignor.planner.solving.heuristic import measure
 
-EXACT_CELLS = 2400          # partitions x eligible brokers at most for the exact path (16 x 150)
+EXACT_CELLS = 2400         # partitions x eligible brokers at most for the exact path (16 x 150)
 GAP = 1e-3                  # relative gap on what moves at which a solve stops (proven within 0.1 %)
 SOFT_GAP = 0.05
 """Relative gap at which bringing an unreachable target closer stops: close enough is within 5 %
