@@ -44,7 +44,7 @@ from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
 from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, Goal, ReportView, Target, blame
 from kafka_replica_assignor.planner.goals.model import Model
 from kafka_replica_assignor.planner.goals.search import ANY, receiver
-from kafka_replica_assignor.planner.plan import MoveKind
+from kafka_replica_assignor.planner.plan import MoveKind, Working
 from kafka_replica_assignor.planner.racks import RackTree
 
 if TYPE_CHECKING:
@@ -74,13 +74,13 @@ class RackDiversityGoal(Goal):
         """One move (and its bytes) per group a partition lacks, whatever the plan."""
         m = self.m
         work = m.work
-        groups = m.tree.groups(work.eligible)
-        work.bounds["diversity_repairs_needed"] = sum(self.diversity_gap(i, groups) for i in work.order)
+        gap = gaps(work)
+        work.bounds["diversity_repairs_needed"] = sum(gap)
         if m.sized:
             fixed = {i for i, _, _, kind in work.moves if kind is MoveKind.REPAIR}
-            repaired = sum(m.size[i] for i, _, _, kind in work.moves if kind is MoveKind.REPAIR)
+            repaired = sum(m.size[i] for i in fixed)
             work.bounds["diversity_bytes_needed"] = repaired + sum(
-                m.size[i] * self.diversity_gap(i, groups) for i in work.order if i not in fixed)
+                m.size[i] * g for i, g in enumerate(gap) if g and i not in fixed)
 
     def optimize(self) -> int:
         before = self.m.moved
@@ -88,9 +88,7 @@ class RackDiversityGoal(Goal):
         return self.m.moved - before
 
     def distance(self) -> int:
-        m = self.m
-        groups = m.tree.groups(m.work.eligible)
-        return sum(self.diversity_gap(i, groups) for i in m.work.order)
+        return sum(gaps(self.work))
 
     def exact_rows(self, program: ExactProgram) -> None:
         tree, eligible = self.work.tree, program.brokers
@@ -150,16 +148,6 @@ class RackDiversityGoal(Goal):
         missed = (f"partitions lacking rack diversity: {after} after the plan, target 0: "
                   + blame(view, True, "diversity")) if after else ""
         return (Target("partitions lacking rack diversity", before, after, 0, not after, 1, missed),)
-
-    def diversity_gap(self, i: int, groups: tuple[int, ...]) -> int:
-        """Groups partition ``i`` could still span at its worst level (0 when diverse)."""
-        m = self.m
-        tree = m.tree
-        reps = m.reps[i]
-        if tree.depth == 0 or len(reps) < 2 or not m.work.eligible_set.issuperset(reps):
-            return 0
-        keys = [tree.keys[b] for b in reps]
-        return max(min(len(reps), groups[lv]) - len({k[lv] for k in keys}) for lv in range(tree.depth))
 
 
     def repair_diversity(self) -> None:
@@ -229,6 +217,41 @@ def filler(m: Model, i: int, x: int, leaves: Iterable[int], upto: int) -> int | 
         if s + w <= m.upper(y) and m.fits(i, x, y, upto, leaf_known=True):
             return y
     return None
+
+
+def gaps(work: Working) -> list[int]:
+    """Per partition (by position), the groups it could still span at its worst level of the
+    rack tree: 0 when diverse, or when a replica is not on an eligible broker; with numpy, one
+    pass per replication factor and level."""
+    import numpy as np  # the planner extra, loaded when planning
+
+    tree, eligible = work.tree, work.eligible
+    lists = work.replicas
+    out = np.zeros(len(lists), dtype=np.int64)
+    if tree.depth == 0 or not lists or not eligible:
+        return [0] * len(lists)
+    ids = np.asarray(eligible, dtype=np.int64)
+    keys = np.asarray([tree.keys[b] for b in eligible], dtype=np.int64).reshape(len(eligible), tree.depth)
+    groups = tree.groups(eligible)
+    rf = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    flat = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(rf.sum()))
+    offsets = np.cumsum(rf) - rf
+    for r in map(int, np.unique(rf)):
+        if r < 2:
+            continue
+        rows = np.flatnonzero(rf == r)
+        reps = flat[offsets[rows][:, None] + np.arange(r)]
+        pos = np.searchsorted(ids, reps).clip(0, len(ids) - 1)
+        usable = (ids[pos] == reps).all(axis=1)
+        rows, pos = rows[usable], pos[usable]
+        worst = np.zeros(len(rows), dtype=np.int64)
+        for level in range(tree.depth):
+            grid = np.sort(keys[pos, level], axis=1)
+            distinct = 1 + (grid[:, 1:] != grid[:, :-1]).sum(axis=1)
+            worst = np.maximum(worst, min(r, groups[level]) - distinct)
+        out[rows] = worst
+    gap: list[int] = out.tolist()
+    return gap
 
 
 def lacking(snapshot: ClusterSnapshot) -> int:

@@ -65,13 +65,14 @@ class TopicCaps:
     """``cap(t, node)`` of the module doc over a :class:`~kafka_replica_assignor.planner.goals.model.Layout`, memoised
     (a cap depends on the node's ancestors only)."""
 
-    __slots__ = ("depth", "layout", "memo", "stride")
+    __slots__ = ("capped", "depth", "layout", "memo", "stride")
 
     def __init__(self, layout: Layout, depth: int) -> None:
         self.layout = layout
         self.depth = depth
         self.stride = layout.nodes
         self.memo: dict[int, int] = {}
+        self.capped: dict[int, int] = {}     # t * stride + node -> cap, the hot path's own memo
 
     def share(self, t: int, node: int) -> int:
         """``E(t, node)`` (module doc): the parent's share water-filled over its children."""
@@ -119,7 +120,11 @@ class TopicCaps:
         return fixed
 
     def cap(self, t: int, node: int) -> int:
-        return self.share(t, node) + 1
+        key = t * self.stride + node
+        hit = self.capped.get(key)
+        if hit is None:
+            hit = self.capped[key] = self.share(t, node) + 1
+        return hit
 
     def broker_caps(self, topics: Any, positions: Any) -> Any:
         """The caps of many (topic, broker) pairs at once: ``topics`` and ``positions`` (in the
@@ -161,9 +166,13 @@ class TopicSpreadGoal(Goal):
             d += 1
         base = t * m.stride
         get = m.ncount.get
-        cap = self.caps.cap
+        capped = self.caps.capped
         for node in cd[d:]:
-            if get(base + node, 0) + 1 > cap(t, node):
+            key = base + node
+            cap = capped.get(key)
+            if cap is None:
+                cap = self.caps.cap(t, node)
+            if get(key, 0) >= cap:
                 return False
         return True
 
