@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from kafka_replica_assignor.planner.request import whole_number
 from kafka_replica_assignor.server.exit_codes import EXIT_FAILURE, EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -74,17 +75,6 @@ def help_text(doc: str | None) -> str:
     """A module docstring as ``--help`` text: reStructuredText's double backticks and roles dropped."""
     text = re.sub(r":\w+:`~?([^`]+)`", r"\1", doc or "")
     return text.replace("``", "")
-
-
-def whole_number(text: str, least: int = 0) -> int:
-    """An argument type: a whole number of at least ``least``."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
-    return value
 
 
 def positive(text: str) -> int:
