@@ -2,20 +2,23 @@
 
 An assignor implements one method, :meth:`ReplicaAssignor.assign_replicas_to_brokers`.
 The framework (:func:`place`) checks the shared preconditions once, before any
-assignor runs, calls it, and validates its answer before anyone may send it (both
-rules live in :mod:`kafka_replica_assignor.assignors.validate`; they are re-exported here for plug-ins):
-an assignor can refuse (raise :class:`ReplicaAssignorError`) but can never hand a
-wrong answer to a client.
+assignor runs, calls it on the brokers it may use, and validates its answer before anyone
+may send it (both rules live in :mod:`kafka_replica_assignor.assignors.validate`; they are
+re-exported here for plug-ins): an assignor can refuse (raise :class:`ReplicaAssignorError`)
+but can never hand a wrong answer to a client. Fenced brokers are the framework's too
+(:mod:`kafka_replica_assignor.assignors.fencing`): an assignor never sees one in its view, and a
+fenced broker takes a replica only where the unfenced brokers are too few, never as leader.
 """
 
 from __future__ import annotations
 
 import abc
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import AssignmentError, ReplicaAssignorError
+from .fencing import AssignorCall, place_around_fenced
 from .model import Assignment, ClusterView
 from .validate import check_preconditions, check_request, validate_assignment
 
@@ -67,7 +70,9 @@ class ReplicaAssignor(abc.ABC):
         ``cluster.topic_assignment(topic_name)`` holds the topic's current
         assignment: partitions listed there and in ``partitions`` are having
         their replication factor raised and must keep their current replicas.
-        Raise :class:`ReplicaAssignorError` to refuse with a message.
+        Current replicas may be on brokers that are not in ``cluster.brokers``: fenced
+        brokers, which the framework keeps out of every assignor's view; keep them, and
+        place nothing new on them. Raise :class:`ReplicaAssignorError` to refuse with a message.
         """
 
 
@@ -87,20 +92,23 @@ def place(
     """
     drawn = rng if rng is not None else random.Random()
     return framework(assignor, PlacementSpec(topic_name, partitions, replication_factor), cluster,
-                     lambda: assignor.assign_replicas_to_brokers(topic_name, partitions, replication_factor, cluster,
-                                                                 principal, rng=drawn))
+                     lambda ids, rf, view: assignor.assign_replicas_to_brokers(topic_name, ids, rf, view, principal,
+                                                                               rng=drawn))
 
 
-def framework(assignor: object, spec: PlacementSpec, cluster: ClusterView,
-              call: Callable[[], Mapping[int, Sequence[int]]]) -> Assignment:
-    """The framework around one call of an assignor (:func:`place`, or the memo's
-    ``assign_drawn``): the request is checked once (:func:`kafka_replica_assignor.assignors.validate.check_request`),
-    so assignors assume valid input; a plug-in's bug becomes :class:`ReplicaAssignorError`,
-    never a crash; the answer is checked by :func:`kafka_replica_assignor.assignors.validate.validate_assignment`."""
+def framework(assignor: object, spec: PlacementSpec, cluster: ClusterView, call: AssignorCall) -> Assignment:
+    """The framework around an assignor (:func:`place`, or the memo's ``assign_drawn``): the
+    request is checked once (:func:`kafka_replica_assignor.assignors.validate.check_request`), so
+    assignors assume valid input; ``call(partitions, replication_factor, view)`` runs the
+    assignor on the brokers it may use (:func:`kafka_replica_assignor.assignors.fencing.place_around_fenced`:
+    the view itself unless brokers are fenced, once unless the unfenced brokers are too few); a
+    plug-in's bug becomes :class:`ReplicaAssignorError`, never a crash; the answer is checked by
+    :func:`kafka_replica_assignor.assignors.validate.validate_assignment`."""
     current = cluster.topic_assignment(spec.topic_name)
     check_request(spec.topic_name, spec.partitions, spec.replication_factor, cluster, current)
     try:
-        result = call()
+        result = place_around_fenced(spec.topic_name, spec.partitions, spec.replication_factor, cluster, current,
+                                     call)
     except AssignmentError:
         raise
     except Exception as exc:  # a plug-in's bug must become an error response, not a crash

@@ -17,6 +17,9 @@ Constraints
       the exact broker layout it was validated against, so a hit needs no new check.
     - Bounded: only placements of at most ``max_replicas`` replicas, at most ``max_entries``
       entries (oldest evicted first). Entries are read-only; callers must not mutate them.
+    - Fenced brokers: the draws are made on the view the framework places on
+      (:func:`kafka_replica_assignor.assignors.fencing.assignment_view`: the unfenced brokers); a request
+      they are too few for (the framework's fallback) is placed the ordinary way.
 
 Algorithm
     For a :class:`MemoizableAssignor`, ``key = assignor.draw(...)``; on a miss,
@@ -38,6 +41,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from .base import ANONYMOUS, PlacementSpec, ReplicaAssignor, framework
+from .fencing import assignment_view
 from .model import Assignment, ClusterView
 
 __all__ = ["MemoEntry", "MemoizableAssignor", "PlacementMemo"]
@@ -138,7 +142,10 @@ class PlacementMemo:
         if (self.max_entries <= 0 or len(partitions) * replication_factor > self.max_replicas
                 or not isinstance(assignor, MemoizableAssignor)):
             return None
-        draw = assignor.draw(spec.topic_name, partitions, replication_factor, cluster, rng=rng)
+        view = assignment_view(cluster, replication_factor)  # where the framework places it
+        if view is None:  # too few unfenced brokers: the framework's fallback, the ordinary way
+            return None
+        draw = assignor.draw(spec.topic_name, partitions, replication_factor, view, rng=rng)
         if draw is None:
             return None
         key = (assignor, draw)
@@ -147,8 +154,9 @@ class PlacementMemo:
             self.hits += 1
             return entry
         self.misses += 1
-        entry = MemoEntry(framework(assignor, spec, cluster, lambda: assignor.assign_drawn(
-            draw, spec.topic_name, partitions, replication_factor, cluster)))
+        # the framework places on the same view the draw was made on (assignment_view's)
+        entry = MemoEntry(framework(assignor, spec, cluster, lambda ids, rf, placed_on: assignor.assign_drawn(
+            draw, spec.topic_name, ids, rf, placed_on)))
         entries = self._entries
         while len(entries) >= self.max_entries:
             entries.pop(next(iter(entries)), None)

@@ -44,7 +44,9 @@ class ClusterView:
     """A read-only view of the cluster for one assignment.
 
     - ``brokers``: the brokers replicas may be placed on (alive and registered), sorted by id.
-    - ``fenced``: ids among ``brokers`` that are fenced (KRaft); they may hold followers, never lead.
+    - ``fenced``: ids among ``brokers`` that are fenced (KRaft); they never lead a new partition and
+      take a new replica only where no unfenced broker can. The framework keeps them out of the
+      view an assignor sees (:mod:`kafka_replica_assignor.assignors.fencing`).
     - ``offline``: brokers observed before but not alive now (KIP-409); never placed on directly.
     - ``topics``: existing assignments by topic name, so that an assignor can continue a topic or
       take other topics' load into account.
@@ -135,6 +137,16 @@ class ClusterView:
             offline=self.offline,
             topics=self.topics,
         )
+
+    def without_fenced(self) -> ClusterView:
+        """The view without its fenced brokers (the same offline brokers and topics): what an
+        assignor places on (:mod:`kafka_replica_assignor.assignors.fencing`). Built without
+        freezing the topics again, in time linear in the brokers."""
+        view = object.__new__(ClusterView)
+        for name, value in (("brokers", tuple(b for b in self.brokers if b.id not in self.fenced)),
+                            ("fenced", frozenset()), ("offline", self.offline), ("topics", self.topics)):
+            object.__setattr__(view, name, value)
+        return view
 
     def with_assignment(self, topic: str, assignment: Mapping[int, Iterable[int]]) -> ClusterView:
         """A new view where ``topic`` has ``assignment`` merged over its existing partitions."""

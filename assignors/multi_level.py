@@ -948,7 +948,9 @@ def _grow(tree: _Tree, draws: Mapping[int, int], counts: list[int], current: Map
             break
         units = []
         for p in short:
-            existing = [node_of[b] for b in grown[p]]
+            # a kept replica on a broker outside the view (a fenced one: kafka_replica_assignor.assignors.fencing)
+            # counts for the replication factor, not in the tree
+            existing = [node_of[b] for b in grown[p] if b in node_of]
             rings.enter(existing)
             placed = rings.walk()
             rings.leave(existing + [placed])

@@ -18,30 +18,31 @@ Constraints
 
 Algorithm
     1. Build the *observed view*: alive brokers plus the offline observed brokers (with their
-       racks), the offline ones marked fenced, so a fencing-aware assignor already avoids them as
-       leaders. Run the assignor over it through :func:`kafka_replica_assignor.assignors.base.place`.
+       racks), the offline ones marked fenced. Run the assignor over it through
+       :func:`kafka_replica_assignor.assignors.base.place`: the framework's rule for fenced brokers
+       (:mod:`kafka_replica_assignor.assignors.fencing`) has the assignor place every partition on the
+       alive unfenced brokers, and puts the replicas they are too few for on fenced or offline
+       brokers, as followers, on racks the partition does not use yet first. So no offline broker
+       leads, and every partition holds every alive unfenced broker.
     2. Every partition must be able to take writes with ``acks=all``: one with fewer than
-       ``min(min.insync.replicas, RF)`` alive replicas has offline replicas replaced by alive
-       brokers not yet in it, each from the offline replica's rack when there is one, else the
-       alive broker holding the fewest replicas in this request.
-       Then, for each partition whose first replica is offline, swap in an alive replica as
-       leader: the unfenced one with the fewest leaderships so far in this request (then the
-       earliest position).
+       ``min(min.insync.replicas, RF)`` alive replicas (some alive brokers are fenced) has offline
+       replicas replaced by alive brokers not yet in it, each from the offline replica's rack when
+       there is one, else the alive broker holding the fewest replicas in this request.
     3. Replace each remaining offline broker by the next placeholder id (-1, -2, ...).
     4. Validate against the *alive* view with placeholders allowed, then check the numbering.
 
 Example
     Racks a, b, c with brokers 0 (a), 1 (b), 2 (c); broker 2 is offline; RF 3, min ISR 2, enabled.
-    Over the observed view the assignor answers ``0: [2, 0, 1]``, ``1: [0, 1, 2]``:
+    The assignor places on brokers 0 and 1 with replication factor 2 (``0: [1, 0]``,
+    ``1: [0, 1]``); the framework adds broker 2 to each, and broker 2 becomes placeholder -1:
 
-    ========= ================= ============== ================
-    partition observed view     leader fixed   answer
-    ========= ================= ============== ================
-    0         [2, 0, 1]         [1, 0, 2]      [1, 0, -1]
-    1         [0, 1, 2]         [0, 1, 2]      [0, 1, -1]
-    ========= ================= ============== ================
+    ========= ================ ================= ================
+    partition the assignor     observed view     answer
+    ========= ================ ================= ================
+    0         [1, 0]           [1, 0, 2]         [1, 0, -1]
+    1         [0, 1]           [0, 1, 2]         [0, 1, -1]
+    ========= ================ ================= ================
 
-    Partition 0's leader goes to broker 1 rather than 0, because broker 0 already leads partition 1.
     Every partition still spans racks a, b and c (the placeholder stands for rack c).
 """
 
@@ -135,10 +136,10 @@ def _with_placeholders(result: Mapping[int, Sequence[int]], partitions: Sequence
                        cluster: ClusterView, current: Mapping[int, Sequence[int]],
                        alive_needed: int) -> Assignment:
     """Every partition gets at least ``alive_needed`` alive replicas (so it can take writes
-    with acks=all at min.insync.replicas), an alive leader, and placeholders for the rest."""
+    with acks=all at min.insync.replicas), and placeholders for the rest (its leader is alive
+    and unfenced already: the framework's fenced rule)."""
     alive_rack = cluster.rack_by_broker
     offline_rack = {b.id: b.rack for b in cluster.offline}
-    leaders = Counter(r[0] for r in result.values() if r and r[0] in alive_rack)
     load = Counter(b for r in result.values() for b in r if b in alive_rack)
     out: Assignment = {}
     for p in partitions:
@@ -150,13 +151,6 @@ def _with_placeholders(result: Mapping[int, Sequence[int]], partitions: Sequence
         while alive < min(alive_needed, len(reps)):
             _replace_one_offline(p, reps, kept, cluster, offline_rack, load)
             alive += 1
-        if reps[0] not in alive_rack:
-            i = min(
-                (i for i, b in enumerate(reps) if b in alive_rack),
-                key=lambda i: (reps[i] in cluster.fenced, leaders[reps[i]], i),
-            )
-            reps[0], reps[i] = reps[i], reps[0]
-            leaders[reps[0]] += 1
         next_placeholder = -1
         for i, b in enumerate(reps):
             if b in offline_rack and b not in kept:

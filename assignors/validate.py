@@ -31,13 +31,16 @@ Algorithm
     *A request to the framework* (:func:`check_request`, once per placement): the three counts
     above (:func:`check_preconditions`), no negative partition id, and for each requested
     partition that exists (id order): its replicas on brokers of the view, and no more of them
-    than the replication factor.
+    than the replication factor; then, when a partition is new, an unfenced broker to lead it
+    (Kafka's ``"All brokers are currently fenced."``).
 
     *An answer* (:func:`validate_assignment`): a mapping from exactly the requested integer ids
     to lists of ``replication_factor`` distinct brokers of the view (negative placeholders where
     allowed, never leading), current replicas kept. The same rules, each as a message, and the
     optional ones (order of kept replicas, no fenced leader, rack spread, leader and replica
-    balance) are listed by :func:`placement_violations`.
+    balance) are listed by :func:`placement_violations`. Where the view has fenced brokers, the
+    fenced rule too (:func:`fenced_violations`): none leads a partition it did not lead, and none
+    takes a new replica while an unfenced broker of the view is not in the partition.
 
 Example
     Brokers 0-3, partitions 0-1, replication factor 2, answer ``{0: [0, 9], 1: [1, 1]}``:
@@ -49,7 +52,7 @@ Example
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Container, Iterable, Mapping, Sequence
+from collections.abc import Collection, Container, Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
@@ -64,6 +67,7 @@ from .errors import (
 from .model import Assignment, ClusterView
 
 __all__ = [
+    "ALL_FENCED_MESSAGE",
     "balance_violations",
     "check_counts",
     "check_existing_partitions",
@@ -73,6 +77,8 @@ __all__ = [
     "check_request",
     "check_size",
     "check_topic_name",
+    "check_unfenced_leader",
+    "fenced_violations",
     "leader_counts",
     "partitions_to_place",
     "placement_violations",
@@ -269,6 +275,18 @@ def check_existing_partitions(topic_name: str | None, partitions: Sequence[int],
             )
 
 
+ALL_FENCED_MESSAGE = "All brokers are currently fenced."
+"""Kafka's ``StripedReplicaPlacer`` refusal, with its class (:class:`InvalidReplicationFactorError`)."""
+
+
+def check_unfenced_leader(partitions: Sequence[int], cluster: ClusterView,
+                          current: Mapping[int, Sequence[int]]) -> None:
+    """A new partition needs an unfenced broker to lead it (a partition that exists keeps its leader)."""
+    if cluster.fenced and len(cluster.fenced) == len(cluster.brokers):
+        if any(p not in current for p in partitions):
+            raise InvalidReplicationFactorError(ALL_FENCED_MESSAGE)
+
+
 def check_request(topic_name: str | None, partitions: Sequence[int], replication_factor: int,
                   cluster: ClusterView, current: Mapping[int, Sequence[int]] | None = None) -> None:
     """Every framework-level rule, in order: what :func:`kafka_replica_assignor.assignors.base.place` checks once.
@@ -278,6 +296,8 @@ def check_request(topic_name: str | None, partitions: Sequence[int], replication
     check_preconditions(len(partitions), replication_factor, cluster)
     check_partition_ids(partitions)
     check_existing_partitions(topic_name, partitions, replication_factor, cluster, current)
+    check_unfenced_leader(partitions, cluster, current if current is not None else
+                          cluster.topic_assignment(topic_name))
 
 
 # -- an answer: one rule per function ----------------------------------------------------------
@@ -347,10 +367,41 @@ def _placeholder_leader_problem(p: int, reps: Sequence[int]) -> str | None:
     return None
 
 
-def _fenced_leader_problem(p: int, reps: Sequence[int], fenced: Collection[int]) -> str | None:
-    if reps and reps[0] in fenced:
+def _fenced_leader_problem(p: int, reps: Sequence[int], fenced: Collection[int],
+                           kept: Sequence[int] | None = None) -> str | None:
+    """A fenced broker leads only a partition it leads already (its current replicas kept first)."""
+    if reps and reps[0] in fenced and not (kept and kept[0] == reps[0]):
         return f"partition {p}: fenced broker {reps[0]} leads"
     return None
+
+
+def _needless_fenced_problem(p: int, reps: Sequence[int], fenced: Collection[int], unfenced: int,
+                             kept: Sequence[int] | None = None) -> str | None:
+    """A fenced broker takes a new replica only where every unfenced broker (``unfenced`` of
+    them in the view) holds one already; kept replicas are not new."""
+    added = [b for b in reps if b in fenced and not (kept and b in kept)]
+    if added and sum(1 for b in reps if b >= 0 and b not in fenced) < unfenced:
+        return (f"partition {p}: fenced broker {added[0]} takes a new replica while an unfenced "
+                f"broker could ({list(reps)})")
+    return None
+
+
+def fenced_violations(assignment: Mapping[int, Sequence[int]], cluster: ClusterView,
+                      current: Mapping[int, Sequence[int]]) -> Iterator[str]:
+    """The fenced rule (:mod:`kafka_replica_assignor.assignors.fencing`) over every partition, in id order."""
+    fenced = cluster.fenced
+    if not fenced:
+        return
+    used = set(chain.from_iterable(assignment.values())) & fenced
+    if not used:
+        return  # no fenced broker at all: none leads, none is needless
+    unfenced = len(cluster.brokers) - len(fenced)
+    for p in sorted(assignment):
+        reps, kept = assignment[p], current.get(p)
+        problem = (_fenced_leader_problem(p, reps, fenced, kept)
+                   or _needless_fenced_problem(p, reps, fenced, unfenced, kept))
+        if problem is not None:
+            yield problem
 
 
 def _rack_spread_problem(p: int, reps: Sequence[int], rack_of: Mapping[int, str | None],
@@ -403,6 +454,7 @@ def placement_violations(
     current: Mapping[int, Sequence[int]] | None = None,
     keep_order: bool = True,
     fenced_never_lead: bool = True,
+    fenced_only_when_needed: bool = False,
     rack_spread: bool = False,
     leader_skew: int | None = None,
     replica_skew: int | None = None,
@@ -413,7 +465,9 @@ def placement_violations(
     - always: exactly ``partitions`` (when given); per partition ``replication_factor`` distinct
       integer brokers of ``cluster`` (negative placeholders too with ``placeholders``, never
       leading); ``current`` replicas kept, as a prefix with ``keep_order``;
-    - ``fenced_never_lead``: no broker of ``cluster.fenced`` leads;
+    - ``fenced_never_lead``: no broker of ``cluster.fenced`` leads (but a current leader kept first);
+    - ``fenced_only_when_needed``: a broker of ``cluster.fenced`` takes a new replica only where
+      every unfenced broker of the view holds one (the framework's rule, with the one above);
     - ``rack_spread``: each partition spans ``min(its replicas on brokers of the view, #racks)``
       racks (no-op without racks);
     - ``leader_skew=t``: preferred-leader counts over the unfenced brokers differ by at most ``t``;
@@ -441,7 +495,9 @@ def placement_violations(
             (_prefix_problem if keep_order else _kept_problem)(p, replicas, kept),
             _integer_problem(p, replicas),
             _placeholder_leader_problem(p, replicas),
-            _fenced_leader_problem(p, replicas, cluster.fenced) if fenced_never_lead else None,
+            _fenced_leader_problem(p, replicas, cluster.fenced, kept) if fenced_never_lead else None,
+            _needless_fenced_problem(p, replicas, cluster.fenced, len(cluster.unfenced_ids), kept)
+            if fenced_only_when_needed and cluster.fenced else None,
             _rack_spread_problem(p, replicas, rack_of, n_racks) if n_racks else None,
         ]
         out += dict.fromkeys(problem for problem in problems if problem is not None)  # once each
@@ -467,8 +523,8 @@ def validate_assignment(
 
     Exactly the requested partition ids; ``replication_factor`` distinct brokers
     each; every broker in the cluster view (or a negative placeholder id, where the
-    under-replicated feature allows it, never as leader); current replicas kept.
-    Any violation raises :class:`ReplicaAssignorError` naming the partition.
+    under-replicated feature allows it, never as leader); current replicas kept; the
+    fenced rule (:func:`fenced_violations`). Any violation raises :class:`ReplicaAssignorError` naming the partition.
     """
     if not isinstance(result, Mapping):
         raise ReplicaAssignorError(f"assignor returned {type(result).__name__}, not a partition map")
@@ -482,9 +538,18 @@ def validate_assignment(
         raise ReplicaAssignorError(f"assignor returned {_partition_ids_problem(keys, partitions)}")
     known = frozenset(cluster.broker_ids)
     current = current or {}
-    fast = _validate_batch(result, partitions, replication_factor, known, current)
-    if fast is not None:
-        return fast
+    out = _validate_batch(result, partitions, replication_factor, known, current)
+    if out is None:
+        out = _validate_slowly(result, partitions, replication_factor, known, current, allow_placeholders)
+    for problem in fenced_violations(out, cluster, current):
+        raise ReplicaAssignorError(problem)
+    return out
+
+
+def _validate_slowly(result: Mapping[int, Any], partitions: Sequence[int], replication_factor: int,
+                     known: frozenset[int], current: Mapping[int, Sequence[int]],
+                     allow_placeholders: bool) -> Assignment:
+    """The answer's first problem, by partition, as :func:`validate_assignment` raises it."""
     # slow path: find and name the first partition that is wrong
     out: Assignment = {}
     for p in partitions:

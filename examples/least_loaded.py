@@ -7,7 +7,10 @@ Goals
 
 Constraints
     - Never two replicas of a partition in one rack while a rack without one has a broker
-      left; fenced brokers never lead.
+      left.
+    - Fenced brokers are the framework's, not this plug-in's: they are never in the view it is
+      given (``kafka_replica_assignor.assignors.fencing`` keeps them out, and adds them as
+      followers only where the unfenced brokers are too few). A current replica may be on one.
     - Partitions that already exist keep their replicas as a prefix (raised replication
       factor).
     - Pure: the only randomness is the injected ``rng``, used once to break ties.
@@ -15,7 +18,7 @@ Constraints
 Algorithm
     Count replicas and leaders per broker over all topics. Break ties by one random order of
     the brokers drawn from ``rng``. For each partition in id order: the leader (when the
-    partition is new) is the unfenced broker with the fewest leaders, then fewest replicas;
+    partition is new) is the broker with the fewest leaders, then fewest replicas;
     each follower is the broker not yet in the partition whose rack is unused (when
     possible) and that holds the fewest replicas. Counts are updated after every choice, so
     the partitions of one request spread too.
@@ -61,7 +64,6 @@ class LeastLoadedAssignor(ReplicaAssignor):
         order = list(cluster.broker_ids)
         rng.shuffle(order)
         tie = {b: i for i, b in enumerate(order)}
-        unfenced = [b for b in order if b not in cluster.fenced]
         existing = cluster.topic_assignment(topic_name)
         out: Assignment = {}
         for p in sorted(set(partitions)):
@@ -71,9 +73,7 @@ class LeastLoadedAssignor(ReplicaAssignor):
                     f"partition {p} already has {len(chosen)} replicas, more than {replication_factor}"
                 )
             if not chosen:
-                if not unfenced:
-                    raise ReplicaAssignorError("every broker is fenced: no broker may lead")
-                leader = min(unfenced, key=lambda b: (leaders[b], replicas[b], tie[b]))
+                leader = min(order, key=lambda b: (leaders[b], replicas[b], tie[b]))
                 chosen.append(leader)
                 leaders[leader] += 1
                 replicas[leader] += 1

@@ -116,6 +116,7 @@ class ReplicaAssignorServer:
         )
         if metrics.enabled:
             metrics.connections.set_function(lambda: len(state.connections))
+            metrics.watch_cluster(source.figures)
             if state.memo is not None:
                 metrics.watch_memo(state.memo)
         if isinstance(executor, AssignorPool) and not state.assignor_builtin:

@@ -3,8 +3,8 @@
 Both sources share one small interface (:class:`ClusterSource`, the server's only one):
 ``start()`` loads a first view, ``view()`` returns the current :class:`assignors.ClusterView`
 without blocking, ``refresh()`` fetches a new one now, ``stop()`` ends the refresh task,
-``describe()`` is for logs. ``offline`` in the view holds the brokers observed
-before (in the :class:`kafka_replica_assignor.server.observed.ObservedBrokerStore`, or marked ``"alive": false`` in the
+``describe()`` is for logs, ``figures()`` for ``/metrics`` (:class:`ClusterFigures`).
+``offline`` in the view holds the brokers observed before (in the :class:`kafka_replica_assignor.server.observed.ObservedBrokerStore`, or marked ``"alive": false`` in the
 snapshot) that are not alive now: the KIP-409 placeholders stand for them.
 
 Rules of the live source (reading the cluster and mapping its answers to a snapshot, with the
@@ -46,6 +46,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -58,6 +59,23 @@ from kafka_replica_assignor.protocol.cluster_reader import ClusterRead, open_adm
 from .config import ConfigError, ServerConfig
 from .observed import DEFAULT_OBSERVED_PATH, ObservedBroker, ObservedBrokerStore, ObservedStoreError
 from .snapshot_file import DEFAULT_MAX_BYTES, IN_PROCESS_MAX_BYTES, SnapshotContent, SnapshotFile
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterFigures:
+    """The cluster the server follows, in numbers (``/metrics``, :mod:`kafka_replica_assignor.server.metrics`).
+
+    ``alive`` counts every alive broker of the view, the ``fenced`` ones among them included;
+    ``offline`` the observed brokers not alive now. ``refresh_failures`` counts the refreshes
+    that failed since start (the last good view was kept). ``view_age_seconds`` is the time since
+    the last good view was fetched, None before the first one."""
+
+    alive: int
+    fenced: int
+    offline: int
+    refreshes: int
+    refresh_failures: int
+    view_age_seconds: float | None
 
 
 class ClusterSource(Protocol):
@@ -74,6 +92,8 @@ class ClusterSource(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
     def health(self) -> tuple[bool, str]: ...
+
+    def figures(self) -> ClusterFigures: ...
 
 
 def merge_observed(snapshot: ClusterSnapshot, observed: Iterable[ObservedBroker] = (),
@@ -196,6 +216,14 @@ class _RefreshingSource:
             self._healthy = healthy
             (self._log.info if healthy else self._log.warning)(
                 "cluster_health_changed", source=self.kind, healthy=healthy, reason=reason)
+
+    def figures(self) -> ClusterFigures:
+        """The numbers ``/metrics`` shows, read without blocking (a scrape may come at any time)."""
+        view, last = self._view, self._last_success
+        return ClusterFigures(
+            alive=len(view.brokers), fenced=len(view.fenced), offline=len(view.offline),
+            refreshes=self._refreshes, refresh_failures=self._failures,
+            view_age_seconds=None if last is None else max(0.0, self._clock() - last))
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -432,6 +460,9 @@ class _StartupChecked:
     def health(self) -> tuple[bool, str]:
         return self._source.health()
 
+    def figures(self) -> ClusterFigures:
+        return self._source.figures()
+
 
 def create_source(config: ServerConfig) -> ClusterSource:
     """The source ``config`` asks for (see the module doc), with start-up errors as ConfigError."""
@@ -452,6 +483,7 @@ def create_source(config: ServerConfig) -> ClusterSource:
 
 
 __all__ = [
+    "ClusterFigures",
     "ClusterSource",
     "LiveClusterSource",
     "SnapshotSource",

@@ -15,6 +15,12 @@ itself, so an answer also proves the loop is not stuck.
   (closed by the server for cause: malformed frame, idle, authentication failed, ...);
 - ``replica_assignor_authentications_total{mechanism, result}``;
 - ``replica_assignor_worker_restarts_total{reason}``: plug-in worker processes replaced;
+- the cluster the server follows (:meth:`kafka_replica_assignor.server.cluster_source.ClusterSource.figures`,
+  read at scrape time, no labels): ``replica_assignor_cluster_alive_brokers`` (fenced ones
+  included), ``replica_assignor_cluster_fenced_brokers``, ``replica_assignor_cluster_offline_brokers``,
+  ``replica_assignor_cluster_refreshes_total``, ``replica_assignor_cluster_refresh_failures_total``
+  and ``replica_assignor_cluster_view_age_seconds`` (since the last good view; ``+Inf`` before
+  the first);
 - ``process_*``: the server's resident memory, CPU time and open file descriptors.
 
 Handlers whose response carries an error code report it with :meth:`Metrics.note_error_code`
@@ -33,6 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kafka_replica_assignor.assignors.memo import PlacementMemo
+
+    from .cluster_source import ClusterFigures
 
 _LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                     1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -70,6 +78,37 @@ class _MemoCollector:
         yield lookups
         yield GaugeMetricFamily("replica_assignor_memo_entries", "Placements held by the placement memo.",
                                 value=len(self._memo))
+
+
+class _ClusterCollector:
+    """The cluster the server follows, from its source's figures at scrape time (no labels)."""
+
+    def __init__(self, figures: Callable[[], ClusterFigures]) -> None:
+        self._figures = figures
+
+    def describe(self) -> list[Any]:
+        return []  # collected at scrape time only
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        now = self._figures()
+        yield GaugeMetricFamily("replica_assignor_cluster_alive_brokers",
+                                "Alive brokers in the cluster view, fenced ones included.", value=now.alive)
+        yield GaugeMetricFamily("replica_assignor_cluster_fenced_brokers",
+                                "Alive brokers the cluster reports fenced (never leaders; replicas only "
+                                "where no unfenced broker can take them).", value=now.fenced)
+        yield GaugeMetricFamily("replica_assignor_cluster_offline_brokers",
+                                "Brokers observed before that are not alive now.", value=now.offline)
+        yield CounterMetricFamily("replica_assignor_cluster_refreshes",
+                                  "Refreshes of the cluster view, failed ones included.", value=now.refreshes)
+        yield CounterMetricFamily("replica_assignor_cluster_refresh_failures",
+                                  "Refreshes of the cluster view that failed (the last good view was kept).",
+                                  value=now.refresh_failures)
+        age = now.view_age_seconds
+        yield GaugeMetricFamily("replica_assignor_cluster_view_age_seconds",
+                                "Seconds since the last good cluster view (+Inf before the first).",
+                                value=float("inf") if age is None else age)
 
 
 class Metrics:
@@ -114,6 +153,11 @@ class Metrics:
         """Expose the placement memo's (kafka_replica_assignor.assignors.memo) lookups and size, read at scrape time."""
         if self.enabled:
             self.registry.register(_MemoCollector(memo))
+
+    def watch_cluster(self, figures: Callable[[], ClusterFigures]) -> None:
+        """Expose the cluster the server follows (its source's :meth:`figures`), read at scrape time."""
+        if self.enabled:
+            self.registry.register(_ClusterCollector(figures))
 
     # -- recording (all no-ops when disabled) -------------------------------------------
     def begin(self, api_key: int, track: bool = False) -> RequestOutcome | None:

@@ -5,6 +5,7 @@ connections, authentications, assignment durations; ``/health`` and
 
 from __future__ import annotations
 
+import json
 import socket
 import struct
 import subprocess
@@ -98,6 +99,37 @@ def test_memo_lookups_are_counted():
     assert samples[("replica_assignor_memo_lookups_total", (("result", "miss"),))] == 1
     assert samples[("replica_assignor_memo_lookups_total", (("result", "hit"),))] == 4
     assert samples[("replica_assignor_memo_entries", ())] == 1
+
+
+def test_the_cluster_the_server_follows(tmp_path):
+    """Alive, fenced and offline brokers, refreshes and their failures, the view's age: no
+    labels, whatever the cluster. The snapshot here has broker 2 down (offline); a broken file
+    is a failed refresh, and the last good view ages (fenced brokers: tests/kafka/test_fencing.py)."""
+    snap = tmp_path / "cluster.json"
+    snap.write_text(json.dumps({"brokers": [{"id": 0, "rack": "a"}, {"id": 1, "rack": "b"},
+                                            {"id": 2, "rack": "c", "alive": False}], "partitions": []}))
+    with ServerThread({"metrics.listener": "http://127.0.0.1:0", "cluster.metadata.file": str(snap),
+                       "metadata.refresh.interval.ms": "50"}) as running:
+        samples = _scrape(running)
+        assert {name: samples[(name, ())] for name in CLUSTER_GAUGES} == {
+            "replica_assignor_cluster_alive_brokers": 2, "replica_assignor_cluster_fenced_brokers": 0,
+            "replica_assignor_cluster_offline_brokers": 1, "replica_assignor_cluster_refresh_failures_total": 0}
+        assert samples[("replica_assignor_cluster_refreshes_total", ())] >= 1
+        assert 0 <= samples[("replica_assignor_cluster_view_age_seconds", ())] < 5
+        assert not [key for key in samples if key[0].startswith("replica_assignor_cluster_") and key[1]]
+        snap.write_text("{not json")
+        deadline = time.monotonic() + 10
+        while _scrape(running)[("replica_assignor_cluster_refresh_failures_total", ())] < 2:
+            assert time.monotonic() < deadline, "the failed refreshes were not counted"
+            time.sleep(0.05)
+        time.sleep(0.3)
+        later = _scrape(running)
+        assert later[("replica_assignor_cluster_view_age_seconds", ())] >= 0.3
+        assert later[("replica_assignor_cluster_alive_brokers", ())] == 2  # the last good view
+
+
+CLUSTER_GAUGES = ("replica_assignor_cluster_alive_brokers", "replica_assignor_cluster_fenced_brokers",
+                  "replica_assignor_cluster_offline_brokers", "replica_assignor_cluster_refresh_failures_total")
 
 
 def test_connections_gauge_refusals_and_closes(server):

@@ -38,6 +38,7 @@ pytestmark = pytest.mark.kafka
 SEED = 20261126
 DEFAULT_CASES = 3000
 STRIPED_CASES = 3000
+DEFAULT_FENCED_CASES = 1500
 
 # our refusals under the name of the Kafka exception they stand for
 KAFKA_EXCEPTION = {
@@ -233,16 +234,13 @@ def striped_cases(count: int, seed: int) -> list[Case]:
         def ours(cluster=cluster, specs=specs, draw_seed=draw_seed) -> str:
             def compute() -> list[dict[int, list[int]]]:
                 placer_rng = JavaRandom(draw_seed)
-                framework_rng = JavaRandom(draw_seed)
                 topics = []
-                for start, n_partitions, rf in specs:
+                for k, (start, n_partitions, rf) in enumerate(specs):
                     ids = range(start, start + n_partitions)
                     got = StripedReplicaAssignor().assign_replicas_to_brokers(
                         "t", ids, rf, cluster, rng=placer_rng)
-                    if n_partitions:  # the framework (checks, validation) gives the same answer
-                        assert place(StripedReplicaAssignor(), "t", ids, rf, cluster, rng=framework_rng) == got
-                    else:
-                        StripedReplicaAssignor().assign_replicas_to_brokers("t", ids, rf, cluster, rng=framework_rng)
+                    if n_partitions:
+                        _check_striped_framework(cluster, ids, rf, draw_seed + k)
                     topics.append(got)
                 return topics
             return _answer(compute)
@@ -250,6 +248,72 @@ def striped_cases(count: int, seed: int) -> list[Case]:
             "some fenced" if any(f for *_, f in brokers) else "none fenced")
         line = f"S {i} {draw_seed} {','.join(f'{s}/{p}/{r}' for s, p, r in specs)} {_token(brokers)}"
         cases.append(Case(line, ours, f"racks {layout}, {fenced_kind}"))
+    return cases
+
+
+def _check_striped_framework(cluster: ClusterView, ids: range, rf: int, seed: int) -> None:
+    """The framework (checks, validation, fenced brokers: assignors/fencing.py) around the striped
+    assignor, for a request the placer answered: the placer's own answer when nothing is fenced;
+    with fenced brokers, the placer's answer over the unfenced brokers (Kafka's placer over the
+    brokers it is given), and where they are fewer than the replication factor, over them with
+    a replication factor of their number, followed by fenced brokers only."""
+    framed = place(StripedReplicaAssignor(), "t", ids, rf, cluster, rng=JavaRandom(seed))
+    view = cluster.without_fenced() if cluster.fenced else cluster
+    usable = min(rf, len(view.brokers))
+    alone = StripedReplicaAssignor().assign_replicas_to_brokers("t", ids, usable, view, rng=JavaRandom(seed))
+    assert {p: r[:usable] for p, r in framed.items()} == alone
+    assert all(set(r[usable:]) <= cluster.fenced for r in framed.values())
+
+
+def default_fenced_cases(count: int, seed: int) -> list[Case]:
+    """The ``default`` assignor through the framework on clusters with fenced brokers, against
+    ``AdminUtils.assignReplicasToBrokers`` given the unfenced brokers only (what Kafka-exact means
+    with fenced brokers: assignors/fencing.py). Where the unfenced brokers are fewer than the
+    replication factor, Kafka is asked for a replication factor of their number, and our answer's
+    first replicas must be Kafka's (the framework adds fenced followers after them). A new topic,
+    or partitions added to a topic whose replicas (partition 0's leader too) may be on fenced
+    brokers."""
+    rng = random.Random(seed)
+    cases = []
+    for i in range(count):
+        n = rng.randint(2, 60)
+        layout = rng.choice(["none", "even", "uneven"])
+        ids = _broker_ids(rng, n)
+        brokers = [BrokerMetadata(b, r) for b, r in zip(ids, _racks(rng, n, layout), strict=True)]
+        share = rng.random() * 0.7
+        fenced = {b for b in ids if rng.random() < share}
+        if len(fenced) == n:
+            fenced.discard(rng.choice(ids))
+        unfenced = sorted((b for b in brokers if b.id not in fenced), key=lambda b: b.id)
+        rf = rng.randint(1, n)
+        usable = min(rf, len(unfenced))
+        n_partitions = _partitions(rng)
+        draw_seed = rng.randrange(-(2**63), 2**63)
+        if rng.random() < 0.6:
+            entry, fixed, start_id, current = "new topic", -1, -1, {}
+        else:
+            entry = "add partitions"
+            existing = rng.randint(1, 50)
+            order = sorted(ids)
+            offset = rng.randrange(n)
+            current = {p: [order[(offset + p + j) % n] for j in range(rf)] for p in range(existing)}
+            leader = current[0][0]
+            fixed = max(0, next((j for j, b in enumerate(unfenced) if b.id >= leader), -1))
+            start_id = existing
+        cluster = ClusterView.of(brokers, fenced=fenced, topics={"t": current} if current else {})
+        first = max(0, start_id)
+
+        def ours(cluster=cluster, first=first, n_partitions=n_partitions, rf=rf, usable=usable,
+                 draw_seed=draw_seed) -> str:
+            def compute() -> list[dict[int, list[int]]]:
+                got = place(DefaultReplicaAssignor(), "t", range(first, first + max(0, n_partitions)), rf, cluster,
+                            rng=JavaRandom(draw_seed))
+                assert all(set(r[usable:]) <= cluster.fenced for r in got.values())
+                return [{p: r[:usable] for p, r in got.items()}]
+            return _answer(compute)
+        line = (f"A {i} {draw_seed} {fixed} {start_id} {n_partitions} {usable} "
+                f"{_token([(b.id, b.rack, False) for b in unfenced])}")
+        cases.append(Case(line, ours, f"{entry}, racks {layout}, {'fallback' if rf > usable else 'enough'}"))
     return cases
 
 
@@ -294,6 +358,16 @@ def test_generated_cases_cover_the_ranges():
 
 def test_default_matches_kafka_admin_utils(kafka_lib):
     _compare(default_cases(DEFAULT_CASES, SEED), kafka_lib)
+
+
+def test_generated_fenced_cases_cover_the_ranges():
+    cases = default_fenced_cases(DEFAULT_FENCED_CASES, SEED + 2)
+    assert {c.kind for c in cases} == {f"{entry}, racks {layout}, {kind}" for entry in ("new topic", "add partitions")
+                                       for layout in ("none", "even", "uneven") for kind in ("enough", "fallback")}
+
+
+def test_default_over_the_unfenced_brokers_matches_kafka_admin_utils(kafka_lib):
+    _compare(default_fenced_cases(DEFAULT_FENCED_CASES, SEED + 2), kafka_lib)
 
 
 def test_striped_matches_kafka_striped_replica_placer(kafka_lib):

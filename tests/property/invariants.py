@@ -53,12 +53,15 @@ def check_placement(
     leader_balance: bool = False,
     replica_balance: int | None = None,
     fenced_never_lead: bool = True,
+    fenced_only_when_needed: bool = False,
     placeholders: bool = False,
 ) -> None:
     """Raise :class:`PlacementViolation` unless every selected invariant holds.
 
     - always: ``rf`` distinct known brokers per partition; exactly ``partitions`` when given;
       ``current`` replicas kept as a prefix when given; no fenced leader (``fenced_never_lead``);
+    - ``fenced_only_when_needed``: a fenced broker takes a new replica only where every unfenced
+      broker holds one (the framework's rule: every answer of ``place`` keeps it);
     - ``rack_spread``: each partition spans ``min(rf, #racks)`` racks;
     - ``leader_balance``: preferred-leader counts over the unfenced brokers differ by <= 1;
     - ``replica_balance=t``: replica counts over all brokers differ by <= ``t`` (0 = equal);
@@ -67,7 +70,8 @@ def check_placement(
     """
     violations = placement_violations(
         assignment, cluster, rf, partitions, current=current, keep_order=True,
-        fenced_never_lead=fenced_never_lead, rack_spread=rack_spread,
+        fenced_never_lead=fenced_never_lead, fenced_only_when_needed=fenced_only_when_needed,
+        rack_spread=rack_spread,
         leader_skew=1 if leader_balance else None, replica_skew=replica_balance, placeholders=placeholders,
     )
     if violations:

@@ -54,6 +54,29 @@ def test_same_answer_and_same_draws_as_place(request, repeats):
 
 
 @SETTINGS
+@given(memo_requests(), st.data())
+def test_with_fenced_brokers_the_same_answer_and_draws_as_place_or_none(request, data):
+    """Fenced brokers: the memo draws on the framework's view (the unfenced brokers) and answers
+    as place() does, draw for draw; where they are too few it declines without drawing."""
+    pairs, partitions, rf, seed = request
+    ids = [b.id for b in pairs]
+    fenced = data.draw(st.sets(st.sampled_from(ids), min_size=1, max_size=len(ids) - 1) if len(ids) > 1
+                       else st.just(set()), label="fenced")
+    view = ClusterView.of(pairs, fenced=fenced)
+    assignor, memo = DefaultReplicaAssignor(), PlacementMemo()
+    for _ in range(2):
+        ordinary_rng, memo_rng = random.Random(seed), random.Random(seed)
+        expected = place(assignor, "t", partitions, rf, view, rng=ordinary_rng)
+        entry = memo.place(assignor, PlacementSpec("t", partitions, rf), view, rng=memo_rng)
+        if rf > len(ids) - len(fenced):
+            assert entry is None and memo_rng.getstate() == random.Random(seed).getstate()
+            continue
+        assert entry is not None and entry.assignment == expected
+        assert memo_rng.getstate() == ordinary_rng.getstate()
+        check_placement(entry.assignment, view, rf=rf, partitions=partitions, fenced_only_when_needed=True)
+
+
+@SETTINGS
 @given(memo_requests(), memo_requests())
 def test_no_answer_crosses_layouts(first, second):
     """Two clusters: an entry made for one is never handed to the other, even when the draws,

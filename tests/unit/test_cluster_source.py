@@ -19,6 +19,7 @@ from kafka_replica_assignor.assignors import BrokerMetadata, ClusterView
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, SnapshotError
 from kafka_replica_assignor.protocol.cluster_reader import open_admin_client
 from kafka_replica_assignor.server.cluster_source import (
+    ClusterFigures,
     LiveClusterSource,
     SnapshotSource,
     create_cluster_source,
@@ -229,3 +230,45 @@ async def test_create_cluster_source_by_configuration(tmp_path):
     assert isinstance(live, LiveClusterSource)
     assert live.describe()["bootstrap_servers"] == "127.0.0.1:9092"
     await live.stop()  # never started: nothing to do
+
+
+class FailingAdmin(Admin):
+    """The stand-in admin client while the cluster does not answer."""
+
+    def describe_cluster(self) -> dict:
+        raise ConnectionError("no broker answered")
+
+
+async def test_figures_count_the_brokers_the_failures_and_the_view_age():
+    clock = Clock(1000.0)
+    source = LiveClusterSource("127.0.0.1:9092", 3_600_000, None, clock=clock)
+    assert source.figures().view_age_seconds is None  # no good view yet
+    source._admin = Admin([])  # already connected: broker 1 unfenced, broker 2 fenced
+    await source.start()
+    assert source.figures() == ClusterFigures(alive=2, fenced=1, offline=0, refreshes=1, refresh_failures=0,
+                                              view_age_seconds=0.0)
+    clock.now += 7.5
+    with capture_logs():
+        for _ in range(2):
+            source._admin = FailingAdmin([])  # a failed client is dropped: put the stand-in back
+            assert await source.refresh() is False
+    # the last good view is kept, and its age grows
+    assert source.figures() == ClusterFigures(alive=2, fenced=1, offline=0, refreshes=3, refresh_failures=2,
+                                              view_age_seconds=7.5)
+    source._admin = Admin([])
+    clock.now += 1.0
+    assert await source.refresh() is True
+    assert source.figures().view_age_seconds == 0.0 and source.figures().refresh_failures == 2
+    await source.stop()
+
+
+async def test_figures_of_a_snapshot_source_count_offline_brokers(tmp_path):
+    snap = tmp_path / "cluster.json"
+    write(snap, ROLLING)
+    clock = Clock(50.0)
+    source = SnapshotSource(snap, clock=clock)
+    await source.start()
+    clock.now += 2.0
+    assert source.figures() == ClusterFigures(alive=2, fenced=0, offline=1, refreshes=1, refresh_failures=0,
+                                              view_age_seconds=2.0)
+    await source.stop()

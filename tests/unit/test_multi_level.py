@@ -334,19 +334,24 @@ def test_negative_partition_ids_are_refused():
 
 # --- fenced brokers ------------------------------------------------------------------------
 
-def test_fenced_brokers_hold_replicas_but_never_lead():
+def test_fenced_brokers_take_replicas_only_where_the_unfenced_are_too_few():
+    # the framework's rule (assignors/fencing.py): RF 1 and 2 fit on brokers 0 and 2; RF 3 puts
+    # broker 1 in every partition, never first
     cluster = cluster_of(dict.fromkeys(range(3)), fenced=frozenset({1}))
     a = place(ASSIGNOR, "t", range(6), 1, cluster, rng=random.Random(4))
-    check_placement(a, cluster, 1, range(6), leader_balance=True)
+    check_placement(a, cluster, 1, range(6), leader_balance=True, fenced_only_when_needed=True)
     assert leader_counts(a, [0, 2]) == {0: 3, 2: 3}
     b = place(ASSIGNOR, "t", range(6), 2, cluster, rng=random.Random(4))
-    check_placement(b, cluster, 2, range(6), leader_balance=True)
-    assert replica_counts(b, range(3))[1] > 0
+    check_placement(b, cluster, 2, range(6), leader_balance=True, fenced_only_when_needed=True)
+    assert replica_counts(b, range(3))[1] == 0
+    c = place(ASSIGNOR, "t", range(6), 3, cluster, rng=random.Random(4))
+    check_placement(c, cluster, 3, range(6), leader_balance=True, fenced_only_when_needed=True)
+    assert all(r[2] == 1 for r in c.values())
 
 
 def test_all_brokers_fenced_is_refused():
     cluster = cluster_of(dict.fromkeys(range(2)), fenced=frozenset({0, 1}))
-    with pytest.raises(ReplicaAssignorError, match="All brokers are currently fenced"):
+    with pytest.raises(InvalidReplicationFactorError, match=r"^All brokers are currently fenced\.$"):
         place(ASSIGNOR, "t", range(2), 1, cluster, rng=random.Random(0))
 
 

@@ -109,53 +109,53 @@ def test_one_zone_down_keeps_three_zones_with_a_placeholder():
     assert sorted(leaders.count(b) for b in (0, 1)) == [3, 3]
 
 
-def test_the_assignor_sees_offline_brokers_as_fenced():
-    fixed = FixedAssignor({0: [0, 1, 2]})
-    under(fixed, [0], 3, three_zones(offline=1))
+def test_the_assignor_sees_only_the_alive_unfenced_brokers():
+    # the framework's fenced rule: the offline broker (fenced in the observed view) is out of
+    # the assignor's view; it takes the one replica the alive brokers are too few for
+    fixed = FixedAssignor({0: [0, 1]})
+    got = under(fixed, [0], 3, three_zones(offline=1))
     (seen,) = fixed.seen
-    assert seen.broker_ids == (0, 1, 2)
-    assert seen.fenced == frozenset({2})
-    assert seen.offline == ()
-    assert seen.rack_by_broker == {0: "a", 1: "b", 2: "c"}
-    assert observed_view(three_zones(offline=1)) == seen
+    assert seen.broker_ids == (0, 1) and seen.fenced == frozenset() and seen.offline == ()
+    assert seen.rack_by_broker == {0: "a", 1: "b"}
+    assert got == {0: [0, 1, -1]}
+    assert observed_view(three_zones(offline=1)).fenced == frozenset({2})
 
 
-def test_offline_leader_is_swapped_with_the_least_loaded_alive_replica():
-    # partition 1 is led by broker 0; partition 0 was led by offline broker 2: broker 1 takes
-    # it (fewer leaderships than 0) and the placeholder goes where broker 1 was
-    fixed = FixedAssignor({0: [2, 0, 1], 1: [0, 1, 2]})
+def test_an_offline_broker_never_leads_and_every_alive_broker_is_in_every_partition():
+    fixed = FixedAssignor({0: [1, 0], 1: [0, 1]})
     got = under(fixed, [0, 1], 3, three_zones(offline=1))
     assert got == {0: [1, 0, -1], 1: [0, 1, -1]}
 
 
 def test_placeholders_are_numbered_in_order_of_appearance():
     cluster = ClusterView(brokers=(B(0, "a"), B(1, "b")), offline=(B(5, "c"), B(6, "d"), B(7, "e")))
-    fixed = FixedAssignor({0: [0, 7, 1, 5, 6], 1: [6, 5, 1, 0, 7]})
+    fixed = FixedAssignor({0: [0, 1], 1: [1, 0]})
     got = under(fixed, [0, 1], 5, cluster, min_isr=2)
-    assert got[0] == [0, -1, 1, -2, -3]
-    # partition 1: offline leader 6 swaps with broker 1 (it leads nothing yet)
-    assert got[1] == [1, -1, -2, 0, -3]
+    assert got == {0: [0, 1, -1, -2, -3], 1: [1, 0, -1, -2, -3]}
 
 
-def test_a_partition_without_any_alive_replica_gets_one_from_the_same_rack():
-    cluster = ClusterView(brokers=(B(0, "a"), B(1, "b")), offline=(B(3, "a"), B(4, "b"), B(5, "c")))
-    fixed = FixedAssignor({0: [5, 4, 3], 1: [0, 4, 5]})
-    got = under(fixed, [0, 1], 3, cluster)
-    # no alive replica in partition 0: broker 1 (rack b, leads nothing) replaces broker 4 (rack b)
-    assert got[0] == [1, -1, -2]
-    assert got[1] == [0, -1, -2]
+def test_a_partition_short_of_alive_replicas_takes_a_fenced_alive_broker_from_the_rack():
+    # broker 9 is alive but fenced: the framework's fallback may put offline brokers 3 and 4
+    # first (lower ids, new racks); min ISR 2 then needs broker 9, which replaces broker 3
+    # (rack b, its own)
+    cluster = ClusterView(brokers=(B(0, "a"), B(9, "b")), fenced=frozenset({9}),
+                          offline=(B(3, "b"), B(4, "c")))
+    fixed = FixedAssignor({0: [0], 1: [0]})
+    got = under(fixed, [0, 1], 3, cluster, min_isr=2)
+    assert got == {0: [0, 9, -1], 1: [0, 9, -1]}
 
 
 def test_current_replicas_on_offline_brokers_are_refused_like_the_normal_path():
     cluster = ClusterView(brokers=(B(0, "a"), B(1, "b")), offline=(B(2, "c"),),
                           topics={"t": {0: (2, 0)}})
-    fixed = FixedAssignor({0: [2, 0, 1]})
+    # the assignor sees the alive kept replica (broker 0) and adds one; broker 2 stays first
+    fixed = FixedAssignor({0: [0, 1]})
     with pytest.raises(ReplicaAssignorError, match="broker 2 is not in the cluster view"):
         under(fixed, [0], 3, cluster)
 
 
 def test_a_wrong_assignor_answer_is_still_refused():
-    fixed = FixedAssignor({0: [0, 0, 2]})
+    fixed = FixedAssignor({0: [0, 0]})
     with pytest.raises(ReplicaAssignorError, match="duplicate broker"):
         under(fixed, [0], 3, three_zones(offline=1))
 
