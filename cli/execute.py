@@ -2,22 +2,32 @@
 
     replica-assignor execute --plan plan/ --bootstrap-server HOST:PORT [--throttle BYTES_PER_S]
         [--max-moves-per-broker K] [--max-concurrent-moves N] [--order size|under-min-isr|plan]
-        [--no-leader-election] [--dry-run] [--timeout-ms MS] [--command-config FILE]
+        [--no-leader-election] [--dry-run] [--timeout-ms MS] [--stall-timeout-ms MS]
+        [--command-config FILE]
     replica-assignor execute --plan plan/ --status
     replica-assignor execute --plan plan/ --cancel [--bootstrap-server HOST:PORT]
     replica-assignor execute --plan plan/ --throttle BYTES_PER_S      (while it runs)
-    replica-assignor execute --plan plan/ --cleanup-throttles --bootstrap-server HOST:PORT
+    replica-assignor execute --plan plan/ --cleanup-throttles [--bootstrap-server HOST:PORT]
 
-Refuses (exit 1, one line per partition) when a partition no longer has the replicas the plan
-started from (the check of verify-plan) or a reassignment the plan did not start is in
-progress. Moves go in waves: no broker is the source or destination of more than K moves in
-flight (default: the plan's --max-moves-per-broker, else 5), at most N at once; the next starts
-as soon as one finishes. With a throttle, Kafka's replication throttles are set on the moving
-replicas only, and removed at the end, on --cancel, on an error, on SIGINT or SIGTERM (which
-also cancel the moves in flight), or by --cleanup-throttles after a kill. The state file
-(execution-state.json) lets a killed run resume without submitting a finished move again; a
-second run of the same plan refuses. At the end: a preferred leader election for
-leader-election.json, execution.json and a section in report.md. Progress: a bar on a
+The cluster is the truth, the state file a hint: a move counts as finished only when the
+cluster shows its planned replicas with nothing adding or removing. Refuses (exit 1, one line
+per partition) when a partition is neither at the replicas the plan started from nor at its
+planned ones (the rule of verify-plan), or when a reassignment the plan did not start is in
+progress (named; never adopted nor cancelled). A state file that is not one, belongs to another
+plan or names partitions outside it, and a lock or state file that is a symbolic link, a FIFO,
+a device or too large, is bad input (exit 2, nothing done). Moves go in waves: no broker is the
+source or destination of more than K moves in flight (default: the plan's
+--max-moves-per-broker, else 5), at most N at once; the next starts as soon as one finishes.
+With a throttle, Kafka's replication throttles are set on the moving replicas only, and removed
+at the end, on --cancel, on an error, on SIGINT or SIGTERM (which also cancel the moves in
+flight), or by --cleanup-throttles after a kill. The state file (execution-state.json) lets a
+killed run resume without submitting a finished move again; a second run of the same plan
+refuses; a resumed run keeps the throttle in force when it was killed (changed with --throttle
+while it ran) unless given one, and --cancel and --cleanup-throttles after a kill reach the
+cluster the state file names. A cluster that stops answering is waited for 300 s (each failed
+poll says so, and until when); a move whose adding replicas gain no byte for --stall-timeout-ms
+is cancelled back to its starting replicas and fails. At the end: a preferred leader election
+for leader-election.json, execution.json and a section in report.md. Progress: a bar on a
 terminal, JSON lines otherwise. Exit 0 done, 1 failed, refused or cancelled (what remains is
 listed), 2 bad input.
 """
@@ -31,6 +41,7 @@ import re
 import signal
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 from kafka_replica_assignor.planner.execution.batches import read_replicas
@@ -49,10 +60,11 @@ from .common import (
     positive,
     security_options,
 )
-from .verify import read_plan
+from .verify import plan_file_text, read_plan
 
 PROG = "replica-assignor execute"
 DEFAULT_PER_BROKER = 5
+DEFAULT_STALL_MS = 600_000
 BATCH = re.compile(r"reassignment-(\d{4})\.json")
 
 
@@ -79,6 +91,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--dry-run", action="store_true", help="check and show the first wave; change nothing")
     parser.add_argument("--poll-interval-ms", type=positive, default=1000, metavar="MS",
                         help="how often the cluster is asked about the moves (default 1000)")
+    parser.add_argument("--stall-timeout-ms", type=positive, default=DEFAULT_STALL_MS, metavar="MS",
+                        help="a move whose adding replicas gain no byte for this long is cancelled "
+                             f"back to its starting replicas and fails (default {DEFAULT_STALL_MS})")
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--status", action="store_true", help="show the plan's execution state and exit")
     action.add_argument("--cancel", action="store_true",
@@ -123,7 +138,7 @@ def load_plan(args: argparse.Namespace) -> Any:
         starting=starting, leader_election=leaders, batches=batches, throttle=throttle,
         per_broker=per_broker, concurrent=args.max_concurrent_moves, order=args.order,
         elect_leaders=not args.no_leader_election, poll_interval_s=args.poll_interval_ms / 1000,
-        log_dirs=log_dirs)
+        stall_timeout_s=args.stall_timeout_ms / 1000, log_dirs=log_dirs)
 
 
 def _named_log_dirs(text: str) -> dict[tuple[str, int, int], str]:
@@ -142,17 +157,13 @@ def _named_log_dirs(text: str) -> dict[tuple[str, int, int], str]:
 
 
 def _text(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as exc:
-        raise CommandError(f"cannot read {path}: {exc.strerror or exc}", 2) from None
+    return plan_file_text(path)
 
 
 def _json(path: str) -> Any:
     try:
         return json.loads(_text(path))
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:
         raise CommandError(f"{path} is not valid JSON: {exc}", 2) from None
 
 
@@ -199,7 +210,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         plan = load_plan(args)
-        state = ExecutionState.load(args.plan)
+        # bad input before anything: a state file of another plan, or naming other partitions
+        state = ExecutionState.load(args.plan, plan.plan_sha256, dict(plan.targets))
         if args.status:
             return show_status(plan, state)
         if not args.dry_run:  # the lock, the state, the control file and the report are written there
@@ -207,20 +219,39 @@ def run(args: argparse.Namespace) -> int:
         holder = lock_holder(args.plan)
         if holder is not None and not args.dry_run:
             return talk_to_running(args, plan, holder)
+        _cluster_from_state(args, state)
         if args.command_config:
             security_options(args.command_config)
         if not args.bootstrap_server:
-            raise CommandError("--bootstrap-server is required (except with --status, or to reach "
-                               "a running execution)", 2)
-        if state is not None and state.plan_sha256 != plan.plan_sha256:
-            raise CommandError(f"--plan {args.plan}: execution-state.json belongs to another plan "
-                               f"(sha256 {state.plan_sha256}): move it away", 2)
+            raise CommandError("--bootstrap-server is required (except with --status, to reach a running "
+                               "execution, or to --cancel or --cleanup-throttles one the state file names)", 2)
+        if not args.throttle and state is not None and state.runs and state.throttle is not None:
+            plan = replace(plan, throttle=state.throttle)    # the throttle in force when it stopped
         return execute(args, plan, state)
     except CommandError as exc:
         return fail(PROG, exc)
     except ValueError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _cluster_from_state(args: argparse.Namespace, state: Any) -> None:
+    """``--cancel`` and ``--cleanup-throttles`` after a kill: the cluster (and client properties
+    file) of the last run, from the state file, when none is given."""
+    if args.bootstrap_server or not (args.cancel or args.cleanup_throttles) or state is None or not state.runs:
+        return
+    last = state.runs[-1]
+    server = last.get("bootstrap_server")
+    if not isinstance(server, str):
+        return
+    try:
+        args.bootstrap_server = host_port(server)
+    except (argparse.ArgumentTypeError, ValueError):
+        raise CommandError(f"--plan {args.plan}: execution-state.json names no usable cluster "
+                           f"({server[:100]!r}): give --bootstrap-server", 2) from None
+    config = last.get("command_config")
+    if args.command_config is None and isinstance(config, str):
+        args.command_config = config
 
 
 def show_status(plan: Any, state: Any) -> int:
@@ -231,9 +262,12 @@ def show_status(plan: Any, state: Any) -> int:
         for r in state.moves.values():
             counts[r.status] = counts.get(r.status, 0) + 1
     holder = lock_holder(plan.plan_dir)
+    status = None if state is None else state.status
+    if status == "running" and holder is None:      # killed: the kernel dropped its lock
+        status = "stopped (no process holds the lock)"
     print(json.dumps({
         "plan": plan.plan_dir, "running_pid": holder,
-        "status": None if state is None else state.status,
+        "status": status,
         "moves": len(plan.targets), **counts,
         "not_started": len(plan.targets) - sum(counts.values()),
         "throttle": None if state is None else state.throttle,
@@ -257,13 +291,13 @@ def talk_to_running(args: argparse.Namespace, plan: Any, holder: int) -> int:
             if time.monotonic() > deadline:
                 raise CommandError(f"the running execution (pid {holder}) did not stop in time")
             time.sleep(0.2)
-        state = ExecutionState.load(plan.plan_dir)
+        state = ExecutionState.load(plan.plan_dir, plan.plan_sha256, dict(plan.targets))
         return _cancel_outcome(plan, state)
     if args.throttle and not args.cleanup_throttles:
         write_control(plan.plan_dir, {"throttle": args.throttle})
         deadline = time.monotonic() + 60 + 3 * plan.poll_interval_s
         while time.monotonic() < deadline:
-            state = ExecutionState.load(plan.plan_dir)
+            state = ExecutionState.load(plan.plan_dir, plan.plan_sha256, dict(plan.targets))
             if state is not None and state.throttle == args.throttle:
                 print(f"{PROG}: the running execution (pid {holder}) now throttles at {args.throttle} B/s",
                       file=sys.stderr)
@@ -304,7 +338,7 @@ def _open(args: argparse.Namespace) -> Any:
 
 
 def execute(args: argparse.Namespace, plan: Any, state: Any) -> int:
-    from kafka_replica_assignor.planner.execution.executor import cancel_and_settle
+    from kafka_replica_assignor.planner.execution.executor import cancel_and_settle, foreign_reassignment
     from kafka_replica_assignor.planner.execution.executor_state import ExecutionState, Locked, hold_lock
     from kafka_replica_assignor.planner.execution.executor_throttles import clear_throttles
 
@@ -313,7 +347,8 @@ def execute(args: argparse.Namespace, plan: Any, state: Any) -> int:
         return dry_run(args, plan, state, emit)
     try:
         with hold_lock(plan.plan_dir):
-            state = ExecutionState.load(plan.plan_dir) or ExecutionState.new(plan.plan_dir, plan.plan_sha256)
+            state = (ExecutionState.load(plan.plan_dir, plan.plan_sha256, dict(plan.targets))
+                     or ExecutionState.new(plan.plan_dir, plan.plan_sha256))
             cluster = _open(args)
             try:
                 if args.cleanup_throttles:
@@ -325,26 +360,36 @@ def execute(args: argparse.Namespace, plan: Any, state: Any) -> int:
                 if args.cancel:
                     if not state.moves:
                         return _cancel_outcome(plan, None)
-                    cancel_and_settle(cluster, state, state.with_status("submitted"), plan, emit)
+                    ongoing = cluster.ongoing()
+                    submitted = state.with_status("submitted")
+                    foreign = [line for k in submitted if k in ongoing
+                               for line in [foreign_reassignment(plan, state, k, ongoing[k])] if line]
+                    ours = [k for k in submitted if not any(line.startswith(f"{k[0]}-{k[1]}:") for line in foreign)]
+                    cancel_and_settle(cluster, state, ours, plan, emit)
                     clear_throttles(cluster, state)
                     state.finish("cancelled")
                     _report(plan, state, cluster_sizes=None)
-                    return _cancel_outcome(plan, state)
-                return run_plan(plan, state, cluster, emit)
+                    for line in foreign:
+                        print(f"left alone: {line}")
+                    return max(_cancel_outcome(plan, state), 1 if foreign else 0)
+                origin = {"bootstrap_server": args.bootstrap_server,
+                          "command_config": os.path.abspath(args.command_config) if args.command_config else None}
+                return run_plan(plan, state, cluster, emit, origin)
             finally:
                 cluster.close()
     except Locked as exc:
         raise CommandError(str(exc)) from None
 
 
-def run_plan(plan: Any, state: Any, cluster: Any, emit: Progress) -> int:
-    """Check, run, report; the exit code."""
+def run_plan(plan: Any, state: Any, cluster: Any, emit: Progress, origin: dict[str, Any]) -> int:
+    """Check, run, report; the exit code. ``origin`` (the cluster and client properties file)
+    goes to the state file, for ``--cancel`` after a kill."""
     from kafka_replica_assignor.planner.execution.executor import Executor
 
     executor = Executor(plan, cluster, state, emit)
     pending, flying, done = _prepare(executor)
     state.status = "running"
-    state.runs.append({"pid": os.getpid(), "started_at": time.time(), "throttle": plan.throttle,
+    state.runs.append({"pid": os.getpid(), "started_at": time.time(), **origin, "throttle": plan.throttle,
                        "max_moves_per_broker": plan.per_broker, "max_concurrent_moves": plan.concurrent,
                        "order": plan.order, "resumed_in_flight": len(flying)})
     state.save()
@@ -428,6 +473,6 @@ def dry_run(args: argparse.Namespace, plan: Any, state: Any, emit: Progress) -> 
         "bytes": sum(r.bytes_to_copy for r in pending),
         "leader_election": len(plan.leader_election) if plan.elect_leaders else 0,
     }, indent=1))
-    print(f"{PROG}: dry run: the cluster still has the plan's starting replicas; nothing was changed",
-          file=sys.stderr)
+    print(f"{PROG}: dry run: {len(done)} partition(s) at their planned replicas, {len(flying)} in flight, "
+          f"{len(pending)} to move; nothing was changed", file=sys.stderr)
     return 0

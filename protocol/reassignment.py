@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,11 +97,9 @@ class ReassignmentAdmin:
         request = {TopicPartition(t, p): (None if r is None else list(r)) for (t, p), r in targets.items()}
         return _errors(self.admin.alter_partition_reassignments(request))
 
-    def log_dirs(self, topics: Iterable[str]) -> tuple[dict[Replica, str], set[Replica]]:
-        """Where each replica of ``topics`` lives (DescribeLogDirs to every broker), and the
-        replicas with a future copy (an intra-broker move under way)."""
-        where: dict[Replica, str] = {}
-        future: set[Replica] = set()
+    def _replica_dirs(self, topics: Iterable[str]) -> Iterator[tuple[Replica, str, bool, int]]:
+        """DescribeLogDirs to every broker: ``(replica, directory, future, size_bytes)`` for each
+        replica of ``topics`` (directories that answer an error left out)."""
         for answer in self.admin.describe_log_dirs(sorted(set(topics))):
             broker = int(answer["broker"])
             for log_dir in answer.get("log_dirs") or ():
@@ -109,12 +107,25 @@ class ReassignmentAdmin:
                     continue
                 for t in log_dir.get("topics") or ():
                     for p in t.get("partitions") or ():
-                        key = (t["name"], int(p["partition_index"]), broker)
-                        if p.get("is_future_key"):
-                            future.add(key)
-                        else:
-                            where[key] = log_dir["log_dir"]
+                        yield ((t["name"], int(p["partition_index"]), broker), log_dir["log_dir"],
+                               bool(p.get("is_future_key")), int(p.get("partition_size") or 0))
+
+    def log_dirs(self, topics: Iterable[str]) -> tuple[dict[Replica, str], set[Replica]]:
+        """Where each replica of ``topics`` lives, and the replicas with a future copy (an
+        intra-broker move under way)."""
+        where: dict[Replica, str] = {}
+        future: set[Replica] = set()
+        for key, directory, is_future, _ in self._replica_dirs(topics):
+            if is_future:
+                future.add(key)
+            else:
+                where[key] = directory
         return where, future
+
+    def replica_bytes(self, topics: Iterable[str]) -> dict[Replica, int]:
+        """The bytes each replica of ``topics`` holds (its current log, not a future copy): what
+        a reassignment's adding replicas have copied so far."""
+        return {key: size for key, _, is_future, size in self._replica_dirs(topics) if not is_future}
 
     def alter_log_dirs(self, replicas: Mapping[Replica, str]) -> dict[Replica, str]:
         """AlterReplicaLogDirs: move each replica ``(topic, partition, broker)`` to its

@@ -48,9 +48,8 @@ from pathlib import Path
 from stat import S_ISREG
 from typing import Any
 
+from kafka_replica_assignor.cluster.files import NotARegularFile, check_regular
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, SnapshotError, gc_paused
-
-from .files import NotARegularFile, check_regular
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 IN_PROCESS_MAX_BYTES = 1024 * 1024

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
 from kafka_replica_assignor.planner.plan import Plan
 
-__all__ = ["Batch", "Execution", "Limits", "drift", "execution", "fingerprint", "read_replicas"]
+__all__ = ["Batch", "Execution", "Limits", "applied", "drift", "execution", "fingerprint", "read_replicas"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,18 +289,27 @@ def read_replicas(text: str, where: str) -> dict[tuple[str, int], tuple[int, ...
     return out
 
 
-def drift(starting: Mapping[tuple[str, int], tuple[int, ...]], snapshot: ClusterSnapshot) -> list[str]:
+def drift(starting: Mapping[tuple[str, int], tuple[int, ...]], snapshot: ClusterSnapshot,
+          targets: Mapping[tuple[str, int], tuple[int, ...]] | None = None) -> list[str]:
     """One line per planned partition whose replicas in ``snapshot`` differ from those the plan
-    started from, sorted by topic and partition; empty when none drifted."""
+    started from, sorted by topic and partition; empty when none drifted. With the plan's
+    ``targets``, a partition at its planned replicas (order included) is no drift: the plan
+    ran there, in part or in full (the rule of ``verify-plan`` and ``execute`` alike)."""
     now = {(p.topic, p.partition): p.replicas for p in snapshot.partitions}
     lines = []
     for (topic, part), reps in sorted(starting.items()):
         current = now.get((topic, part))
-        if current == reps:
+        if current == reps or (targets is not None and current is not None and current == targets.get((topic, part))):
             continue
         shown = "missing" if current is None else _list(current)
         lines.append(f"{topic}-{part}: planned from {_list(reps)}, now {shown}")
     return lines
+
+
+def applied(targets: Mapping[tuple[str, int], tuple[int, ...]], snapshot: ClusterSnapshot) -> list[tuple[str, int]]:
+    """The planned partitions already at their planned replicas (order included) in ``snapshot``."""
+    now = {(p.topic, p.partition): p.replicas for p in snapshot.partitions}
+    return sorted(k for k, reps in targets.items() if now.get(k) == reps)
 
 
 def _list(replicas: Iterable[int]) -> str:

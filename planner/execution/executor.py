@@ -7,12 +7,18 @@ Goals
     and started again without a move done twice, and a report of what happened.
 
 Constraints
-    - **Before anything**: every partition not yet submitted must still have the replicas the
-      plan started from (:func:`kafka_replica_assignor.planner.execution.batches.drift`, the check of ``verify-plan``), or
-      already the planned ones; a partition this plan submitted must be in flight, at its
-      planned replicas, or back at its starting ones. No reassignment that this plan did not
-      start may be in progress (Kafka's tool refuses the same without ``--additional``).
-      Either failing: :class:`Refused`, and nothing was changed.
+    - **The cluster is the truth, the state file a hint.** Before anything, the partitions'
+      replicas (Metadata) and ListPartitionReassignments are read. A move is finished only when
+      the cluster shows its planned replicas, order included, with nothing adding or removing,
+      whatever the state file says (one it calls finished that the cluster shows at its starting
+      replicas is run again). Every other partition must still have the replicas the plan
+      started from (:func:`kafka_replica_assignor.planner.execution.batches.drift` with the
+      plan's targets, the rule of ``verify-plan``), or, when this plan submitted it, its
+      starting replica set. A reassignment in progress is adopted only when the state file says
+      this plan submitted it and it goes from the partition's starting replica set to its
+      planned one; any other is foreign, and the run is refused naming it, and never cancels it
+      (Kafka's tool refuses the same without ``--additional``). Either failing:
+      :class:`Refused`, and nothing was changed.
     - **Moves**: :class:`kafka_replica_assignor.planner.execution.executor_schedule.Schedule` says which partitions start; each
       is marked ``submitted`` in the state file before AlterPartitionReassignments is sent. A
       partition is finished when ListPartitionReassignments no longer lists it and its replicas
@@ -22,10 +28,19 @@ Constraints
       the end (done, cancelled, stopped, an error).
     - **Stop** (SIGINT, SIGTERM, ``--cancel`` from another shell): the plan's reassignments in
       flight are cancelled (AlterPartitionReassignments without a target: Kafka puts the
-      starting replicas back), the cluster is waited for, each partition is then at its
-      starting or its planned replicas, and the throttles go.
+      starting replica set back, in the order of the reassignment's merged list), the cluster is
+      waited for, a partition back in another order is reassigned to its exact starting list (a
+      reorder: nothing is copied), each partition is then at its starting or its planned
+      replicas, order included, and the throttles go.
     - A cluster that cannot be reached (a broker restarting) is waited for: polls are retried
-      until ``patience_s`` passes without one answer.
+      until ``patience_s`` passes without one answer; each failed poll says what it waits for
+      and until when.
+    - **Stall**: a move in flight whose adding replicas gained no byte (DescribeLogDirs) for
+      ``stall_timeout_s`` is cancelled back to its starting replicas and counts as failed,
+      named with its adding brokers; the other moves go on.
+    - **Progress** counts bytes: those of finished moves and those already on the adding
+      replicas of moves in flight; the rate and the ETA are this run's (a resumed run does not
+      count what an earlier one copied as copied now).
 
 Algorithm
     One loop: apply a control request if any; start what the schedule allows; sleep one poll
@@ -52,7 +67,7 @@ from kafka_replica_assignor.planner.execution.executor_schedule import Reassignm
 from kafka_replica_assignor.planner.execution.executor_state import ExecutionState, read_control
 from kafka_replica_assignor.planner.execution.executor_throttles import ThrottleKeeper
 
-__all__ = ["Cluster", "ExecutePlan", "Executor", "Refused", "cancel_and_settle"]
+__all__ = ["Cluster", "ExecutePlan", "Executor", "Refused", "cancel_and_settle", "foreign_reassignment"]
 
 Key = tuple[str, int]
 Replica = tuple[str, int, int]     # topic, partition, broker
@@ -77,6 +92,7 @@ class Cluster(Protocol):
     def alter_configs(self, brokers: Mapping[int, Mapping[str, str | None]] = ...,
                       topics: Mapping[str, Mapping[str, str | None]] = ...) -> Mapping[str, str]: ...
     def min_isr(self, topics: Sequence[str]) -> Mapping[str, int]: ...
+    def replica_bytes(self, topics: Sequence[str]) -> Mapping[Replica, int]: ...
     def elect_preferred(self, keys: Sequence[Key]) -> tuple[list[Key], Mapping[Key, str]]: ...
     def log_dirs(self, topics: Sequence[str]) -> tuple[Mapping[Replica, str], set[Replica]]: ...
     def alter_log_dirs(self, replicas: Mapping[Replica, str]) -> Mapping[Replica, str]: ...
@@ -99,6 +115,7 @@ class ExecutePlan:
     elect_leaders: bool = True
     poll_interval_s: float = 1.0
     patience_s: float = 300.0
+    stall_timeout_s: float | None = 600.0
     log_dirs: Mapping[Replica, str] = field(default_factory=dict)   # reassignment.json's log_dirs
 
 
@@ -120,6 +137,10 @@ class Executor:
         self.throttles = ThrottleKeeper(cluster, state, emit)
         self.unsettled: dict[Key, int] = {}
         self.started = time.monotonic()
+        self.held: dict[Key, int] = {}                    # bytes on the adding replicas, moves in flight
+        self.copied: dict[Key, int] = {}                  # of them, those the plan counts (its sizes)
+        self.grew_at: dict[Key, float] = {}               # when those last grew (or the move started)
+        self.bytes_at_start: int | None = None            # bytes done when this run started
 
     # ---- before anything ----------------------------------------------------------------
     def prepare(self) -> tuple[list[Reassignment], list[Reassignment], list[Key]]:
@@ -130,18 +151,18 @@ class Executor:
         now = {(p.topic, p.partition): p for p in snapshot.partitions}
         self.sizes = {k: (now[k].size_bytes or 0) if k in now else 0 for k, _ in self.plan.targets}
         ongoing = self.cluster.ongoing()
-        ours = {k for k, r in self.state.moves.items() if r.status == "submitted"}
-        foreign = sorted(k for k in ongoing if k not in ours)
-        if foreign:
-            raise Refused(f"{len(foreign)} reassignment(s) not started by this plan are in progress: "
-                          "wait for them or cancel them first",
-                          [f"{t}-{p}: reassignment in progress" for t, p in foreign])
+        foreign = [self.foreign(key, entry) for key, entry in sorted(ongoing.items())]
+        if any(foreign):
+            lines = [line for line in foreign if line]
+            raise Refused(f"{len(lines)} reassignment(s) not started by this plan are in progress "
+                          f"({lines[0].split(':')[0]}{' ...' if len(lines) > 1 else ''}): wait for them or "
+                          "cancel them first; this plan neither adopts nor cancels them", lines)
+        targets = dict(self.plan.targets)
         min_isr = self.cluster.min_isr(sorted({t for (t, _), _ in self.plan.targets}))
         pending: list[Reassignment] = []
         flying: list[Reassignment] = []
         done: list[Key] = []
         unsubmitted: dict[Key, tuple[int, ...]] = {}
-        problems: list[str] = []
         for index, (key, target) in enumerate(self.plan.targets):
             start = self.plan.starting[key]
             entry = now.get(key)
@@ -150,25 +171,24 @@ class Executor:
                                 len(isr) <= min_isr.get(key[0], 1))
             record = self.state.moves.get(key)
             current = entry.replicas if entry is not None else None
-            if record is not None and record.status == "finished":
-                done.append(key)
-            elif key in ongoing:
-                flying.append(move)
+            if key in ongoing:
+                flying.append(move)                  # ours: foreign ones were refused above
             elif current == target:
                 done.append(key)
-            elif record is not None and current is not None and set(current) == set(start):
-                pending.append(move)      # sent back by a cancel (Kafka may reorder), or never sent
-            elif record is not None and record.status == "submitted" and current is not None:
-                problems.append(f"{key[0]}-{key[1]}: submitted by this plan, now {list(current)}, "
-                                f"planned {list(target)}")
+            elif current is not None and record is not None and set(current) == set(start):
+                pending.append(move)      # sent back by a cancel (maybe reordered), or never sent
             else:
                 unsubmitted[key] = start
                 pending.append(move)
-        problems += drift(unsubmitted, snapshot)
+        problems = drift(unsubmitted, snapshot, targets)
         if problems:
-            raise Refused(f"{len(problems)} of {len(self.plan.targets)} planned partition(s) changed since "
-                          "the plan was made: plan again", sorted(problems))
+            raise Refused(f"{len(problems)} of {len(self.plan.targets)} planned partition(s) changed since the "
+                          "plan was made (neither at the starting nor at the planned replicas): plan again",
+                          problems)
         return pending, flying, done
+
+    def foreign(self, key: Key, entry: Any) -> str:
+        return foreign_reassignment(self.plan, self.state, key, entry)
 
     # ---- the run ------------------------------------------------------------------------
     def run(self, pending: list[Reassignment], flying: list[Reassignment], done: Sequence[Key]) -> str:
@@ -179,8 +199,19 @@ class Executor:
         newly_done = [k for k in done if k not in st.moves or st.moves[k].status != "finished"]
         if newly_done:
             st.mark(newly_done, "finished")
+        not_done = [r.key for r in pending if r.key in st.moves and st.moves[r.key].status == "finished"]
+        if not_done:              # the state file said finished; the cluster says not: run them
+            st.forget(not_done)
+            self.emit("state_corrected", {"partitions": [f"{t}-{p}" for t, p in not_done],
+                                          "state_said": "finished", "cluster_shows": "starting replicas"})
+        now = time.monotonic()
+        for r in flying:
+            self.grew_at[r.key] = now
         self.schedule = Schedule(pending, per_broker=self.plan.per_broker, concurrent=self.plan.concurrent,
                                  order=self.plan.order, in_flight=flying)
+        self.watch_copies()                     # what the moves in flight hold already
+        self.started = time.monotonic()
+        self.bytes_at_start = self.bytes_done()[0]
         status = "failed"
         try:
             self.emit("execution_started", {"moves": len(self.plan.targets), "pending": len(pending),
@@ -238,9 +269,16 @@ class Executor:
             except Exception as exc:  # noqa: BLE001 - a broker restarting: wait, then go on
                 self.stop.wait(self.plan.poll_interval_s)
                 waited = time.monotonic() - last_answer
-                self.emit("poll_failed", {"error": f"{type(exc).__name__}: {exc}", "waited_s": round(waited, 1)})
+                self.emit("poll_failed", {
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "waiting_for": "the cluster to answer (a broker restarting or unreachable); "
+                                   f"{len(schedule.in_flight)} move(s) in flight stay as they are",
+                    "waited_s": round(waited, 1), "gives_up_in_s": round(max(self.plan.patience_s - waited, 0), 1),
+                    "gives_up_at": time.strftime("%H:%M:%S", time.localtime(time.time() + self.plan.patience_s
+                                                                             - waited))})
                 if waited > self.plan.patience_s:
-                    raise
+                    raise RuntimeError(f"the cluster did not answer for {waited:.0f} s "
+                                       f"(last error {type(exc).__name__}: {exc})") from exc
                 refresh = getattr(self.cluster, "refresh", None)   # a client with fresh metadata
                 if refresh is not None:
                     with contextlib.suppress(Exception):
@@ -263,6 +301,9 @@ class Executor:
             self.schedule.finish(key)
             self.state.mark([key], "failed")
             self.emit("move_refused", {"partition": f"{key[0]}-{key[1]}", "error": why})
+        now = time.monotonic()
+        for r in wave:
+            self.grew_at[r.key] = now
         self.state.note_load(self.schedule.load)
         self.emit("moves_submitted", {"partitions": [r.name for r in wave if r.key not in refused],
                                       "in_flight": len(self.schedule.in_flight),
@@ -287,17 +328,69 @@ class Executor:
                 seen = self.unsettled[key] = self.unsettled.get(key, 0) + 1
                 if seen >= UNSETTLED_POLLS:    # cancelled or changed by someone else
                     schedule.finish(key)
+                    self.forget_move(key)
                     self.state.mark([key], "failed")
                     failed = True
                     self.emit("move_failed", {"partition": move.name, "replicas": list(current.get(key, ())),
                                               "planned": list(move.target)})
             for key in finished:
                 schedule.finish(key)
+                self.forget_move(key)
             if finished:
                 self.state.mark(finished, "finished")
                 self.emit("moves_finished", {"partitions": [f"{t}-{p}" for t, p in finished]})
+        failed |= self.watch_copies()
         self.emit("progress", self.progress())
         return failed
+
+    def forget_move(self, key: Key) -> None:
+        self.held.pop(key, None)
+        self.copied.pop(key, None)
+        self.grew_at.pop(key, None)
+        self.unsettled.pop(key, None)
+
+    def watch_copies(self) -> bool:
+        """Bytes on the adding replicas of the moves in flight (DescribeLogDirs); a move that
+        gained none for ``stall_timeout_s`` is cancelled back to its starting replicas and
+        failed (module doc). True when one was."""
+        schedule = self.schedule
+        assert schedule is not None
+        copying = [r for r in schedule.in_flight.values() if r.destinations]
+        if not copying:
+            return False
+        ask = getattr(self.cluster, "replica_bytes", None)
+        if ask is None:
+            return False
+        try:
+            sizes = ask(sorted({r.topic for r in copying}))
+        except Exception as exc:  # noqa: BLE001 - progress only; the next poll asks again
+            self.emit("log_dir_sizes_unknown", {"error": f"{type(exc).__name__}: {exc}"})
+            return False
+        now = time.monotonic()
+        limit = self.plan.stall_timeout_s
+        stalled: list[Reassignment] = []
+        for r in copying:
+            held = sum(sizes.get((r.topic, r.partition, b), 0) for b in r.destinations)
+            previous = self.held.get(r.key)
+            if previous is None or held > previous:     # new records count as progress too
+                self.grew_at[r.key] = now
+            self.held[r.key] = held
+            self.copied[r.key] = min(held, r.bytes_to_copy)
+            if limit is not None and now - self.grew_at.setdefault(r.key, now) > limit:
+                stalled.append(r)
+        for r in stalled:
+            self.emit("move_stalled", {"partition": r.name, "adding_brokers": list(r.destinations),
+                                       "sources": list(r.sources), "copied_bytes": self.copied.get(r.key, 0),
+                                       "no_progress_s": round(now - self.grew_at[r.key], 1),
+                                       "action": "cancelled back to its starting replicas"})
+        if stalled:
+            keys = [r.key for r in stalled]
+            cancel_and_settle(self.cluster, self.state, keys, self.plan, self.emit)
+            self.state.mark([k for k in keys if self.state.moves[k].status != "finished"], "failed")
+            for key in keys:
+                schedule.finish(key)
+                self.forget_move(key)
+        return bool(stalled)
 
     def sync_throttles(self) -> None:
         if self.schedule is not None:
@@ -369,37 +462,62 @@ class Executor:
         self.state.save()
         self.emit("leaders_elected", dict(self.state.leader_election))
 
-    def progress(self) -> dict[str, Any]:
-        total_bytes = sum(self.sizes.get(k, 0) * _copies(self.plan.starting[k], t) for k, t in self.plan.targets)
+    def bytes_done(self) -> tuple[int, int]:
+        """``(done, total)`` bytes to copy: finished moves whole, moves in flight by what their
+        adding replicas hold."""
+        copies = {k: self.sizes.get(k, 0) * _copies(self.plan.starting[k], t) for k, t in self.plan.targets}
         finished = set(self.state.with_status("finished"))
-        done_bytes = sum(self.sizes.get(k, 0) * _copies(self.plan.starting[k], t)
-                         for k, t in self.plan.targets if k in finished)
+        in_flight = self.schedule.in_flight if self.schedule else {}
+        done = (sum(v for k, v in copies.items() if k in finished)
+                + sum(min(self.copied.get(k, 0), copies.get(k, 0)) for k in in_flight if k not in finished))
+        return done, sum(copies.values())
+
+    def progress(self) -> dict[str, Any]:
+        """Moves and bytes done (:meth:`bytes_done`), this run's rate (bytes copied since it
+        started), and the ETA: the bytes left at that rate, or at the throttle before any."""
+        done_bytes, total_bytes = self.bytes_done()
         elapsed = time.monotonic() - self.started
-        rate = done_bytes / elapsed if elapsed > 0 else 0.0
+        this_run = done_bytes - (self.bytes_at_start or 0)
+        rate = this_run / elapsed if elapsed > 0 and this_run > 0 else 0.0
         left = total_bytes - done_bytes
         throttle = self.state.throttle
         eta = left / rate if rate > 0 else (left / throttle if throttle else None)
-        return {"moves_done": len(finished), "moves_total": len(self.plan.targets),
+        return {"moves_done": len(self.state.with_status("finished")), "moves_total": len(self.plan.targets),
                 "in_flight": len(self.schedule.in_flight) if self.schedule else 0,
                 "bytes_done": done_bytes, "bytes_total": total_bytes, "rate_bytes_per_s": round(rate),
                 "eta_s": None if eta is None else round(eta, 1), "throttle": throttle,
                 "cpu_s": round(time.process_time(), 4)}
 
 
+def foreign_reassignment(plan: ExecutePlan, state: ExecutionState, key: Key, entry: Any) -> str:
+    """Empty when the reassignment in progress of ``key`` (ListPartitionReassignments' entry) is
+    this plan's (module doc), else the line that names it."""
+    replicas = tuple(getattr(entry, "replicas", ()))
+    adding = set(getattr(entry, "adding", ()))
+    removing = set(getattr(entry, "removing", ()))
+    going_to = tuple(b for b in replicas if b not in removing)
+    coming_from = {b for b in replicas if b not in adding}
+    target = dict(plan.targets).get(key)
+    record = state.moves.get(key)
+    if (target is not None and record is not None and record.status == "submitted"
+            and set(going_to) in (set(target), set(plan.starting[key]))    # a move, or a reorder back
+            and coming_from == set(plan.starting[key])):
+        return ""
+    why = ("not in this plan" if target is None else
+           "not submitted by this plan" if record is None or record.status != "submitted" else
+           f"not this plan's move (planned {list(plan.starting[key])} -> {list(target)})")
+    return (f"{key[0]}-{key[1]}: reassignment in progress to {list(going_to)} (adding {sorted(adding)}, "
+            f"removing {sorted(removing)}), {why}")
+
+
 def _copies(start: tuple[int, ...], target: tuple[int, ...]) -> int:
     return sum(1 for b in target if b not in start)
 
 
-def _cancel_in_flight(cluster: Cluster, keys: Sequence[Key], plan: ExecutePlan, emit: Emit) -> None:
-    """Cancel those of ``keys`` still in progress and wait (at most the plan's patience) until
-    none of them is."""
-    ongoing = cluster.ongoing()
-    live = [k for k in keys if k in ongoing]
-    if live:
-        refused = cluster.reassign(dict.fromkeys(live))
-        if refused:
-            emit("cancel_refused", {f"{t}-{p}": why for (t, p), why in refused.items()})
+def _wait_ended(cluster: Cluster, keys: Sequence[Key], plan: ExecutePlan) -> None:
+    """Wait (at most the plan's patience) until none of ``keys`` is in progress."""
     deadline = time.monotonic() + plan.patience_s
+    live = list(keys)
     while live and time.monotonic() < deadline:
         ongoing = cluster.ongoing()
         live = [k for k in live if k in ongoing]
@@ -407,24 +525,52 @@ def _cancel_in_flight(cluster: Cluster, keys: Sequence[Key], plan: ExecutePlan, 
             time.sleep(min(plan.poll_interval_s, 0.5))
 
 
-def cancel_and_settle(cluster: Cluster, state: ExecutionState, keys: Sequence[Key], plan: ExecutePlan,
-                      emit: Emit) -> None:
-    """Cancel ``keys`` (those still in progress), wait until none is, and mark each partition
-    ``finished`` (at its planned replicas) or ``cancelled`` (back at its starting ones)."""
+def _settled(cluster: Cluster, keys: Sequence[Key], plan: ExecutePlan) -> Mapping[Key, tuple[int, ...]]:
+    """The replicas of ``keys`` once each shows its planned or its starting replica set (Metadata
+    may lag the reassignment's end by a few polls), or after :data:`UNSETTLED_POLLS` looks."""
     targets = dict(plan.targets)
-    _cancel_in_flight(cluster, keys, plan, emit)
-
-    def at_start(k: Key) -> bool:     # Kafka puts the starting replicas back, maybe reordered
-        return set(current.get(k, ())) == set(plan.starting[k])
-
     current: Mapping[Key, tuple[int, ...]] = {}
     for _ in range(UNSETTLED_POLLS):
         current = cluster.replicas(sorted({t for t, _ in keys})) if keys else {}
-        if all(current.get(k) == targets[k] or at_start(k) for k in keys):
+        if all(current.get(k) == targets[k] or set(current.get(k, ())) == set(plan.starting[k]) for k in keys):
             break
         time.sleep(min(plan.poll_interval_s, 0.5))
+    return current
+
+
+def cancel_and_settle(cluster: Cluster, state: ExecutionState, keys: Sequence[Key], plan: ExecutePlan,
+                      emit: Emit) -> None:
+    """Cancel ``keys`` (those still in progress), wait until none is, put back the exact
+    starting order of a partition Kafka returned reordered, and mark each partition
+    ``finished`` (at its planned replicas), ``cancelled`` (at its starting ones, order
+    included) or ``failed`` (anywhere else)."""
+    targets = dict(plan.targets)
+    ongoing = cluster.ongoing()
+    live = [k for k in keys if k in ongoing]
+    if live:
+        refused = cluster.reassign(dict.fromkeys(live))
+        if refused:
+            emit("cancel_refused", {f"{t}-{p}": why for (t, p), why in refused.items()})
+    _wait_ended(cluster, live, plan)
+    current = _settled(cluster, keys, plan)
+    # Kafka puts back the starting replica *set*, in the order of the reassignment's merged list
+    # (target first): [4,3,2] -> [3,2,1] cancelled is [3,2,4]. The order is the preferred leader.
+    reordered = [k for k in keys if current.get(k) not in (targets[k], plan.starting[k])
+                 and set(current.get(k, ())) == set(plan.starting[k])]
+    if reordered:
+        refused = cluster.reassign({k: plan.starting[k] for k in reordered})
+        emit("order_restored", {"partitions": {f"{t}-{p}": {"was": list(current[(t, p)]),
+                                                            "now": list(plan.starting[(t, p)])}
+                                               for t, p in reordered if (t, p) not in refused},
+                                "refused": {f"{t}-{p}": why for (t, p), why in refused.items()}})
+        _wait_ended(cluster, reordered, plan)
+        for _ in range(UNSETTLED_POLLS):
+            current = cluster.replicas(sorted({t for t, _ in keys}))
+            if all(current.get(k) == plan.starting[k] for k in reordered if k not in refused):
+                break
+            time.sleep(min(plan.poll_interval_s, 0.5))
     finished = [k for k in keys if current.get(k) == targets[k]]
-    back = [k for k in keys if k not in finished and at_start(k)]
+    back = [k for k in keys if k not in finished and current.get(k) == plan.starting[k]]
     between = [k for k in keys if k not in finished and k not in back]
     if finished:
         state.mark(finished, "finished")
@@ -432,4 +578,4 @@ def cancel_and_settle(cluster: Cluster, state: ExecutionState, keys: Sequence[Ke
         state.mark(back, "cancelled")
     if between:
         state.mark(between, "failed")
-        emit("cancel_incomplete", {"partitions": [f"{t}-{p}" for t, p in between]})
+        emit("cancel_incomplete", {"partitions": {f"{t}-{p}": list(current.get((t, p), ())) for t, p in between}})

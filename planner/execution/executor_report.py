@@ -14,12 +14,14 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kafka_replica_assignor.cluster.files import NotARegularFile, read_regular
 from kafka_replica_assignor.planner.execution.executor_state import ExecutionState, MoveRecord, write_atomic
 
 __all__ = ["REPORT_MARK", "execution_report", "report_section", "write_report"]
 
 Key = tuple[str, int]
 REPORT_MARK = "<!-- replica-assignor execute -->"
+REPORT_MAX_BYTES = 64 << 20
 
 
 def _peak(moves: Iterable[tuple[tuple[int, ...], MoveRecord]], end: float) -> dict[int, int]:
@@ -117,9 +119,10 @@ def write_report(plan_dir: str, report: Mapping[str, Any]) -> None:
     write_atomic(os.path.join(plan_dir, "execution.json"), (json.dumps(report, indent=1) + "\n").encode())
     path = os.path.join(plan_dir, "report.md")
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_regular(path, REPORT_MAX_BYTES)[1].decode("utf-8", errors="replace")
     except FileNotFoundError:
+        text = ""
+    except NotARegularFile:       # a FIFO or a device in its place: replaced, never read
         text = ""
     if REPORT_MARK in text:
         text = text[:text.index(REPORT_MARK)]

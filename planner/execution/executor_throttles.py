@@ -10,6 +10,11 @@ moves (``ReassignPartitionsCommand``):
 - on each broker that is a source or a destination, ``leader.replication.throttled.rate`` and
   ``follower.replication.throttled.rate`` set to RATE.
 
+Its ``--verify`` removes all three broker-level throttles (those two and
+``replica.alter.log.dirs.io.max.bytes.per.second``, the intra-broker one of
+``--replica-alter-log-dirs-throttle``) and both topic-level lists; :func:`clear_throttles`
+removes the same.
+
 Only the moving replicas are throttled: the other partitions of those brokers replicate at full
 speed. :class:`ThrottleKeeper` recomputes these values whenever the reassignments in flight
 change (a finished move stops being throttled; a new rate reaches every broker already set),
@@ -26,14 +31,17 @@ from typing import Any, Protocol
 from kafka_replica_assignor.planner.execution.executor_schedule import Reassignment
 from kafka_replica_assignor.planner.execution.executor_state import ExecutionState
 
-__all__ = ["BROKER_RATES", "TOPIC_REPLICAS", "ConfigAdmin", "ThrottleKeeper", "Throttles", "clear_throttles",
+__all__ = ["BROKER_RATES", "BROKER_THROTTLES", "LOG_DIR_RATE", "TOPIC_REPLICAS", "ConfigAdmin", "ThrottleKeeper", "Throttles", "clear_throttles",
            "throttles"]
 
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
 LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+LOG_DIR_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 BROKER_RATES = (LEADER_RATE, FOLLOWER_RATE)
+#: what Kafka's tool removes from a broker (its BROKER_LEVEL_THROTTLES)
+BROKER_THROTTLES = (*BROKER_RATES, LOG_DIR_RATE)
 TOPIC_REPLICAS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
 
 
@@ -124,7 +132,7 @@ def clear_throttles(cluster: ConfigAdmin, state: ExecutionState, brokers: Sequen
     all_topics = sorted(state.throttled_topics | set(topics))
     if not all_brokers and not all_topics:
         return
-    refused = cluster.alter_configs(brokers={b: dict.fromkeys(BROKER_RATES) for b in all_brokers},
+    refused = cluster.alter_configs(brokers={b: dict.fromkeys(BROKER_THROTTLES) for b in all_brokers},
                                     topics={t: dict.fromkeys(TOPIC_REPLICAS) for t in all_topics})
     if refused:
         raise RuntimeError("removing throttles refused: " + "; ".join(f"{k}: {v}" for k, v in sorted(refused.items())))

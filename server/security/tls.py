@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import ssl
 
+from kafka_replica_assignor.cluster.files import NotARegularFile, stat_regular
+
 from ..config import ConfigError, ServerConfig
-from ..files import NotARegularFile, stat_regular
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}

@@ -38,9 +38,8 @@ from typing import Any
 
 import structlog
 
+from kafka_replica_assignor.cluster.files import NotARegularFile, read_regular
 from kafka_replica_assignor.protocol.security import SCRAM_HASHES
-
-from ..files import NotARegularFile, read_regular
 
 log = structlog.get_logger("replica_assignor")
 

@@ -161,6 +161,20 @@ CASES: tuple[Case, ...] = (
          "needs the planner extra", without_planner=True),
     Case("execute-plan-read-only", "execute --plan {read_only_plan} --bootstrap-server {closed} --timeout-ms 3000",
          2, "--plan"),
+    # execute: the state and lock files are untrusted input (no link, regular, bounded, checked)
+    *(Case(f"execute-{name}", f"execute --plan {{plan_{name.replace('-', '_')}}} --bootstrap-server {{closed}} "
+           "--timeout-ms 3000", 2, expect) for name, expect in (
+        ("state-symlink", "is a symbolic link"), ("state-dev-zero", "is a symbolic link"),
+        ("state-fifo", "is a FIFO"), ("state-oversized", "over the limit"),
+        ("state-moves-list", "moves must be an object"), ("state-other-plan", "belongs to another plan"),
+        ("state-outside-plan", "outside the plan: nowhere-0"), ("state-not-json", "is not valid JSON"),
+        ("lock-symlink", "is a symbolic link"), ("lock-fifo", "is a FIFO"),
+        ("plan-file-fifo", "is a FIFO"))),
+    Case("execute-status-state-fifo", "execute --plan {plan_state_fifo} --status", 2, "is a FIFO"),
+    Case("execute-cancel-state-other-plan", "execute --plan {plan_state_other_plan} --cancel", 2,
+         "belongs to another plan"),
+    Case("execute-cancel-no-cluster", "execute --plan {executed_plan} --cancel", 2, "--bootstrap-server is required"),
+    Case("verify-plan-file-fifo", "verify-plan --plan {plan_plan_file_fifo} --snapshot {ok}", 2, "is a FIFO"),
     Case("balance-forget-unknown", "balance --snapshot {ok} --mode replica --forget 999 --out out", 2,
          "no such broker"),
     Case("balance-forget-everyone", "balance --snapshot {ok} --mode replica --forget 1,2,3 --out out", 2,
@@ -294,10 +308,13 @@ def write_inputs(directory: Path) -> dict[str, str]:
 
 
 def fingerprint(directory: Path) -> dict[str, str]:
-    """Every regular file under ``directory`` with its sha256 (FIFOs by name only)."""
+    """Every regular file under ``directory`` with its sha256 (FIFOs by name only, links by
+    where they point: never followed)."""
     out = {}
     for path in sorted(directory.rglob("*")):
-        if path.is_fifo() or path.is_dir():
+        if path.is_symlink():
+            out[str(path)] = f"-> {os.readlink(path)}"
+        elif path.is_fifo() or path.is_dir():
             out[str(path)] = "-"
         else:
             out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -390,6 +407,7 @@ def plans(directory: Path, inputs: Mapping[str, str]) -> Iterator[dict[str, str]
     balance(executed)
     summary = json.loads((executed / "summary.json").read_text())
     ExecutionState.new(str(executed), summary["starting_replicas_sha256"]).save()
+    broken = broken_plans(directory, executed)
     read_only = directory / "read-only"
     read_only.mkdir(parents=True)
     root = os.geteuid() == 0
@@ -405,13 +423,54 @@ def plans(directory: Path, inputs: Mapping[str, str]) -> Iterator[dict[str, str]
             for folder in (read_only / "plan", read_only):
                 folder.chmod(0o555)
         yield {"read_only": str(read_only), "read_only_plan": str(read_only / "plan"),
-               "executed_plan": str(executed)}
+               "executed_plan": str(executed), **broken}
     finally:
         if root:
             subprocess.run(["umount", str(read_only)], check=False)
         else:
             for folder in (read_only, read_only / "plan"):
                 folder.chmod(0o755)
+
+
+def broken_plans(directory: Path, executed: Path) -> dict[str, str]:
+    """Copies of an executed plan, each with one broken state, lock or plan file (issue 31):
+    ``plan_<name>`` for the cases ``execute-<name>``."""
+    import shutil
+
+    from kafka_replica_assignor.planner.execution.executor_state import LOCK, STATE, state_limit
+
+    state = json.loads((executed / STATE).read_text())
+    victim = directory / "victim.txt"      # what a link points at: must stay as it is
+    victim.write_text("precious\n")
+    out: dict[str, str] = {}
+
+    def plan(name: str) -> Path:
+        path = directory / f"broken-{name}"
+        shutil.copytree(executed, path)
+        out[f"plan_{name.replace('-', '_')}"] = str(path)
+        return path
+
+    plan("state-symlink").joinpath(STATE).unlink()
+    (directory / "broken-state-symlink" / STATE).symlink_to(executed / STATE)
+    plan("state-dev-zero").joinpath(STATE).unlink()
+    (directory / "broken-state-dev-zero" / STATE).symlink_to("/dev/zero")
+    plan("state-fifo").joinpath(STATE).unlink()
+    os.mkfifo(directory / "broken-state-fifo" / STATE)
+    with open(plan("state-oversized") / STATE, "r+b") as f:
+        f.truncate(state_limit(100) + 1)      # sparse; more than the plan's few partitions allow
+    plan("state-moves-list").joinpath(STATE).write_text(json.dumps({**state, "moves": [["t-0", {}]]}))
+    plan("state-other-plan").joinpath(STATE).write_text(json.dumps({**state, "plan_sha256": "0" * 64}))
+    plan("state-outside-plan").joinpath(STATE).write_text(json.dumps(
+        {**state, "moves": {"nowhere-0": {"status": "finished"}}}))
+    plan("state-not-json").joinpath(STATE).write_text("{")
+    plan("lock-symlink").joinpath("execution.lock").symlink_to(victim)
+    os.mkfifo(plan("lock-fifo") / LOCK)
+    plan("plan-file-fifo").joinpath("reassignment.json").unlink()
+    os.mkfifo(directory / "broken-plan-file-fifo" / "reassignment.json")
+    for name in ("plan-file-fifo",):     # the starting replicas too, for verify-plan
+        (directory / f"broken-{name}" / "starting-replicas.json").unlink()
+        os.mkfifo(directory / f"broken-{name}" / "starting-replicas.json")
+    return out
 
 
 # -- servers -----------------------------------------------------------------------------------

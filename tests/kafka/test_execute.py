@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-from kafka_replica_assignor.planner.execution.executor_throttles import BROKER_RATES, TOPIC_REPLICAS
+from kafka_replica_assignor.planner.execution.executor_throttles import BROKER_THROTTLES, TOPIC_REPLICAS
 from kafka_replica_assignor.planner.plan import MoveKind, Working
 from kafka_replica_assignor.planner.report.outputs import render_outputs, write_outputs
 from kafka_replica_assignor.planner.request import PlanRequest
@@ -114,7 +114,7 @@ def events(stdout: str) -> list[dict[str, Any]]:
 def throttle_configs(bootstrap: str, topics: Sequence[str]) -> dict[str, dict[str, str]]:
     admin = admin_for(bootstrap)
     try:
-        return ReassignmentAdmin(admin).configs(range(5), topics, BROKER_RATES + TOPIC_REPLICAS)
+        return ReassignmentAdmin(admin).configs(range(5), topics, BROKER_THROTTLES + TOPIC_REPLICAS)
     finally:
         admin.close()
 
@@ -325,9 +325,13 @@ def test_kill_9_mid_plan_then_a_second_run_finishes_without_submitting_a_move_tw
              lambda: bool(first.events("moves_finished")) and len(first.events("moves_submitted")) >= 2
              or not first.running())
     assert first.running(), first.wait()[1]
+    changed = execute("--plan", str(plan), "--throttle", "900000", timeout=60)   # the operator's, in flight
+    assert changed.returncode == 0, changed.stderr
     os.kill(first.proc.pid, signal.SIGKILL)
     code, _ = first.wait()
     assert code == -signal.SIGKILL
+    status = json.loads(execute("--plan", str(plan), "--status").stdout)
+    assert status["status"] == "stopped (no process holds the lock)" and status["running_pid"] is None
     state = json.loads((plan / "execution-state.json").read_text())
     in_flight_at_kill = {n for n, r in state["moves"].items() if r["status"] == "submitted"}
     finished_at_kill = {n for n, r in state["moves"].items() if r["status"] == "finished"}
@@ -339,6 +343,7 @@ def test_kill_9_mid_plan_then_a_second_run_finishes_without_submitting_a_move_tw
     second = Run(tmp_path / "second.jsonl", *args)
     code, err = second.wait()
     assert code == 0, err
+    assert second.events("execution_started")[0]["throttle"] == 900_000     # not the plan's 700 000
     sent_first = {p for e in first.events("moves_submitted") for p in e["partitions"]}
     sent_second = {p for e in second.events("moves_submitted") for p in e["partitions"]}
     assert not sent_first & sent_second, "a move was submitted twice"
@@ -402,6 +407,7 @@ def test_a_plan_is_refused_while_a_reassignment_it_did_not_start_runs(
         named = {line.split(":")[0] for line in refused.stdout.splitlines()}
         assert named and all(n.startswith(slow) for n in named)
         assert replicas_of(kafka.bootstrap, [other]) == other_start
+        assert set(slow_targets) <= set(ongoing(kafka.bootstrap))     # refused, never cancelled
     finally:
         cancelled = kafka.tool(*tool, "--cancel")
         assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
@@ -452,3 +458,94 @@ def test_sigterm_cancels_the_moves_in_flight_and_removes_the_throttles(kafka: Ka
     assert ongoing(kafka.bootstrap) == {}
     assert_no_throttles(kafka, name)
     assert [e["reason"] for e in run.events("cancelling")] == ["SIGTERM"]
+
+
+# ---- the cluster is the truth, the state file a hint (issue 31) ---------------------------------
+
+def _state_file(plan: Path, moves: Mapping[Key, str]) -> None:
+    """An execution state file for ``plan`` saying what ``moves`` gives, as a killed run leaves it."""
+    from kafka_replica_assignor.planner.execution.executor_state import ExecutionState
+
+    sha = json.loads((plan / "summary.json").read_text())["starting_replicas_sha256"]
+    state = ExecutionState.new(str(plan), sha)
+    state.runs.append({"pid": 1, "started_at": time.time()})
+    state.mark_submitted(list(moves))
+    finished = [k for k, status in moves.items() if status == "finished"]
+    if finished:
+        state.mark(finished, "finished")
+
+
+def test_a_state_file_that_says_finished_with_nothing_moved_runs_the_moves(
+        kafka: KafkaCluster, topics: Topics, tmp_path: Path) -> None:
+    name, start, targets = ring_topic(kafka, topics, "liar", size=100_000, partitions=4)
+    plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets)
+    _state_file(plan, dict.fromkeys(targets, "finished"))
+    run = execute("--plan", str(plan), "--bootstrap-server", kafka.bootstrap, "--poll-interval-ms", "300")
+    assert run.returncode == 0, run.stderr
+    assert replicas_of(kafka.bootstrap, [name]) == targets
+    [corrected] = [e for e in events(run.stdout) if e["event"] == "state_corrected"]
+    assert sorted(corrected["partitions"]) == sorted(f"{t}-{p}" for t, p in targets)
+    assert {p for e in events(run.stdout) if e["event"] == "moves_submitted" for p in e["partitions"]} == \
+        {f"{t}-{p}" for t, p in targets}
+
+
+def test_a_foreign_reassignment_of_a_planned_partition_is_neither_adopted_nor_cancelled(
+        kafka: KafkaCluster, topics: Topics, tmp_path: Path) -> None:
+    """The state file says this plan submitted partition 0 (an honest resume), but the reassignment
+    in flight is another tool's, to other brokers: refused, named, and left running by execute
+    and by execute --cancel."""
+    name, start, targets = ring_topic(kafka, topics, "adopt", partitions=2)
+    plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets)
+    _state_file(plan, {(name, 0): "submitted"})
+    elsewhere = tuple(b for b in range(5) if b not in start[(name, 0)] and b not in targets[(name, 0)])[:2]
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": name, "partition": 0, "replicas": list(elsewhere)}]}))
+    tool = ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand", "--bootstrap-server", kafka.bootstrap,
+            "--reassignment-json-file", str(foreign))
+    started = kafka.tool(*tool, "--execute", "--throttle", "10000")   # 10 kB/s: minutes for 1.5 MB
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        refused = execute("--plan", str(plan), "--bootstrap-server", kafka.bootstrap)
+        assert refused.returncode == 1 and "neither adopts nor cancels" in refused.stderr, refused.stderr
+        assert refused.stdout.startswith(f"{name}-0: reassignment in progress to {list(elsewhere)}"), refused.stdout
+        cancel = execute("--plan", str(plan), "--bootstrap-server", kafka.bootstrap, "--cancel")
+        assert cancel.returncode == 1 and f"left alone: {name}-0" in cancel.stdout, (cancel.stdout, cancel.stderr)
+        assert (name, 0) in ongoing(kafka.bootstrap)                  # still the other tool's
+        assert replicas_of(kafka.bootstrap, [name])[(name, 1)] == start[(name, 1)]
+    finally:
+        cancelled = kafka.tool(*tool, "--cancel")
+        assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
+    wait_for("the foreign reassignment to be cancelled", lambda: not ongoing(kafka.bootstrap), every=1.0)
+
+
+def test_cancel_after_a_kill_restores_the_exact_starting_order_from_the_state_file(
+        kafka: KafkaCluster, topics: Topics, tmp_path: Path) -> None:
+    """Targets that make the follower lead ([a, b] -> [b, c]): Kafka's cancel puts back [b, a];
+    execute --cancel (after kill -9, without --bootstrap-server: the state file names the
+    cluster) ends every partition at its exact starting list, or its planned one."""
+    name = topics.name("order")
+    start = {p: (p % 5, (p + 1) % 5) for p in range(6)}
+    create_topic(kafka.bootstrap, name, start)
+    fill(kafka.bootstrap, name, range(6), SIZE)
+    targets = {(name, p): ((p + 1) % 5, (p + 2) % 5) for p in range(6)}
+    plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets,
+                      PlanRequest("replica", throttle=300_000))
+    run = Run(tmp_path / "out.jsonl", "--plan", str(plan), "--bootstrap-server", kafka.bootstrap,
+              "--max-moves-per-broker", "1", "--poll-interval-ms", "300")
+    wait_for("moves in flight", lambda: bool(run.events("moves_submitted")) or not run.running())
+    assert run.running(), run.wait()[1]
+    os.kill(run.proc.pid, signal.SIGKILL)
+    assert run.wait()[0] == -signal.SIGKILL
+    in_flight = set(ongoing(kafka.bootstrap))
+    assert in_flight & set(targets), "nothing in flight at the kill"
+    cancel = execute("--plan", str(plan), "--cancel")
+    assert cancel.returncode == 0, cancel.stderr
+    [restored] = [e for e in events(cancel.stdout) if e["event"] == "order_restored"]   # Kafka reordered them
+    assert restored["partitions"] and all(v["was"] != v["now"] for v in restored["partitions"].values())
+    now = replicas_of(kafka.bootstrap, [name])
+    for p, first in start.items():
+        assert now[(name, p)] in (first, targets[(name, p)]), f"{name}-{p}: {now[(name, p)]}"
+    assert any(now[k] == (start[k[1]]) for k in in_flight if k in targets)
+    assert ongoing(kafka.bootstrap) == {}
+    assert_no_throttles(kafka, name)

@@ -3,6 +3,7 @@ caps and throttles while running, stop with cancel. (The real thing: tests/kafka
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,8 +13,10 @@ import pytest
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from kafka_replica_assignor.planner.execution.executor import ExecutePlan, Executor, Refused
+from kafka_replica_assignor.planner.execution.executor_schedule import Schedule
 from kafka_replica_assignor.planner.execution.executor_state import ExecutionState
 from kafka_replica_assignor.planner.execution.executor_throttles import BROKER_RATES
+from kafka_replica_assignor.protocol.reassignment import Ongoing
 
 Key = tuple[str, int]
 
@@ -21,6 +24,13 @@ Key = tuple[str, int]
 @dataclass
 class Read:
     snapshot: ClusterSnapshot
+
+
+def ongoing_entry(current: Sequence[int], target: Sequence[int]) -> Ongoing:
+    """ListPartitionReassignments' entry as KRaft shows it: the target, then the replicas
+    leaving (the merged list), with what is added and removed."""
+    leaving = tuple(b for b in current if b not in target)
+    return Ongoing(tuple(target) + leaving, tuple(b for b in target if b not in current), leaving)
 
 
 class FakeCluster:
@@ -45,7 +55,7 @@ class FakeCluster:
             if entry[1] <= 0:
                 self.now[key] = entry[0]
                 del self.moving[key]
-        return {k: v[0] for k, v in self.moving.items()}
+        return {k: ongoing_entry(self.now.get(k, ()), v[0]) for k, v in self.moving.items()}
 
     def replicas(self, topics: Sequence[str]) -> dict[Key, tuple[int, ...]]:
         return {k: v for k, v in self.now.items() if k[0] in topics}
@@ -134,7 +144,8 @@ def test_a_foreign_reassignment_or_a_drifted_partition_is_refused(tmp_path: Path
     cluster.moving[("other", 0)] = [(1, 2), 100]
     with pytest.raises(Refused, match="not started by this plan") as refused:
         executor(tmp_path, cluster).prepare()
-    assert refused.value.lines == ["other-0: reassignment in progress"]
+    assert refused.value.lines == ["other-0: reassignment in progress to [1, 2] (adding [1, 2], removing []), "
+                                   "not in this plan"]
     drifted = dict(START)
     drifted[("t", 3)] = (0, 4)
     with pytest.raises(Refused, match="changed since the plan was made") as refused:
@@ -253,3 +264,135 @@ def test_log_dirs_are_placed_after_the_moves_and_waited_for(tmp_path: Path) -> N
     [refused] = [f for e, f in ex.events if e == "log_dir_moves_refused"]  # type: ignore[attr-defined]
     assert refused == {"replicas": {"t-0@0": "KafkaStorageError", "t-3@0": "KafkaStorageError"}}
     assert refusing.configs == {}
+
+
+# ---- the cluster is the truth, the state file a hint (issue 31) ---------------------------------
+
+def test_a_move_the_state_file_calls_finished_is_run_when_the_cluster_shows_its_starting_replicas(
+        tmp_path: Path) -> None:
+    cluster = FakeCluster(START)
+    ex = executor(tmp_path, cluster)
+    ex.state.mark_submitted(list(TARGET))
+    ex.state.mark(list(TARGET), "finished")          # a lie: nothing moved
+    pending, flying, done = ex.prepare()
+    assert sorted(r.key for r in pending) == sorted(TARGET) and not flying and not done
+    assert ex.run(pending, flying, done) == "done"
+    assert cluster.now == TARGET and sorted(cluster.sent) == sorted(TARGET)
+    [corrected] = [f for e, f in ex.events if e == "state_corrected"]  # type: ignore[attr-defined]
+    assert len(corrected["partitions"]) == len(TARGET)
+
+
+def test_a_reassignment_of_a_planned_partition_this_plan_did_not_start_is_refused_not_adopted(
+        tmp_path: Path) -> None:
+    for recorded in (False, True):       # not in the state file; or 'submitted' there, another target
+        cluster = FakeCluster(START)
+        cluster.moving[("t", 2)] = [(4, 3), 100]     # planned: (2, 4)
+        (tmp_path / str(recorded)).mkdir()
+        ex = executor(tmp_path / str(recorded), cluster)
+        if recorded:
+            ex.state.mark_submitted([("t", 2)])
+        with pytest.raises(Refused, match=r"not started by this plan .*\(t-2\).*neither adopts nor cancels") as why:
+            ex.prepare()
+        assert why.value.lines[0].startswith("t-2: reassignment in progress to [4, 3] (adding [4], removing [2])")
+        assert cluster.moving[("t", 2)][0] == (4, 3) and cluster.sent == []      # left alone
+
+
+def test_a_reassignment_this_plan_submitted_is_adopted(tmp_path: Path) -> None:
+    cluster = FakeCluster(START)
+    cluster.moving[("t", 2)] = [TARGET[("t", 2)], 3]
+    ex = executor(tmp_path, cluster)
+    ex.state.mark_submitted([("t", 2)])
+    pending, flying, done = ex.prepare()
+    assert [r.key for r in flying] == [("t", 2)]
+
+
+class ReorderingCluster(FakeCluster):
+    """A cancel puts back the starting replica set in the order of the merged list (target
+    first), as KRaft does: [a, b] -> [b, c] cancelled is [b, a]."""
+
+    def reassign(self, targets: Mapping[Key, Sequence[int] | None]) -> dict[Key, str]:
+        for key, target in targets.items():
+            if target is None and key in self.moving:
+                merged = ongoing_entry(self.now[key], self.moving.pop(key)[0])
+                self.now[key] = tuple(b for b in merged.replicas if b not in merged.adding)
+        rest = {k: v for k, v in targets.items() if v is not None}
+        if rest and all(set(v) == set(self.now[k]) for k, v in rest.items()):   # a reorder: at once
+            self.now.update({k: tuple(v) for k, v in rest.items() if v is not None})
+            return {}
+        return super().reassign(rest) if rest else {}
+
+
+def test_a_cancel_ends_at_the_exact_starting_order(tmp_path: Path) -> None:
+    start = {("t", p): (p % 5, (p + 1) % 5) for p in range(4)}
+    target = {("t", p): ((p + 1) % 5, (p + 2) % 5) for p in range(4)}     # the follower leads
+    cluster = ReorderingCluster(start, polls=1000)
+    plan = ExecutePlan(plan_dir=str(tmp_path), plan_sha256="x", targets=tuple(target.items()), starting=start,
+                       poll_interval_s=0.0, per_broker=1)
+    events: list[tuple[str, dict[str, Any]]] = []
+    ex = Executor(plan, cluster, ExecutionState.new(str(tmp_path), "x"), lambda e, f: events.append((e, f)))
+    pending, flying, done = ex.prepare()
+    real = cluster.reassign
+
+    def stop_after_first_wave(targets: Any) -> dict[Key, str]:
+        out = real(targets)
+        ex.stop.set()
+        return out
+
+    cluster.reassign = stop_after_first_wave  # type: ignore[method-assign]
+    assert ex.run(pending, flying, done) == "stopped"
+    assert cluster.now == start                                            # order included
+    restored = [f for e, f in events if e == "order_restored"]
+    assert restored and restored[0]["partitions"]["t-0"] == {"was": [1, 0], "now": [0, 1]}
+    assert ex.state.with_status("cancelled") and not ex.state.with_status("failed")
+
+
+class SizedCluster(FakeCluster):
+    """DescribeLogDirs sizes: an adding replica gains ``step`` bytes a look (0: stalled)."""
+
+    def __init__(self, replicas: dict[Key, tuple[int, ...]], step: int, polls: int = 2) -> None:
+        super().__init__(replicas, polls)
+        self.step = step
+        self.held: dict[tuple[str, int, int], int] = {}
+
+    def replica_bytes(self, topics: Sequence[str]) -> dict[tuple[str, int, int], int]:
+        for key, (target, _) in self.moving.items():
+            for b in target:
+                if b not in self.now[key]:
+                    self.held[(*key, b)] = min(self.held.get((*key, b), 0) + self.step, 1000)
+        return dict(self.held)
+
+
+def test_a_move_that_copies_nothing_is_cancelled_after_the_stall_timeout_and_named(tmp_path: Path) -> None:
+    cluster = SizedCluster(START, step=0, polls=10**9)
+    ex = executor(tmp_path, cluster, per_broker=1, stall_timeout_s=0.05)
+    pending, flying, done = ex.prepare()
+    assert ex.run(pending, flying, done) == "failed"
+    stalled = [f for e, f in ex.events if e == "move_stalled"]  # type: ignore[attr-defined]
+    assert stalled and stalled[0]["adding_brokers"] == [2] and stalled[0]["partition"] == "t-0"
+    assert cluster.moving == {} and cluster.now == START and cluster.configs == {}
+    assert set(ex.state.with_status("failed")) == set(TARGET)
+
+
+def test_progress_counts_bytes_in_flight_and_a_resumed_run_rates_only_its_own_bytes(tmp_path: Path) -> None:
+    cluster = SizedCluster(START, step=400, polls=4)
+    ex = executor(tmp_path, cluster, per_broker=1, throttle=1000)
+    earlier = [("t", 0), ("t", 1), ("t", 2), ("t", 3)]
+    ex.state.mark_submitted(earlier)
+    ex.state.mark(earlier, "finished")                        # an earlier run's work, really done
+    cluster.now.update({k: TARGET[k] for k in earlier})
+    pending, flying, done = ex.prepare()
+    assert sorted(done) == earlier
+    assert ex.run(pending, flying, done) == "done"
+    assert ex.bytes_at_start == 4000                          # 4 moves of one 1000-byte copy
+    shown = [f for e, f in ex.events if e == "progress"]  # type: ignore[attr-defined]
+    assert any(f["bytes_done"] % 1000 for f in shown), "the bytes of moves in flight were never counted"
+    # the ETA: bytes left at this run's rate (bytes since it started over its time)
+    ex.started = time.monotonic() - 10.0
+    ex.bytes_at_start = 4000
+    ex.state.mark(pending_keys := [r.key for r in pending], "submitted")
+    assert ex.schedule is not None
+    ex.schedule = Schedule([], in_flight=pending[:1])
+    ex.copied = {pending[0].key: 500}
+    shown_now = ex.progress()
+    assert shown_now["bytes_done"] == 4500 and shown_now["bytes_total"] == 8000 and pending_keys
+    assert shown_now["rate_bytes_per_s"] == 50 and 69 <= shown_now["eta_s"] <= 71

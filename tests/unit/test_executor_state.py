@@ -13,13 +13,18 @@ from pathlib import Path
 
 import pytest
 
+from kafka_replica_assignor.cluster.files import NotARegularFile, read_regular
 from kafka_replica_assignor.planner.execution.executor_state import (
+    CONTROL,
+    LOCK,
     STATE,
+    BadState,
     ExecutionState,
     Locked,
     hold_lock,
     lock_holder,
     read_control,
+    state_limit,
     write_atomic,
     write_control,
 )
@@ -95,3 +100,100 @@ def test_a_control_request_is_read_once(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "execution-control.json").read_text()) == {"throttle": 5}
     assert read_control(str(tmp_path)) == {"throttle": 5}
     assert read_control(str(tmp_path)) is None
+
+
+# ---- the state, lock and control files as untrusted input (issue 31) --------------------------
+
+def _good_state(tmp_path: Path) -> ExecutionState:
+    state = ExecutionState.new(str(tmp_path), "abc")
+    state.mark_submitted([("t", 0)], now=1.0)
+    return state
+
+
+def test_a_state_file_of_another_plan_or_naming_other_partitions_is_bad_input(tmp_path: Path) -> None:
+    _good_state(tmp_path)
+    assert ExecutionState.load(str(tmp_path), "abc", {("t", 0), ("t", 1)}) is not None
+    with pytest.raises(BadState, match="belongs to another plan"):
+        ExecutionState.load(str(tmp_path), "other", {("t", 0)})
+    with pytest.raises(BadState, match=r"names 1 partition\(s\) outside the plan: t-0"):
+        ExecutionState.load(str(tmp_path), "abc", {("u", 0)})
+
+
+@pytest.mark.parametrize("moves", [[], [["t-0", {"status": "finished"}]], "x", {"t-0": {"status": "done"}},
+                                   {"t-0": {"status": "finished", "submissions": -1}},
+                                   {"t-0": {"status": "finished", "evil": 1}}, {"t": {"status": "finished"}},
+                                   {"t-0": ["finished"]}])
+def test_a_state_file_with_moves_of_the_wrong_shape_is_bad_input(tmp_path: Path, moves: object) -> None:
+    (tmp_path / STATE).write_text(json.dumps({"plan_sha256": "abc", "status": "running", "moves": moves}))
+    with pytest.raises(BadState, match="not an execution state file"):
+        ExecutionState.load(str(tmp_path), "abc", {("t", 0)})
+
+
+@pytest.mark.parametrize("content", [b"", b"{", b"[]", b"\xff\xfe", b"[" * 100_000,
+                                     b'{"plan_sha256": "abc", "status": "running", "throttle": -5}',
+                                     b'{"plan_sha256": "abc", "status": "sleeping"}'])
+def test_a_state_file_that_does_not_parse_is_bad_input(tmp_path: Path, content: bytes) -> None:
+    (tmp_path / STATE).write_bytes(content)
+    with pytest.raises(BadState):
+        ExecutionState.load(str(tmp_path), "abc", {("t", 0)})
+
+
+def test_a_state_file_linked_fifo_device_or_oversized_is_refused_at_once(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.json"
+    target.write_text(json.dumps(_good_state(tmp_path).to_dict()))
+    (tmp_path / STATE).unlink()
+    (tmp_path / STATE).symlink_to(target)
+    with pytest.raises(BadState, match="symbolic link"):
+        ExecutionState.load(str(tmp_path), "abc", {("t", 0)})
+    (tmp_path / STATE).unlink()
+    (tmp_path / STATE).symlink_to("/dev/zero")     # refused as a link, never read
+    with pytest.raises(BadState, match="symbolic link"):
+        ExecutionState.load(str(tmp_path), "abc", {("t", 0)})
+    (tmp_path / STATE).unlink()
+    os.mkfifo(tmp_path / STATE)                    # opened without blocking, refused
+    started = time.monotonic()
+    with pytest.raises(BadState, match="a FIFO, not a regular file"):
+        ExecutionState.load(str(tmp_path), "abc", {("t", 0)})
+    assert time.monotonic() - started < 2
+    (tmp_path / STATE).unlink()
+    with open(tmp_path / STATE, "wb") as f:        # sparse: over the limit without the disk
+        f.truncate(state_limit(1) + 1)
+    with pytest.raises(BadState, match="over the limit"):
+        ExecutionState.load(str(tmp_path), "abc", {("t", 0)})
+
+
+def test_a_device_is_refused_by_the_regular_file_reader(tmp_path: Path) -> None:
+    with pytest.raises(NotARegularFile, match="a device"):
+        read_regular("/dev/zero", 1024)
+
+
+def test_a_lock_file_that_is_a_link_or_a_fifo_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    plan = tmp_path / "plan"
+    plan.mkdir()
+    (plan / LOCK).symlink_to(victim)
+    with pytest.raises(BadState, match="symbolic link"), hold_lock(str(plan)):
+        pass
+    with pytest.raises(BadState, match="symbolic link"):
+        lock_holder(str(plan))
+    assert victim.read_text() == "precious\n"
+    (plan / LOCK).unlink()
+    (plan / LOCK).symlink_to(tmp_path / "missing")     # a dangling link is not created through either
+    with pytest.raises(BadState, match="symbolic link"), hold_lock(str(plan)):
+        pass
+    assert not (tmp_path / "missing").exists()
+    (plan / LOCK).unlink()
+    os.mkfifo(plan / LOCK)
+    with pytest.raises(BadState, match="FIFO"), hold_lock(str(plan)):
+        pass
+    with pytest.raises(BadState, match="FIFO"):
+        lock_holder(str(plan))
+
+
+def test_a_control_file_that_is_a_fifo_or_a_link_is_dropped_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / CONTROL)
+    assert read_control(str(tmp_path)) is None and not (tmp_path / CONTROL).exists()
+    (tmp_path / "x.json").write_text('{"cancel": true}')
+    (tmp_path / CONTROL).symlink_to(tmp_path / "x.json")
+    assert read_control(str(tmp_path)) is None and (tmp_path / "x.json").exists()

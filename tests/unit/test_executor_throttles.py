@@ -10,6 +10,7 @@ from kafka_replica_assignor.planner.execution.executor_schedule import Reassignm
 from kafka_replica_assignor.planner.execution.executor_state import ExecutionState
 from kafka_replica_assignor.planner.execution.executor_throttles import (
     BROKER_RATES,
+    BROKER_THROTTLES,
     ThrottleKeeper,
     throttles,
 )
@@ -75,6 +76,6 @@ def test_the_keeper_sends_only_changes_and_records_before_sending(tmp_path: Path
     keeper.sync([b])
     assert sorted(admin.calls[-1][0]) == [1, 2, 3, 4, 5] and admin.calls[-1][1] == {}
     keeper.remove()
-    assert admin.calls[-1][0] == {n: dict.fromkeys(BROKER_RATES) for n in (1, 2, 3, 4, 5)}
+    assert admin.calls[-1][0] == {n: dict.fromkeys(BROKER_THROTTLES) for n in (1, 2, 3, 4, 5)}
     assert admin.calls[-1][1] == {"t": {LEADER: None, FOLLOWER: None}, "u": {LEADER: None, FOLLOWER: None}}
     assert state.throttled_brokers == set() and ExecutionState.load(str(tmp_path)).throttled_topics == set()  # type: ignore[union-attr]

@@ -137,6 +137,42 @@ def test_verify_plan_passes_on_the_start_and_names_a_drifted_partition(tmp_path,
     assert run_cli(verify, "verify-plan", "--plan", str(out), "--snapshot", str(path)) == 2
 
 
+def test_verify_plan_counts_a_partial_execution_as_done_not_drift(tmp_path, capsys):
+    """The plan's own finished moves are no drift (the rule execute applies too); a partition at
+    neither its starting nor its planned replicas is."""
+    snap = cluster()
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({
+        "brokers": [{"id": b.id, "rack": b.rack, "alive": b.alive} for b in snap.brokers],
+        "partitions": [{"topic": p.topic, "partition": p.partition, "replicas": list(p.replicas)}
+                       for p in snap.partitions]}))
+    out = tmp_path / "plan"
+    assert run_cli(balance, "balance", "--snapshot", str(path), "--mode", "cluster", "--out", str(out),
+                   "--no-charts") == 0
+    planned = json.loads((out / "reassignment.json").read_text())["partitions"]
+    assert len(planned) >= 2
+    data = json.loads(path.read_text())
+    done = {(p["topic"], p["partition"]): p["replicas"] for p in planned[: len(planned) // 2]}
+    for p in data["partitions"]:
+        p["replicas"] = done.get((p["topic"], p["partition"]), p["replicas"])
+    path.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert run_cli(verify, "verify-plan", "--plan", str(out), "--snapshot", str(path)) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and f"{len(done)} of {len(planned)} planned partition(s) already at their planned" \
+        in captured.err
+    last = planned[-1]
+    for p in data["partitions"]:       # at neither: drift
+        if (p["topic"], p["partition"]) == (last["topic"], last["partition"]):
+            p["replicas"] = list(reversed(last["replicas"]))
+    path.write_text(json.dumps(data))
+    starting = {(p["topic"], p["partition"]): p["replicas"]
+                for p in json.loads((out / "starting-replicas.json").read_text())["partitions"]}
+    assert list(reversed(last["replicas"])) != starting[(last["topic"], last["partition"])] or len(last["replicas"]) < 2
+    assert run_cli(verify, "verify-plan", "--plan", str(out), "--snapshot", str(path)) == 1
+    assert capsys.readouterr().out.startswith(f"{last['topic']}-{last['partition']}: planned from")
+
+
 # --- reports agree with their figures ---------------------------------------------------------
 
 def test_report_does_not_claim_targets_it_misses_and_blames_the_budget():
