@@ -51,8 +51,12 @@ from kafka_replica_assignor.planner.goals.demote_brokers import DemoteGoal
 from kafka_replica_assignor.planner.goals.exclude_brokers import ExcludeGoal
 from kafka_replica_assignor.planner.goals.fewer_moves import FewerMovesGoal
 from kafka_replica_assignor.planner.goals.goal import Figures, Goal, ReportView, Target
+from kafka_replica_assignor.planner.goals.leader_bytes_in import LeaderBytesInGoal
 from kafka_replica_assignor.planner.goals.leaders import LeaderGoal
 from kafka_replica_assignor.planner.goals.lost_replicas import RepairGoal
+from kafka_replica_assignor.planner.goals.network_capacity import NetworkCapacityGoal
+from kafka_replica_assignor.planner.goals.network_in import NetworkInGoal
+from kafka_replica_assignor.planner.goals.network_out import NetworkOutGoal
 from kafka_replica_assignor.planner.goals.rack_diversity import RackDiversityGoal
 from kafka_replica_assignor.planner.goals.remove_brokers import RemoveGoal
 from kafka_replica_assignor.planner.goals.replica_bytes import ReplicaBytesGoal
@@ -66,8 +70,9 @@ if TYPE_CHECKING:
     from kafka_replica_assignor.planner.request import PlanRequest
 
 GOALS: tuple[type[Goal], ...] = (
-    RepairGoal, RemoveGoal, ExcludeGoal, AddGoal, ScopeGoal, CapacityGoal, RackDiversityGoal, TopicSpreadGoal,
-    ReplicaCountGoal, ReplicaBytesGoal, FewerMovesGoal, DemoteGoal, LeaderGoal)
+    RepairGoal, RemoveGoal, ExcludeGoal, AddGoal, ScopeGoal, CapacityGoal, NetworkCapacityGoal, RackDiversityGoal,
+    TopicSpreadGoal, ReplicaCountGoal, ReplicaBytesGoal, NetworkInGoal, FewerMovesGoal, DemoteGoal, LeaderGoal,
+    NetworkOutGoal, LeaderBytesInGoal)
 """Every goal, highest rank first (the module doc says why)."""
 
 REPLICA_PHASES = ("once", "rounds", "last")
@@ -85,7 +90,8 @@ def goals_for(work: Working, request: PlanRequest, phases: tuple[str, ...] | Non
     """The goals ``request`` runs on ``work``, in rank order (only those of ``phases`` when
     given), each knowing the others by key."""
     goals = [cls(work, request) for cls in GOALS
-             if cls.wanted(request) and request.mode in cls.modes and (phases is None or cls.phase in phases)]
+             if cls.wanted(request) and request.mode in cls.modes and (phases is None or cls.phase in phases)
+             and cls.applies(work.snapshot)]
     peers = {g.key: g for g in goals}
     for goal in goals:
         goal.peers = peers
