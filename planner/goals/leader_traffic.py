@@ -50,6 +50,7 @@ from kafka_replica_assignor.planner.plan import MoveKind
 if TYPE_CHECKING:
     from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
     from kafka_replica_assignor.planner.plan import Working
+    from kafka_replica_assignor.planner.request import PlanRequest
 
 NEAR = 2            # weights tried on each side of a binary search
 SWAPS = 8           # partitions of the busier side tried for a swap, heaviest first
@@ -266,7 +267,10 @@ class LeaderFigure(Goal):
         total = sum(w for w, n in zip(weight, settled_replicas(self.work), strict=True) if n)
         return byte_band(total, max(1, len(self.work.eligible)), self.request.fraction, max(weight, default=0))
 
-    hi: int = 0
+    def __init__(self, work: Working, request: PlanRequest) -> None:
+        super().__init__(work, request)
+        self.hi = 0
+        self.cap_out: dict[int, int] = {}
 
     def high(self, b: int) -> int:
         return self.hi
@@ -299,6 +303,7 @@ class LeaderFigure(Goal):
         work.bounds[f"{self.figure}_band_lo"] = lo
         work.bounds[f"{self.figure}_band_hi"] = hi
         state = self.state()
+        self.cap_out = state.cap_out
         self.rank = list(self.peers).index(self.key)
         self.search = LeadershipPass(state, self.weights(), lo, self.high, self.earlier_keeps(),
                                      capacity_first=self.figure == "network_out")

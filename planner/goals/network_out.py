@@ -56,7 +56,7 @@ class NetworkOutGoal(LeaderFigure):
         return rates(self.work)[1]
 
     def high(self, b: int) -> int:
-        limit = self.state().cap_out.get(b)
+        limit = self.cap_out.get(b)
         return self.hi if limit is None else min(self.hi, limit)
 
     def moved(self, out_moved: int, weight_moved: int) -> int:

@@ -28,6 +28,16 @@ Constraints
     9. *Demote*, then 10. *leaders* last: they move no data, so they cannot break anything
        above; the replica goals help them by moving followers before leaders.
 
+    With rates in the snapshot (inert without them, :mod:`.traffic`), Cruise Control's default
+    order is the anchor: its network capacity goals follow its disk capacity goal, so *network
+    capacity* (hard) follows capacity; its network-in distribution follows disk usage, so
+    *network-in* follows bytes (before fewer moves, which keeps it); its leader bytes-in
+    distribution is last, so *leader bytes-in* is last. One deviation: Cruise Control ranks
+    network-out distribution before leader counts; here *network-out* follows *leaders*,
+    because its cheap move is a leadership change, the leader phase's, and the leader goal is
+    an exact flow that cannot carry weights: the network-out pass starts from its even counts
+    and trades leaderships (mostly two partitions between a pair of brokers) keeping them.
+
     ``max_moves`` is spent in this order; ``max_leader_changes`` stops replica goals from
     moving leader replicas once spent.
 
