@@ -178,6 +178,8 @@ class BoundProgram(Protocol):
 
     def require_topic_drops(self, caps: Callable[[Any, Any], Any]) -> None: ...
 
+    def require_floors(self, out_floor: Any, in_floor: Any) -> None: ...
+
 
 class Goal:
     """A rule of the planner (module doc). Class attributes say where it runs; an instance is
@@ -232,6 +234,12 @@ class Goal:
         """Whether the request asks for this goal (a mode's own goals always; an option's goal
         when the option is given). A goal wanted by a mode that does not run it is refused."""
         return request.mode in cls.modes
+
+    @classmethod
+    def applies(cls, snapshot: ClusterSnapshot) -> bool:
+        """Whether ``snapshot`` gives the goal anything to judge (the network goals need rates); a
+        goal that does not apply is not made at all, so it costs nothing and changes no plan."""
+        return True
 
     @classmethod
     def check_request(cls, request: PlanRequest, snapshot: ClusterSnapshot) -> None:

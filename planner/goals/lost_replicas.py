@@ -83,23 +83,35 @@ def misplaced(work: Working) -> int:
 
 def settled(work: Working) -> tuple[int, int]:
     """``(replicas, bytes)`` on eligible brokers once every partition that can be repaired is:
-    the totals the bands share out. A partition out of scope, or with more replicas than
-    brokers that may take one, keeps only what it has on eligible brokers."""
+    the totals the bands share out (:func:`settled_replicas` per partition)."""
     hit = work.memo.get("settled")
     if isinstance(hit, tuple):
         return hit
-    eligible = work.eligible_set
-    takers = [b for b in work.eligible if b not in work.excluded and (not work.takers or b in work.takers)]
     replicas = size = 0
-    for i, p in enumerate(work.snapshot.partitions):
-        reps = work.original[i]
-        n = len(reps)
-        if not eligible.issuperset(reps) and (i in work.frozen or n > len(takers)):
-            n = sum(1 for b in reps if b in eligible)
+    for n, p in zip(settled_replicas(work), work.snapshot.partitions, strict=True):
         replicas += n
         size += n * (p.size_bytes or 0)
     work.memo["settled"] = (replicas, size)
     return replicas, size
+
+
+def settled_replicas(work: Working) -> list[int]:
+    """Per partition, its replicas on eligible brokers once every partition that can be repaired
+    is. A partition out of scope, or with more replicas than brokers that may take one, keeps
+    only what it has on eligible brokers."""
+    hit = work.memo.get("settled_replicas")
+    if isinstance(hit, list):
+        return hit
+    eligible = work.eligible_set
+    takers = [b for b in work.eligible if b not in work.excluded and (not work.takers or b in work.takers)]
+    out = []
+    for i, reps in enumerate(work.original):
+        n = len(reps)
+        if not eligible.issuperset(reps) and (i in work.frozen or n > len(takers)):
+            n = sum(1 for b in reps if b in eligible)
+        out.append(n)
+    work.memo["settled_replicas"] = out
+    return out
 
 
 def repair_working(work: Working, *, max_moves: int | None = None,

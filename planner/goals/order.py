@@ -28,6 +28,16 @@ Constraints
     9. *Demote*, then 10. *leaders* last: they move no data, so they cannot break anything
        above; the replica goals help them by moving followers before leaders.
 
+    With rates in the snapshot (inert without them, :mod:`.traffic`), Cruise Control's default
+    order is the anchor: its network capacity goals follow its disk capacity goal, so *network
+    capacity* (hard) follows capacity; its network-in distribution follows disk usage, so
+    *network-in* follows bytes (before fewer moves, which keeps it); its leader bytes-in
+    distribution is last, so *leader bytes-in* is last. One deviation: Cruise Control ranks
+    network-out distribution before leader counts; here *network-out* follows *leaders*,
+    because its cheap move is a leadership change, the leader phase's, and the leader goal is
+    an exact flow that cannot carry weights: the network-out pass starts from its even counts
+    and trades leaderships (mostly two partitions between a pair of brokers) keeping them.
+
     ``max_moves`` is spent in this order; ``max_leader_changes`` stops replica goals from
     moving leader replicas once spent.
 
@@ -51,8 +61,12 @@ from kafka_replica_assignor.planner.goals.demote_brokers import DemoteGoal
 from kafka_replica_assignor.planner.goals.exclude_brokers import ExcludeGoal
 from kafka_replica_assignor.planner.goals.fewer_moves import FewerMovesGoal
 from kafka_replica_assignor.planner.goals.goal import Figures, Goal, ReportView, Target
+from kafka_replica_assignor.planner.goals.leader_bytes_in import LeaderBytesInGoal
 from kafka_replica_assignor.planner.goals.leaders import LeaderGoal
 from kafka_replica_assignor.planner.goals.lost_replicas import RepairGoal
+from kafka_replica_assignor.planner.goals.network_capacity import NetworkCapacityGoal
+from kafka_replica_assignor.planner.goals.network_in import NetworkInGoal
+from kafka_replica_assignor.planner.goals.network_out import NetworkOutGoal
 from kafka_replica_assignor.planner.goals.rack_diversity import RackDiversityGoal
 from kafka_replica_assignor.planner.goals.remove_brokers import RemoveGoal
 from kafka_replica_assignor.planner.goals.replica_bytes import ReplicaBytesGoal
@@ -66,8 +80,9 @@ if TYPE_CHECKING:
     from kafka_replica_assignor.planner.request import PlanRequest
 
 GOALS: tuple[type[Goal], ...] = (
-    RepairGoal, RemoveGoal, ExcludeGoal, AddGoal, ScopeGoal, CapacityGoal, RackDiversityGoal, TopicSpreadGoal,
-    ReplicaCountGoal, ReplicaBytesGoal, FewerMovesGoal, DemoteGoal, LeaderGoal)
+    RepairGoal, RemoveGoal, ExcludeGoal, AddGoal, ScopeGoal, CapacityGoal, NetworkCapacityGoal, RackDiversityGoal,
+    TopicSpreadGoal, ReplicaCountGoal, ReplicaBytesGoal, NetworkInGoal, FewerMovesGoal, DemoteGoal, LeaderGoal,
+    NetworkOutGoal, LeaderBytesInGoal)
 """Every goal, highest rank first (the module doc says why)."""
 
 REPLICA_PHASES = ("once", "rounds", "last")
@@ -85,7 +100,8 @@ def goals_for(work: Working, request: PlanRequest, phases: tuple[str, ...] | Non
     """The goals ``request`` runs on ``work``, in rank order (only those of ``phases`` when
     given), each knowing the others by key."""
     goals = [cls(work, request) for cls in GOALS
-             if cls.wanted(request) and request.mode in cls.modes and (phases is None or cls.phase in phases)]
+             if cls.wanted(request) and request.mode in cls.modes and (phases is None or cls.phase in phases)
+             and cls.applies(work.snapshot)]
     peers = {g.key: g for g in goals}
     for goal in goals:
         goal.peers = peers

@@ -164,6 +164,7 @@ class Program:
         self.caps = np.full(n, math.inf)
         self.counts_band: tuple[int, int] | None = None
         self.topic_caps: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+        self.floors = (np.zeros(n), np.zeros(n))
         self.flows: tuple[dict[int, float], dict[int, float]] = ({}, {})
 
     # -- what the goals call -----------------------------------------------------------------
@@ -226,6 +227,12 @@ class Program:
         cap; ``caps(topics, broker positions)`` gives the caps."""
         self.topic_caps = caps
 
+    def require_floors(self, out_floor: np.ndarray, in_floor: np.ndarray) -> None:
+        """Bytes each broker gives and takes at least (in bytes, per broker position), from a
+        goal's own figure (the network goals': the fewest bytes that carry the rate a broker
+        must shed or gain); the largest floor asked holds."""
+        self.floors = (np.maximum(self.floors[0], out_floor), np.maximum(self.floors[1], in_floor))
+
     # -- solving -----------------------------------------------------------------------------
     def solve(self) -> float | None:
         """The program's minimum of ``sum(in_b)`` in bytes, or None when it is infeasible;
@@ -240,6 +247,7 @@ class Program:
             out_floor, in_floor = _count_floors(self.fig, self.counts_band)
         if self.topic_caps is not None:
             out_floor = self.fig.topics.floors(self.topic_caps, None if self.counts_band is None else self.counts_band[1])
+        out_floor, in_floor = np.maximum(out_floor, self.floors[0]), np.maximum(in_floor, self.floors[1])
         lower[self.outs] = np.maximum(lower[self.outs], out_floor / scale)
         lower[self.ins] = np.maximum(lower[self.ins], in_floor / scale)
         if np.any(lower > upper + 1e-12):

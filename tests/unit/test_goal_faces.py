@@ -12,6 +12,7 @@ its rows and helps only ``>=`` rows).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from random import Random
 
 import pytest
@@ -46,6 +47,11 @@ def cluster(rng: Random) -> tuple[ClusterSnapshot, Scope]:
                                     size_bytes=rng.randint(5, 40)))
     scope = rng.choice((Scope(), Scope(add_brokers=(n - 1,)), Scope(exclude_brokers=(0,)),
                         Scope(exclude_topics="t1")))
+    if rng.random() < 0.5:      # traffic (drawn last: the clusters without it are as they were)
+        parts = [replace(p, bytes_in_per_s=float(rng.randint(0, 30)), bytes_out_per_s=float(rng.randint(0, 60)))
+                 for p in parts]
+        brokers = tuple(replace(b, network_in_capacity=rng.choice((None, None, float(rng.randint(40, 120)))))
+                        for b in brokers)
     return ClusterSnapshot(brokers, tuple(parts)), scope
 
 
@@ -114,7 +120,8 @@ def random_lists(rng: Random, snapshot: ClusterSnapshot) -> list[list[int]]:
     return out
 
 
-KEYS = ("exclude", "add", "scope", "capacity", "diversity", "topics", "counts", "bytes")
+KEYS = ("exclude", "add", "scope", "capacity", "network_capacity", "diversity", "topics", "counts", "bytes",
+        "network_in")
 
 
 def moves(lists: list[list[int]], n: int) -> list[tuple[int, int, int, list[list[int]]]]:
@@ -145,7 +152,7 @@ def swaps(lists: list[list[int]]) -> list[tuple[int, int, int, int, list[list[in
     return out
 
 
-@pytest.mark.parametrize("seed", range(16))
+@pytest.mark.parametrize("seed", range(24))
 def test_accepts_and_distance_agree_with_the_goals_own_rows(seed: int) -> None:
     rng = Random(seed)
     snapshot, scope = cluster(rng)

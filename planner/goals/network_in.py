@@ -1,0 +1,287 @@
+"""Network-in: every broker receives between ``lo`` and ``hi`` bytes/s.
+
+Goals
+    When partitions carry ``bytes_in_per_s``, every eligible broker's network-in (the produce
+    bytes of the partitions it holds a replica of, leader or follower: :mod:`.traffic`) within
+    ``[lo, min(hi, network_in_capacity)]``, ``mean * (1 -+ threshold)`` with the byte band's rule
+    (:func:`kafka_replica_assignor.planner.goals.replica_bytes.byte_band`: ``hi`` at least the
+    busiest partition), with the fewest bytes moved. Distance: rate outside the band, summed
+    over brokers (whole milli-bytes/s).
+
+Constraints
+    - Ranks after bytes, as Cruise Control's ``NetworkInboundUsageDistributionGoal`` follows its
+      disk usage goal (:mod:`.order` says why): its moves and swaps keep rack diversity, the
+      capacities, the topic caps and the count and byte bands no further out; a broker inside
+      the band stays in it, one outside goes no further out (:meth:`NetworkInGoal.accepts`).
+    - Inert without rates (:func:`.traffic.rated`): the goal is not made, the plan is the plan
+      without it.
+
+Algorithm
+    While a broker is outside the band, the furthest out pairs with the quietest (busiest)
+    brokers of its rack, then of all (:data:`PARTNERS` each): the giver's replicas are tried in
+    order of bytes per useful rate (``size / min(rate, need)``: the bytes-moved bound's own
+    order, :func:`.traffic.rate_floors`), the first that brings the out-of-band broker closer
+    without pushing its partner out is a candidate per partner, and the cheapest candidate
+    moves. When no single move fits (the count or byte band at its edge), a swap of a busy
+    replica for a quiet one of about the same size. Every transfer lowers the sum of the
+    brokers' distances, so the pass ends. Exact program: ``lo <= sum_p in_p * x[p, b] <=
+    min(hi, capacity_b)``. Bound: a broker above the band gives, one below it takes, at least
+    the fewest bytes that carry the rate it is out by.
+
+Example
+    Brokers 1, 2, 3 receive 150, 90 and 60 B/s (band 90-110 at 10 %): broker 1 gives broker 3
+    a replica of about 40 B/s, the one with the fewest bytes among those that carry it.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any, ClassVar
+
+from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, Goal, ReportView, Target, blame
+from kafka_replica_assignor.planner.goals.lost_replicas import settled_replicas
+from kafka_replica_assignor.planner.goals.network_capacity import capacities
+from kafka_replica_assignor.planner.goals.replica_bytes import byte_band
+from kafka_replica_assignor.planner.goals.traffic import (
+    Tracker,
+    gap,
+    rate_floors,
+    rated,
+    rates,
+    ratio,
+    snapshot_figures,
+    text,
+)
+
+PARTNERS = 4        # quietest (busiest) brokers of its rack, then of all, paired with one out of band
+SCAN = 48           # replicas of the giver tried per partner, cheapest first
+SWAP = 8            # replicas of each side tried for a swap
+
+
+class NetworkInGoal(Goal):
+    """Bring every broker's network-in into its band (module doc)."""
+
+    name = "network-in"
+    key = "network_in"
+    target = True
+    phase = "rounds"
+    bound_text: ClassVar[dict[str, str]] = {
+        "network_in_band_lo": "network-in band low end (bytes/s) at threshold {t}: ceil(mean * (1 - threshold))",
+        "network_in_band_hi": "network-in band high end (bytes/s) at threshold {t}: max(floor(mean * (1 + "
+                              "threshold)), busiest partition)"}
+
+    def __init__(self, work: Any, request: Any) -> None:
+        super().__init__(work, request)
+        self.lo, self.hi = 0, 1 << 62
+        self.cap = capacities(work)[0]
+        self.traffic: Tracker | None = None
+        self.failed: dict[tuple[int, int], tuple[int, int, int, int]] = {}
+
+    @classmethod
+    def applies(cls, snapshot: Any) -> bool:
+        return rated(snapshot)
+
+    def band(self) -> tuple[int, int]:
+        """``(lo, hi)`` in milli-bytes/s: the rate on eligible brokers once repaired over them."""
+        rin, _ = rates(self.work)
+        total = sum(r * n for r, n in zip(rin, settled_replicas(self.work), strict=True))
+        return byte_band(total, max(1, len(self.work.eligible)), self.request.fraction, max(rin, default=0))
+
+    def upper(self, b: int) -> int:
+        limit = self.cap.get(b)
+        return self.hi if limit is None else min(self.hi, limit)
+
+    def gap(self, b: int, value: int) -> int:
+        return gap(value, self.lo, self.upper(b))
+
+    def bind(self, model: Any, rank: int) -> None:
+        super().bind(model, rank)
+        self.traffic = Tracker.of(model)
+
+    @property
+    def t(self) -> Tracker:
+        assert self.traffic is not None, "bind() first"
+        return self.traffic.sync()
+
+    def prepare(self) -> None:
+        self.lo, self.hi = self.band()
+
+    def record_bounds(self) -> None:
+        self.work.bounds["network_in_band_lo"] = self.lo
+        self.work.bounds["network_in_band_hi"] = self.hi
+
+    # -- the faces --------------------------------------------------------------------------
+    def accepts(self, i: int, source: int, destination: int) -> bool:
+        """No broker inside the band leaves it, none outside goes further out."""
+        t = self.t
+        r = t.rin[i]
+        if not r:
+            return True
+        s, d = t.net_in[source], t.net_in[destination]
+        return self.gap(source, s - r) <= self.gap(source, s) and self.gap(destination, d + r) <= self.gap(destination, d)
+
+    def accepts_swap(self, a: int, x: int, b: int, y: int) -> bool:
+        t = self.t
+        delta = t.rin[a] - t.rin[b]
+        vx, vy = t.net_in[x], t.net_in[y]
+        return self.gap(x, vx - delta) <= self.gap(x, vx) and self.gap(y, vy + delta) <= self.gap(y, vy)
+
+    def distance(self) -> int:
+        t = self.t
+        return sum(self.gap(b, v) for b, v in t.net_in.items())
+
+    def move_rows(self, program: Any) -> None:
+        """A broker's network-in ends within the band, or no further out than it is."""
+        t = self.t
+        scale = max(1, self.hi)
+        for broker, coefs in program.per_broker(lambda i: t.rin[i] / scale).items():
+            v = t.net_in[broker]
+            program.row((min(self.lo, v) - v) / scale, (max(self.upper(broker), v) - v) / scale, coefs)
+
+    def exact_rows(self, program: ExactProgram) -> None:
+        lo, hi = self.band()
+        rin, _ = rates(program.work)
+        scale = float(max(1, hi))
+        cols_of = [i for i in program.parts if rin[i]]
+        for k, b in enumerate(program.brokers):
+            limit = self.cap.get(b)
+            top = hi if limit is None else min(hi, limit)
+            program.row(lo / scale, top / scale, [program.x[i][k] for i in cols_of],
+                        [rin[i] / scale for i in cols_of], self.key)
+
+    def bound_rows(self, program: BoundProgram) -> None:
+        lo, hi = self.band()
+        rin, _ = rates(self.work)
+        tops = {b: hi if b not in self.cap else min(hi, self.cap[b]) for b in self.work.eligible}
+        program.require_floors(*rate_floors(self.work, rin, lo, tops))
+
+    def explain(self) -> None:
+        t = self.t
+        values = {b: v // 1000 for b, v in t.net_in.items()}
+        self.m.note_outside("bytes/s network-in", values, self.lo // 1000, -(-self.hi // 1000))
+
+    # -- the search -------------------------------------------------------------------------
+    def optimize(self) -> int:
+        m = self.m
+        before = m.moved
+        stuck: set[int] = set()
+        while m.budget_left():
+            t = self.t
+            worst = max((b for b in m.work.eligible if b not in stuck and self.gap(b, t.net_in[b]) > 0),
+                        key=lambda b: (self.gap(b, t.net_in[b]), -b), default=None)
+            if worst is None:
+                break
+            if self.transfer(worst):
+                stuck.clear()
+            else:
+                stuck.add(worst)
+        return m.moved - before
+
+    def partners(self, b: int, heavy: bool) -> list[int]:
+        """The :data:`PARTNERS` quietest (busiest when ``b`` is below) brokers of ``b``'s rack,
+        then of all."""
+        m, t = self.m, self.t
+        sign = 1 if heavy else -1
+
+        def key(y: int) -> tuple[int, int]:
+            return sign * t.net_in[y], y
+        own = [y for y in m.leaf_members[m.leaf[b]] if y != b]
+        every = [y for y in m.work.eligible if y != b]
+        return list(dict.fromkeys(heapq.nsmallest(PARTNERS, own, key=key) + heapq.nsmallest(PARTNERS, every, key=key)))
+
+    def transfer(self, b: int) -> bool:
+        """One move or swap that brings ``b`` closer to the band (module doc); whether one was made."""
+        m, t = self.m, self.t
+        heavy = t.net_in[b] > self.upper(b)
+        best: tuple[float, int, int, int, int | None] | None = None     # (bytes per rate, i, x, y, swap)
+        need = max(1, self.gap(b, t.net_in[b]))
+        mine = self.cheapest(b, need) if heavy else None
+        for y in self.partners(b, heavy):
+            x, z = (b, y) if heavy else (y, b)
+            state = (t.net_in[x], t.net_in[z], m.counts[x], m.counts[z])
+            if self.failed.get((x, z)) == state:
+                continue
+            most = self.most(b, x, z)
+            if most <= 0:
+                continue
+            found: tuple[float, int, int | None] | None = self.single(
+                x, z, most, need, mine if mine is not None else self.cheapest(x, need))
+            if found is None:
+                found = self.swap(x, z, most, need)
+            if found is None:
+                self.failed[(x, z)] = state
+            elif best is None or found[0] < best[0]:
+                best = (found[0], found[1], x, z, found[2])
+        if best is None:
+            return False
+        _, i, x, z, j = best
+        m.do_move(i, x, z)
+        if j is not None:
+            m.do_move(j, z, x)
+        return True
+
+    def most(self, b: int, x: int, z: int) -> int:
+        """The most rate ``x`` may hand ``z``: neither goes further out of the band, and ``b``
+        (one of them) comes strictly closer."""
+        t = self.t
+        vx, vz = t.net_in[x], t.net_in[z]
+        gx, gz = self.gap(x, vx), self.gap(z, vz)
+        return min(vx - self.lo + gx - (b == x), self.upper(z) + gz - vz - (b == z))
+
+    def cheapest(self, x: int, need: int) -> list[int]:
+        """``x``'s movable replicas with a rate, fewest bytes per useful rate first."""
+        m, t = self.m, self.t
+        rin, size = t.rin, m.size
+        on = [i for i in m.on(x) if rin[i]]
+        return heapq.nsmallest(SCAN, on, key=lambda i: (size[i] / min(rin[i], need), m.slot[i]))
+
+    def single(self, x: int, z: int, most: int, need: int, order: list[int]) -> tuple[float, int, None] | None:
+        m, rin = self.m, self.t.rin
+        for i in order:
+            if rin[i] <= most and m.fits(i, x, z, self.rank):
+                return m.size[i] / min(rin[i], need), i, None
+        return None
+
+    def swap(self, x: int, z: int, most: int, need: int) -> tuple[float, int, int] | None:
+        """A busy replica of ``x`` for a quiet one of ``z``."""
+        m, rin = self.m, self.t.rin
+        if not m.budget_left(extra=1):
+            return None
+        gives = heapq.nlargest(SWAP, (i for i in m.on(x) if rin[i]), key=lambda i: (rin[i], -m.slot[i]))
+        takes = heapq.nsmallest(SWAP, m.on(z), key=lambda i: (rin[i], m.slot[i]))
+        pairs = []
+        for a in gives:
+            for c in takes:
+                delta = rin[a] - rin[c]
+                if 0 < delta <= most:
+                    pairs.append(((m.size[a] + m.size[c]) / min(delta, need), m.slot[a], m.slot[c], a, c))
+        pairs.sort()
+        for cost, _, _, a, c in pairs[:4 * SWAP]:
+            if m.swap_fits(a, x, c, z, self.rank):
+                return cost, a, c
+        return None
+
+    # -- the report -------------------------------------------------------------------------
+    @staticmethod
+    def targets(view: ReportView) -> tuple[Target, ...]:
+        return band_target(view, "network_in", "network-in per alive broker", "network-in", 2)
+
+
+def band_target(view: ReportView, figure: str, label: str, note: str, section: int) -> tuple[Target, ...]:
+    """A network figure's row: ``min-max x mean`` before and after over the alive brokers not
+    removed, its band, and whether every such broker is in it after the plan."""
+    plan = view.plan
+    if not rated(plan.before):
+        return ()
+    lo, hi = plan.bound(f"{figure}_band_lo"), plan.bound(f"{figure}_band_hi")
+    removed = view.request.scope.removed
+    alive = [b.id for b in plan.before.brokers if b.alive and b.id not in removed]
+    before = list(snapshot_figures(plan.before, alive)[figure].values())
+    after = list(snapshot_figures(plan.after, alive)[figure].values())
+    reached = lo is None or hi is None or not after or lo <= min(after) and max(after) <= hi
+    band = "-" if lo is None or hi is None else \
+        f"{text(lo)}-{text(hi)} bytes/s (band at threshold {view.request.threshold_text})"
+    missed = "" if reached else (f"{label}: {text(min(after))}-{text(max(after))} bytes/s after the plan, {band}: "
+                                 + blame(view, figure == "network_in", note))
+    return (Target(label, ratio(before), ratio(after), band, reached, section, missed),)
+

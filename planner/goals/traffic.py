@@ -1,0 +1,238 @@
+"""Traffic: the per-partition rates the network goals share, and each broker's figures from them.
+
+Goals
+    One place that says what a broker's network carries (:mod:`.network_in`,
+    :mod:`.network_capacity`, :mod:`.network_out`, :mod:`.leader_bytes_in` ask it):
+
+    - *network-in* of ``b``: the ``bytes_in_per_s`` of every partition with a replica on ``b``
+      (the leader receives the produce bytes, each follower the same bytes as replication);
+    - *network-out* of ``b``: per partition it leads, ``bytes_out_per_s`` (every consumer
+      group's reads) plus ``bytes_in_per_s * (RF - 1)`` (replication to its followers);
+    - *leader bytes-in* of ``b``: the ``bytes_in_per_s`` of the partitions it leads.
+
+    The leader is the first replica: after a plan the executor elects preferred leaders.
+
+Constraints
+    - Rates are held in whole milli-bytes per second (:data:`UNIT` per byte/s), so a broker's
+      figure is an exact sum whatever the order of the moves, and bands are whole numbers as the
+      byte band's are (:func:`kafka_replica_assignor.planner.goals.replica_bytes.byte_band`).
+    - A snapshot without rates (:func:`rated` false) runs none of the network goals: their
+      classes say so (``applies``), so such a plan is the plan without them, byte for byte.
+
+Algorithm
+    :class:`Tracker` holds the heuristic model's figures per broker and follows its moves from
+    the working copy's move log (every move of the model is recorded there), so no goal keeps a
+    copy that another goal's move leaves stale.
+
+Example
+    ``t-0 [1, 2, 3]`` with 10 B/s in and 30 B/s out: brokers 1, 2 and 3 take 10 B/s in each;
+    broker 1 sends 30 + 10 * 2 = 50 B/s out and leads 10 B/s in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.planner.plan import MoveKind
+
+if TYPE_CHECKING:
+    from kafka_replica_assignor.planner.goals.model import Model
+    from kafka_replica_assignor.planner.plan import Working
+
+UNIT = 1000
+"""Milli-bytes per second: the whole unit of the goals' sums."""
+
+
+def rated(snapshot: ClusterSnapshot) -> bool:
+    """Whether the snapshot carries traffic (a partition's rate or a broker's network capacity)."""
+    return any(p.bytes_in_per_s is not None or p.bytes_out_per_s is not None for p in snapshot.partitions) \
+        or any(b.network_in_capacity is not None or b.network_out_capacity is not None for b in snapshot.brokers)
+
+
+def units(rate: float | None) -> int:
+    """A rate in bytes/s as whole :data:`UNIT` (none: 0)."""
+    return round(rate * UNIT) if rate else 0
+
+
+def rate_in(p: PartitionEntry) -> int:
+    """What one replica of ``p`` receives."""
+    return units(p.bytes_in_per_s)
+
+
+def rate_out(p: PartitionEntry) -> int:
+    """What ``p``'s leader sends: consumers' reads and replication to its followers."""
+    return units(p.bytes_out_per_s) + units(p.bytes_in_per_s) * max(0, len(p.replicas) - 1)
+
+
+def rates(work: Working) -> tuple[list[int], list[int]]:
+    """``(in, out)`` per partition of ``work`` (:func:`rate_in`, :func:`rate_out`), once per copy."""
+    hit = work.memo.get("rates")
+    if isinstance(hit, tuple):
+        return hit
+    parts = work.snapshot.partitions
+    out = ([rate_in(p) for p in parts], [rate_out(p) for p in parts])
+    work.memo["rates"] = out
+    return out
+
+
+def per_broker(lists: Iterable[Sequence[int]], weights: Sequence[int], brokers: Iterable[int], *,
+               leaders: bool) -> dict[int, int]:
+    """Per broker of ``brokers``, the ``weights`` of the partitions it holds (``leaders``: leads)."""
+    out = dict.fromkeys(brokers, 0)
+    for reps, w in zip(lists, weights, strict=True):
+        if not w or not reps:
+            continue
+        for b in (reps[:1] if leaders else reps):
+            if b in out:
+                out[b] += w
+    return out
+
+
+def snapshot_figures(snapshot: ClusterSnapshot, brokers: Iterable[int]) -> dict[str, dict[int, int]]:
+    """A snapshot's network-in, network-out and leader bytes-in per broker of ``brokers`` (in
+    :data:`UNIT`), the report's and the bench's figures."""
+    ids = list(brokers)
+    parts = snapshot.partitions
+    lists = [p.replicas for p in parts]
+    rin = [rate_in(p) for p in parts]
+    return {"network_in": per_broker(lists, rin, ids, leaders=False),
+            "network_out": per_broker(lists, [rate_out(p) for p in parts], ids, leaders=True),
+            "leader_in": per_broker(lists, rin, ids, leaders=True)}
+
+
+def gap(value: int, low: int, high: int) -> int:
+    """How far ``value`` lies outside ``[low, high]``."""
+    return max(0, value - high, low - value)
+
+
+def ratio(values: Sequence[int]) -> str:
+    """``min-max x mean`` of a figure, for the report."""
+    mean = sum(values) / len(values) if values else 0
+    if not mean:
+        return "-"
+    return f"{min(values) / mean:.2f}-{max(values) / mean:.2f} x mean"
+
+
+def text(value: int | None) -> str:
+    """A rate in :data:`UNIT` as bytes/s for the report."""
+    return "-" if value is None else f"{value / UNIT:.0f}"
+
+
+class Tracker:
+    """Network-in and network-out per eligible broker of a heuristic model, kept in step with
+    the model's moves (module doc). ``lead[i]``: the leader the tracker has seen."""
+
+    __slots__ = ("lead", "model", "net_in", "net_out", "rin", "rout", "seen", "version")
+
+    def __init__(self, model: Model) -> None:
+        work = model.work
+        self.model = model
+        self.rin, self.rout = rates(work)
+        reps = model.reps
+        self.net_in = per_broker(reps, self.rin, work.eligible, leaders=False)
+        self.net_out = per_broker(reps, self.rout, work.eligible, leaders=True)
+        self.lead = [r[0] if r else -1 for r in reps]
+        self.seen = len(work.moves)
+        self.version = 0
+
+    @classmethod
+    def of(cls, model: Model) -> Tracker:
+        """The tracker of ``model`` (one per model, shared by the goals that read it)."""
+        hit = model.work.memo.get("traffic")
+        if isinstance(hit, Tracker) and hit.model is model:
+            return hit.sync()
+        tracker = cls(model)
+        model.work.memo["traffic"] = tracker
+        return tracker
+
+    def sync(self) -> Tracker:
+        """Apply the moves made since last asked."""
+        moves = self.model.work.moves
+        if self.seen == len(moves):
+            return self
+        net_in, net_out, lead = self.net_in, self.net_out, self.lead
+        for i, src, dst, kind in moves[self.seen:]:
+            if kind is not MoveKind.LEADER:
+                r = self.rin[i]
+                if src in net_in:
+                    net_in[src] -= r
+                if dst in net_in:
+                    net_in[dst] += r
+            if lead[i] == src:
+                lead[i] = dst
+                r = self.rout[i]
+                if src in net_out:
+                    net_out[src] -= r
+                if dst in net_out:
+                    net_out[dst] += r
+        self.seen = len(moves)
+        self.version += 1
+        return self
+
+
+def knapsack(need: float, rate: np.ndarray, size: np.ndarray) -> float:
+    """The fewest bytes that carry ``need`` of rate when a replica may be split (``rate``,
+    ``size``: the replicas that may carry it, in bytes-per-rate order): a lower bound of any
+    whole set of them; ``inf`` when they carry too little."""
+    if need <= 0:
+        return 0.0
+    cum = np.cumsum(rate, dtype=float)
+    k = int(np.searchsorted(cum, need))
+    if k >= len(cum):
+        return math.inf
+    before_rate = float(cum[k - 1]) if k else 0.0
+    before_size = float(size[:k].sum())
+    return before_size + (need - before_rate) * float(size[k]) / float(rate[k])
+
+
+def rate_floors(work: Working, weights: Sequence[int], low: int | None,
+                high: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per eligible broker (position), the bytes it gives and takes at least in any plan that
+    ends with its ``weights`` held (a replica anywhere counts, as network-in does) within
+    ``[low, high[b]]``: the rate above ``high`` must leave it on replicas it holds now, the rate
+    below ``low`` arrive on replicas of partitions it does not hold, and :func:`knapsack` is
+    the fewest bytes that carry a rate. Partitions out of scope or wider than the eligible
+    brokers never move; an excluded broker neither gives nor takes, a broker that is not added
+    (``--add-brokers``) takes only repaired replicas."""
+    eligible = work.eligible
+    n = len(eligible)
+    pos = {b: k for k, b in enumerate(eligible)}
+    parts = work.snapshot.partitions
+    value = np.zeros(n)
+    holders: list[list[int]] = []
+    movable: list[int] = []
+    for i, reps in enumerate(work.original):
+        on = [pos[b] for b in reps if b in pos]
+        for k in on:
+            value[k] += weights[i]
+        if weights[i] > 0 and i not in work.frozen and len(reps) <= n:
+            movable.append(i)
+            holders.append(on)
+    rate = np.array([weights[i] for i in movable], dtype=float)
+    size = np.array([parts[i].size_bytes or 0 for i in movable], dtype=float)
+    damaged = np.array([len(h) < len(work.original[i]) for h, i in zip(holders, movable, strict=True)], dtype=bool)
+    order = np.argsort(size / np.maximum(rate, 1.0), kind="stable")
+    out_floor, in_floor = np.zeros(n), np.zeros(n)
+    shut = [b in work.excluded for b in eligible]
+    for k, b in enumerate(eligible):
+        above = value[k] - high.get(b, math.inf)
+        below = (low or 0) - value[k]
+        if above <= 0 and below <= 0:
+            continue
+        if shut[k]:
+            (out_floor if above > 0 else in_floor)[k] = math.inf
+            continue
+        here = np.array([k in h for h in holders], dtype=bool)
+        if above > 0:
+            pick = order[here[order]]
+            out_floor[k] = knapsack(above, rate[pick], size[pick])
+        if below > 0:
+            may = ~here if not work.takers or b in work.takers else ~here & damaged
+            pick = order[may[order]]
+            in_floor[k] = knapsack(below, rate[pick], size[pick])
+    return out_floor, in_floor

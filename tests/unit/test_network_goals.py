@@ -1,0 +1,98 @@
+"""The network goals' promises: inert without rates, the network-in band reached where it can be,
+capacities never exceeded (and refused when the traffic cannot fit), network-out and leader
+bytes-in by leadership changes, the exact path and the bound on small cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.planner.goals.order import goals_for
+from kafka_replica_assignor.planner.goals.traffic import UNIT, snapshot_figures
+from kafka_replica_assignor.planner.plan import Plan, Working
+from kafka_replica_assignor.planner.request import PlanRequest, RequestError
+from kafka_replica_assignor.planner.solving.bound import BOUND_KEY
+from tests.planning import plan_of
+
+NETWORK = {"network_capacity", "network_in", "network_out", "leader_in"}
+
+
+def skewed(rates: bool = True, cap: float | None = None) -> ClusterSnapshot:
+    """4 brokers in racks a, a, b, b; 8 partitions of RF 2 (one replica in each rack), the busy
+    ones all on brokers 1 and 3, every size 10."""
+    brokers = tuple(BrokerEntry(b, "a" if b < 3 else "b", network_in_capacity=cap) for b in (1, 2, 3, 4))
+    parts = []
+    for k in range(8):
+        reps = (1, 3) if k < 4 else (2, 4)
+        rate = (40.0 if k < 4 else 10.0) if rates else None
+        parts.append(PartitionEntry("t", k, reps if k % 2 == 0 else reps[::-1], size_bytes=10,
+                                    bytes_in_per_s=rate, bytes_out_per_s=rate))
+    return ClusterSnapshot(brokers, tuple(parts))
+
+
+def band_of(plan: Plan, figure: str) -> tuple[int, int]:
+    lo, hi = plan.bound(f"{figure}_band_lo"), plan.bound(f"{figure}_band_hi")
+    assert lo is not None and hi is not None
+    return lo, hi
+
+
+def figure(plan: Plan, name: str) -> dict[int, int]:
+    return snapshot_figures(plan.after, [b.id for b in plan.after.brokers if b.alive])[name]
+
+
+def test_without_rates_no_network_goal_is_made_and_no_row_is_reported() -> None:
+    snap = skewed(rates=False)
+    for mode in ("replica", "cluster", "leader"):
+        keys = {g.key for g in goals_for(Working(snap), PlanRequest(mode=mode))}
+        assert not keys & NETWORK
+        plan = plan_of(snap, mode)
+        assert not any(k.startswith("network") or k.startswith("leader_in") for k, _ in plan.bounds)
+    with_rates = {g.key for g in goals_for(Working(skewed()), PlanRequest(mode="cluster"))}
+    assert NETWORK <= with_rates
+
+
+def test_network_in_band_is_reached_with_the_fewest_bytes() -> None:
+    # 160 B/s on 1 and 3, 40 on 2 and 4 (band 90-110): 50 B/s must leave 1 and 3
+    plan = plan_of(skewed(), "cluster", threshold=10)
+    lo, hi = band_of(plan, "network_in")
+    values = figure(plan, "network_in")
+    assert all(lo <= v <= hi for v in values.values()), values
+    # counts are at their band (4 each): two swaps of a busy replica (40) for a quiet one (10)
+    # per rack, 8 replicas of 10 bytes; one swap shifts 30 B/s, too little
+    moved = sum(len(set(a.replicas) - set(b.replicas)) * 10
+                for a, b in zip(plan.after.partitions, plan.before.partitions, strict=True))
+    assert moved == 80
+
+
+def test_network_in_capacity_is_never_exceeded_and_refused_when_it_cannot_fit() -> None:
+    plan = plan_of(skewed(cap=130.0), "cluster", threshold=10)
+    assert max(figure(plan, "network_in").values()) <= 130 * UNIT
+    with pytest.raises(RequestError, match="network capacity infeasible"):
+        plan_of(skewed(cap=60.0), "cluster")
+
+
+def test_network_out_and_leader_bytes_in_by_leadership_alone() -> None:
+    # broker 1 leads every busy partition: leader mode hands leaderships over, no data moves
+    brokers = tuple(BrokerEntry(b) for b in (1, 2))
+    parts = tuple(PartitionEntry("t", k, (1, 2), size_bytes=10, bytes_in_per_s=100.0 if k < 2 else 10.0,
+                                 bytes_out_per_s=100.0 if k < 2 else 10.0) for k in range(4))
+    plan = plan_of(ClusterSnapshot(brokers, parts), "leader")
+    assert plan.replica_moves == 0
+    for name in ("network_out", "leader_in"):
+        lo, hi = band_of(plan, name)
+        assert all(lo <= v <= hi for v in figure(plan, name).values()), name
+    # the leader counts stay even: one busy and one quiet partition each
+    assert sorted(p.replicas[0] for p in plan.after.partitions) == [1, 1, 2, 2]
+
+
+def test_exact_path_keeps_the_band_and_moves_at_least_the_bound() -> None:
+    plan = plan_of(skewed(), "cluster", threshold=10, exact=True)
+    lo, hi = band_of(plan, "network_in")
+    assert all(lo <= v <= hi for v in figure(plan, "network_in").values())
+    bound = next(v for k, v in plan.bounds if k.startswith(BOUND_KEY))
+    kept = next(k for k, _ in plan.bounds if k.startswith(BOUND_KEY)).partition(":")[2]
+    assert "network_in" in kept.split(",")
+    moved = sum(len(set(a.replicas) - set(b.replicas)) * 10
+                for a, b in zip(plan.after.partitions, plan.before.partitions, strict=True))
+    assert bound <= moved
+    assert bound >= 30          # the floors see that busy replicas must leave 1 and 3
