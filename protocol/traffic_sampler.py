@@ -15,7 +15,9 @@ Goals
 Constraints
     - **Elapsed time is measured**, not taken from ``N``: each side of the rate has its own
       clock reading (the midpoint of the requests that read it), so a slow answer does not
-      count as traffic.
+      count as traffic. Each read of the second sample starts ``N`` s after the same read of
+      the first, so both sides span about ``N`` s even when reading the commits of many
+      groups takes seconds.
     - **Bytes per offset** of a partition is its size (DescribeLogDirs, the largest replica, read
       at the end of the window so that it holds what the window wrote) over its offsets
       (log-end minus the local log-start offset, ListOffsets ``EARLIEST_LOCAL``, or
@@ -81,6 +83,8 @@ class OffsetSample:
     log_end_at: float
     committed: Mapping[str, Mapping[Key, int]]   # group -> partition -> committed offset
     committed_at: float
+    log_end_started: float = 0.0     # when each read began (the next sample's reads begin N s later)
+    committed_started: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,11 +205,14 @@ def snapshot_with_rates(snapshot: ClusterSnapshot, rates: TrafficRates) -> Clust
 
 # --- reading the cluster -------------------------------------------------------------------------
 
-def _timed(read: Callable[[], Any], clock: Callable[[], float]) -> tuple[Any, float]:
-    """``read()`` and the clock at its midpoint."""
+def _timed(read: Callable[[], Any], clock: Callable[[], float], sleep: Callable[[float], None],
+           not_before: float | None) -> tuple[Any, float, float]:
+    """``read()`` started no sooner than ``not_before``; its value, its start and the clock at its midpoint."""
+    if not_before is not None:
+        sleep(max(0.0, not_before - clock()))
     begin = clock()
     value = read()
-    return value, (begin + clock()) / 2
+    return value, begin, (begin + clock()) / 2
 
 
 def _offsets(admin: Any, keys: Iterable[Key], spec: Any) -> dict[Key, int]:
@@ -245,13 +252,21 @@ def _committed(admin: Any, wanted: set[Key]) -> dict[str, dict[Key, int]]:
     return committed
 
 
-def take_sample(admin: Any, led: list[Key], clock: Callable[[], float] = time.monotonic) -> OffsetSample:
-    """One sample of ``led`` partitions' log-end offsets and every consumer group's commits."""
+def take_sample(admin: Any, led: list[Key], clock: Callable[[], float] = time.monotonic,
+                sleep: Callable[[float], None] = time.sleep, after: tuple[OffsetSample, float] | None = None,
+                ) -> OffsetSample:
+    """One sample of ``led`` partitions' log-end offsets and every consumer group's commits. With
+    ``after=(first, seconds)`` each read starts ``seconds`` after the same read of ``first``
+    started, so both sides of the rate span the window asked however long a read takes."""
     from kafka.admin import OffsetSpec
 
-    log_end, log_end_at = _timed(lambda: _offsets(admin, led, OffsetSpec.LATEST), clock)
-    committed, committed_at = _timed(lambda: _committed(admin, set(led)), clock)
-    return OffsetSample(log_end, log_end_at, committed, committed_at)
+    log_end, log_started, log_end_at = _timed(
+        lambda: _offsets(admin, led, OffsetSpec.LATEST), clock, sleep,
+        None if after is None else after[0].log_end_started + after[1])
+    committed, committed_started, committed_at = _timed(
+        lambda: _committed(admin, set(led)), clock, sleep,
+        None if after is None else after[0].committed_started + after[1])
+    return OffsetSample(log_end, log_end_at, committed, committed_at, log_started, committed_started)
 
 
 def read_extent(admin: Any, led: list[Key]) -> LogExtent:
@@ -277,9 +292,8 @@ def sample_traffic(admin: Any, snapshot: ClusterSnapshot, seconds: float, *,
     :class:`~kafka_replica_assignor.protocol.cluster_reader.ClusterReadError`."""
     led = [(p.topic, p.partition) for p in snapshot.partitions if p.leader is not None]
     try:
-        first = take_sample(admin, led, clock)
-        sleep(max(0.0, seconds - (clock() - first.log_end_at)))
-        second = take_sample(admin, led, clock)
+        first = take_sample(admin, led, clock, sleep)
+        second = take_sample(admin, led, clock, sleep, after=(first, seconds))
         extent = read_extent(admin, led)
     except (kafka_errors.KafkaError, OSError) as exc:
         raise ClusterReadError(f"cannot sample traffic: {_reason(exc).splitlines()[0]}") from None

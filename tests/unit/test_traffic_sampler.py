@@ -172,7 +172,7 @@ def test_sample_traffic_reads_two_samples_apart_and_skips_leaderless_partitions(
     assert by_key[T1].bytes_in_per_s == pytest.approx(10 * 100, rel=1e-3)
     assert by_key[T0].bytes_out_per_s == pytest.approx(2 * 50 * 100, rel=1e-3)
     assert by_key[("t", 2)].bytes_in_per_s is None
-    assert 10.0 <= rates.produce_seconds < 10.1
+    assert 10.0 <= rates.produce_seconds < 10.1 and 10.0 <= rates.consume_seconds < 10.1
 
 
 def test_groups_are_fetched_in_bounded_requests():
