@@ -31,7 +31,14 @@ from kafka_replica_assignor.planner.request import (
     request_from_args,
 )
 
-from .cluster_input import add_input_arguments, check_local_input, input_name, load_input
+from .cluster_input import (
+    add_input_arguments,
+    add_traffic_arguments,
+    check_local_input,
+    check_traffic_arguments,
+    input_name,
+    load_input,
+)
 from .common import EXIT_CODES, CommandError, check_writable_dir, fail
 from .fleet import check_fleet, keep_local_driver_on_loopback
 
@@ -47,6 +54,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                "--demote-brokers, capacity_bytes) exits 1 and writes nothing.",
     )
     add_input_arguments(parser, fleet=True)
+    add_traffic_arguments(parser)
     add_request_arguments(parser)
     parser.add_argument("--out", required=True, metavar="DIR", help="where to write the plan")
     parser.add_argument("--spark", action="store_true",
@@ -123,6 +131,9 @@ def run_fleet(args: argparse.Namespace, request: PlanRequest) -> int:
 
     if args.log_dirs:
         raise SourceError("--log-dirs sizes the one cluster planned here, not with --fleet or --spark")
+    if args.network_capacity is not None:
+        raise SourceError("--network-capacity applies to the one cluster planned here, not with --fleet or --spark")
+    check_traffic_arguments(args)
     if args.spark and args.snapshot is None and not args.fleet:
         raise SourceError("--spark plans a --snapshot FILE or a --fleet DIR")
     check_local_input(args)  # before Spark starts

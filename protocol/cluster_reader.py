@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,6 +95,7 @@ class ClusterRead:
     fenced: frozenset[int] = frozenset()
     left_out: tuple[str, ...] = ()
     sizes_note: str | None = None
+    traffic_notes: tuple[str, ...] = ()   # how the rates were sampled (protocol.traffic_sampler)
 
     def notes(self) -> tuple[str, ...]:
         """One line per thing a reader of the snapshot should know (for the CLI's stderr)."""
@@ -104,7 +105,7 @@ class ClusterRead:
                          "not to lead or take new replicas")
         if self.sizes_note is not None:
             lines.append(self.sizes_note)
-        return tuple(lines)
+        return (*lines, *self.traffic_notes)
 
 
 def _error_name(code: int) -> str:
@@ -272,16 +273,20 @@ def _reason(exc: BaseException) -> str:
 
 def read_live_cluster(bootstrap_servers: str | Sequence[str], *, request_timeout_ms: int = 10_000,
                       admin_configs: Mapping[str, Any] | None = None,
-                      with_sizes: bool = False) -> ClusterRead:
+                      with_sizes: bool = False,
+                      then: Callable[[Any, ClusterRead], ClusterRead] | None = None) -> ClusterRead:
     """One blocking read of a cluster (for the CLI and the planner): a client is opened, used
-    once and closed. Any failure to connect or describe is a :class:`ClusterReadError`."""
+    once and closed. Any failure to connect or describe is a :class:`ClusterReadError`.
+    ``then(admin, read)``, when given, takes a further look with the same client before it is
+    closed (the traffic sampler) and its answer is returned."""
     servers = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(bootstrap_servers)
     try:
         admin = open_admin_client(bootstrap_servers, request_timeout_ms, admin_configs)
     except (kafka_errors.KafkaError, OSError, ValueError) as exc:
         raise ClusterReadError(f"cannot connect to {servers}: {_reason(exc)}") from None
     try:
-        return read_cluster(admin, with_sizes=with_sizes)
+        read = read_cluster(admin, with_sizes=with_sizes)
+        return read if then is None else then(admin, read)
     except (kafka_errors.KafkaError, OSError) as exc:
         raise ClusterReadError(f"cannot describe {servers}: {_reason(exc)}") from None
     finally:
