@@ -81,7 +81,7 @@ class Rules:
                 try:
                     re.compile(pattern)
                 except re.error as exc:
-                    raise ValueError(f"{name.replace('_', '-')} {pattern!r} is not a regular expression: "
+                    raise ValueError(f"--{name.replace('_', '-')} {pattern!r} is not a regular expression: "
                                      f"{exc}") from None
 
     def in_scope(self, topic: str) -> bool:
