@@ -1,6 +1,6 @@
 """``replica-assignor``: the operator's command line.
 
-Subcommands: assign, create-topic, add-partitions, state, balance, verify-plan, repair, observed,
+Subcommands: assign, create-topic, add-partitions, state, balance, verify-plan, execute, repair, watch, observed,
 conformance, users. Results go to stdout (Kafka's own JSON formats where Kafka has one);
 logs and errors to stderr, one line per error. Every subcommand exits 0 when it succeeded,
 1 when the operation failed (a server or cluster unreachable or refusing, failed
@@ -28,6 +28,7 @@ SUBCOMMAND_MODULES = (
     "kafka_replica_assignor.cli.verify",       # verify-plan
     "kafka_replica_assignor.cli.execute",
     "kafka_replica_assignor.cli.repair",
+    "kafka_replica_assignor.cli.watch",
     "kafka_replica_assignor.cli.observed",
     "kafka_replica_assignor.cli.conformance",
     "kafka_replica_assignor.cli.users",

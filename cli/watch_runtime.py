@@ -1,0 +1,389 @@
+"""The I/O of ``replica-assignor watch``: read the cluster, ask the assignor, run the executor.
+
+One thread, one loop (:meth:`Watcher.serve`): resume the plan the ledger names as active; read
+a view; decide (:mod:`kafka_replica_assignor.watcher.decisions`); act on one decision at a time
+through a plan directory and the executor of ``execute`` (its lock, state file, throttles and
+report); sleep until the next refresh. Everything it decides goes to the audit log, the status
+(:class:`kafka_replica_assignor.watcher.status.WatchStatus`) and a JSON line on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from kafka_replica_assignor.watcher.audit import AuditLog
+from kafka_replica_assignor.watcher.decisions import (
+    Candidate,
+    Decision,
+    Rules,
+    View,
+    heal_targets,
+    judge_heal,
+    judge_placement,
+    placement_work,
+    stale,
+    track_down,
+)
+from kafka_replica_assignor.watcher.ledger import Ledger
+from kafka_replica_assignor.watcher.status import WatchStatus
+
+from .common import error_message, kafka_admin_configs, security_options
+
+LOST_EVERY_S = 60.0     # how often a lost cluster is said again
+
+
+class Watcher:
+    def __init__(self, args: argparse.Namespace, rules: Rules, ledger: Ledger) -> None:
+        self.args = args
+        self.rules = rules
+        self.ledger = ledger
+        self.status = WatchStatus(dry_run=args.dry_run)
+        self.audit = AuditLog(os.path.join(args.state_dir, "audit.jsonl"))
+        self.stop = threading.Event()
+        self.executor: Any = None
+        self.cluster: Any = None
+        self.first_seen: dict[str, float] = {}
+        self.said: dict[tuple[str, str], tuple[str, str]] = {}
+        self.lost_since: float | None = None
+        self.lost_said = 0.0
+
+    # ---- life ------------------------------------------------------------------------------
+    def serve(self) -> int:
+        def on_signal(signum: int, _frame: Any) -> None:
+            self.stop.set()
+            if self.executor is not None:
+                self.executor.stop_reason = signal.Signals(signum).name
+                self.executor.stop.set()
+
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        metrics = self.serve_metrics()
+        self.say("started", bootstrap=self.args.bootstrap_server, assignor=self.args.assignor,
+                 dry_run=self.args.dry_run, metrics_port=metrics, pid=os.getpid())
+        try:
+            while not self.stop.is_set():
+                self.round()
+                self.stop.wait(self.rules.refresh_s)
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+            self.say("stopped")
+            self.audit.close()
+            if self.cluster is not None:
+                self.cluster.close()
+        return 0
+
+    def serve_metrics(self) -> int | None:
+        if not self.args.metrics_listener:
+            return None
+        from prometheus_client import CollectorRegistry, start_http_server
+
+        host, _, port = self.args.metrics_listener.rpartition(":")
+        registry = CollectorRegistry()
+        registry.register(self.status.collector())
+        server, _thread = start_http_server(int(port), addr=host.strip("[]"), registry=registry)
+        return int(server.server_port)
+
+    def say(self, event: str, **fields: Any) -> dict[str, Any]:
+        record = self.audit.write(event, **fields)
+        self.status.record(record)
+        sys.stdout.write(json.dumps(record, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+        return record
+
+    # ---- one round ---------------------------------------------------------------------------
+    def round(self) -> None:
+        if self.ledger.active is not None and not self.args.dry_run:
+            active = self.ledger.active
+            self.say("resumed", kind=active["kind"], subject=active["subject"], plan_dir=active["dir"])
+            self.run_plan(active["kind"], active["subject"], active["dir"], active.get("moves", 0))
+            return
+        view = self.read()
+        if view is None:
+            return
+        now = time.time()
+        self.ledger.down_since = track_down(view, self.ledger.down_since, now)
+        self.ledger.healed &= set(self.ledger.down_since)     # a returning broker may be healed again
+        if self.ledger.topics is None:
+            self.ledger.topics = {t: len(a) for t, a in view.topics().items()}
+            self.say("baseline", topics=len(self.ledger.topics),
+                     note="topics existing at the first start are settled; later ones are placed")
+        self.ledger.save()
+        self.status.saw(view, self.ledger.down_since)
+        for step in (self.place, self.fill, self.heal):
+            if self.stop.is_set() or stale(view, self.rules, time.time()):
+                return
+            if step(view):
+                return      # one action a round: the next round reads a fresh view
+
+    def read(self) -> View | None:
+        """A view, or None when the cluster cannot be read (said once a minute)."""
+        try:
+            if self.cluster is None:
+                self.cluster = self.open_cluster()
+            read = self.cluster.read(with_sizes=True)
+            ongoing = frozenset(self.cluster.ongoing())
+        except Exception as exc:  # noqa: BLE001 - kafka-python raises many kinds: wait and say so
+            self.status.lost()
+            if self.cluster is not None:
+                self.cluster.close()
+                self.cluster = None
+            now = time.time()
+            if self.lost_since is None:
+                self.lost_since = now
+            if now - self.lost_said >= LOST_EVERY_S:
+                self.lost_said = now
+                self.say("cluster_lost", error=error_message(exc), since=round(self.lost_since, 3),
+                         note="state kept; waiting for the cluster")
+                print(f"replica-assignor watch: cannot read {self.args.bootstrap_server} since "
+                      f"{time.strftime('%H:%M:%S', time.localtime(self.lost_since))}: {error_message(exc)}; "
+                      "waiting", file=sys.stderr)
+            return None
+        if self.lost_since is not None:
+            self.say("cluster_back", lost_s=round(time.time() - self.lost_since, 1))
+            self.lost_since, self.lost_said = None, 0.0
+        return View(read.snapshot, read.fenced, ongoing, time.time())
+
+    def open_cluster(self) -> Any:
+        from kafka_replica_assignor.protocol.cluster_reader import open_admin_client
+        from kafka_replica_assignor.protocol.reassignment import ReassignmentAdmin
+
+        configs = kafka_admin_configs(security_options(self.args.command_config), "replica-assignor-watch")
+        bootstrap, timeout = self.args.bootstrap_server, self.args.timeout_ms
+        return ReassignmentAdmin(open_admin_client(bootstrap, timeout, configs),
+                                 lambda: open_admin_client(bootstrap, timeout, configs))
+
+    # ---- the three jobs (True: acted, end the round) ---------------------------------------------
+    def place(self, view: View) -> bool:
+        ours = self.intent_topics()
+        assert self.ledger.topics is not None
+        work, self.ledger.topics = placement_work(view, self.ledger.topics, self.rules, ours)
+        for candidate in work:
+            self.first_seen.setdefault(candidate.topic, time.time())
+            try:
+                desired = self.ask(candidate)
+            except Exception as exc:  # noqa: BLE001 - the assignor down or refusing: try next round
+                self.decide(Decision("placement", "wait", candidate.topic,
+                                     f"the assignor at {self.args.assignor} did not answer: {error_message(exc)}"),
+                            view)
+                continue
+            decision = judge_placement(candidate, desired, view, self.rules)
+            if decision.action == "wait":
+                self.decide(decision, view)
+                continue
+            status = self.decide(decision, view)
+            self.ledger.topics[candidate.topic] = len(candidate.current)
+            self.ledger.save()
+            if status == "done":
+                self.status.placed_after(time.time() - self.first_seen.pop(candidate.topic, time.time()))
+            if decision.acts:
+                return True
+        return False
+
+    def ask(self, candidate: Candidate) -> dict[int, tuple[int, ...]]:
+        from kafka_replica_assignor.protocol.client import CreateReplicaAssignmentOptions, ReplicaAssignorAdminClient
+
+        current = candidate.current
+        kept = {p: list(r) for p, r in current.items() if p < candidate.settled}
+        timeout = self.args.timeout_ms
+        with ReplicaAssignorAdminClient(self.args.assignor, request_timeout_ms=timeout,
+                                        security=security_options(self.args.assignor_command_config)) as client:
+            answer = client.create_replica_assignment(
+                len(current), len(current[0]), None, CreateReplicaAssignmentOptions(timeout_ms=timeout),
+                topic=candidate.topic, current_assignment=kept or None).assignments()
+        return {p: tuple(r) for p, r in answer.items()}
+
+    def intent_topics(self) -> set[str]:
+        if self.args.intent_file is None:
+            return set()
+        from .intent import read_record
+
+        return {t.topic for t in read_record(self.args.intent_file, missing_ok=True)}
+
+    def fill(self, view: View) -> bool:
+        """Placeholders of the intent record whose brokers are back (``repair --intent-file --execute``)."""
+        if self.args.intent_file is None:
+            return False
+        from .intent import plan_completion, read_record, write_record
+
+        intents = read_record(self.args.intent_file, missing_ok=True)
+        for intent in intents:
+            try:
+                completion = plan_completion(intent, view.snapshot, view.fenced)
+            except Exception as exc:  # noqa: BLE001 - a deleted topic: said, then dropped from the record
+                self.decide(Decision("placeholders", "refuse", intent.topic, error_message(exc)), view)
+                write_record(self.args.intent_file, [i for i in intents if i.topic != intent.topic])
+                return True
+            if not completion.waiting and not completion.targets:
+                write_record(self.args.intent_file, [i for i in intents if i.topic != intent.topic])
+                self.decide(Decision("placeholders", "leave", intent.topic, "complete: removed from the record"), view)
+                return True
+            if not completion.filled:
+                continue
+            current = {(p.topic, p.partition): tuple(p.replicas) for p in view.snapshot.partitions}
+            targets = {(intent.topic, p): tuple(r) for p, r in completion.targets.items()}
+            brokers = tuple(sorted({b for f in completion.filled.values() for b in f}))
+            decision = Decision("placeholders", "fill", intent.topic,
+                                f"broker(s) {list(brokers)} back: {sum(map(len, completion.filled.values()))} "
+                                f"placeholder(s) to fill", targets, {k: current[k] for k in targets}, brokers)
+            if self.decide(decision, view) == "done":
+                left = read_record(self.args.intent_file, missing_ok=True)
+                if not plan_completion(intent, self.cluster.read(with_sizes=False).snapshot).waiting:
+                    write_record(self.args.intent_file, [i for i in left if i.topic != intent.topic])
+            return True
+        return False
+
+    def heal(self, view: View) -> bool:
+        decision = judge_heal(view, self.ledger.down_since, self.ledger.healed, self.rules, time.time())
+        if decision is None:
+            return False
+        if decision.action != "heal":
+            self.decide(decision, view)
+            return False
+        try:
+            targets, starting, made = heal_targets(view, decision.brokers)
+        except Exception as exc:  # noqa: BLE001 - the planner refused (RequestError, PlanError): said, retried later
+            self.decide(Decision("dead_brokers", "refuse", decision.subject, f"the planner: {exc}",
+                                 brokers=decision.brokers), view)
+            self.restart_grace(decision.brokers)
+            return False
+        decision = Decision("dead_brokers", "heal", decision.subject, decision.reason, targets, starting,
+                            decision.brokers)
+        status = self.decide(decision, view, made)
+        if status in ("done", "dry_run"):
+            self.ledger.healed |= set(decision.brokers)
+        else:
+            self.restart_grace(decision.brokers)
+        self.ledger.save()
+        return True
+
+    def restart_grace(self, brokers: tuple[int, ...]) -> None:
+        """A heal that could not be done is tried again one grace period later."""
+        now = time.time()
+        self.ledger.down_since.update({b: now for b in brokers if b in self.ledger.down_since})
+        self.ledger.save()
+
+    # ---- deciding and acting -----------------------------------------------------------------
+    def decide(self, decision: Decision, view: View, made: Any = None) -> str:
+        """Log ``decision`` (a repeated non-acting one only when it changes) and act on it:
+        the executor's final status, ``dry_run``, or ``logged``."""
+        key = (decision.kind, decision.subject)
+        if not decision.acts and self.said.get(key) == (decision.action, decision.reason):
+            return "logged"
+        self.said[key] = (decision.action, decision.reason)
+        self.say("decided", **decision.to_json(), seen=seen(view), dry_run=self.args.dry_run)
+        if not decision.acts:
+            return "logged"
+        if self.args.dry_run:
+            return "dry_run"
+        if stale(view, self.rules, time.time()):
+            self.say("decided", kind=decision.kind, action="wait", subject=decision.subject,
+                     reason="the view is older than two refresh intervals: not acted on", dry_run=False)
+            return "stale"
+        plan_dir = self.ledger.next_plan_dir(decision.kind)
+        write_plan(plan_dir, view, decision, made)
+        self.ledger.active = {"dir": plan_dir, "kind": decision.kind, "subject": decision.subject,
+                              "moves": len(decision.targets), "started_at": time.time()}
+        self.ledger.save()
+        return self.run_plan(decision.kind, decision.subject, plan_dir, len(decision.targets))
+
+    def run_plan(self, kind: str, subject: str, plan_dir: str, moves: int) -> str:
+        """Run a plan directory through the executor of ``execute``, as ``execute --plan`` does."""
+        from kafka_replica_assignor.planner.execution.executor import Executor, Refused
+        from kafka_replica_assignor.planner.execution.executor_state import ExecutionState, Locked, hold_lock
+
+        from .execute import _report, load_plan
+
+        options = argparse.Namespace(plan=plan_dir, throttle=self.args.throttle,
+                                     max_moves_per_broker=self.args.max_moves_per_broker, max_concurrent_moves=None,
+                                     order="plan", no_leader_election=False,
+                                     poll_interval_ms=min(1000, self.args.refresh_interval_ms))
+        status, error = "failed", None
+        self.status.executing(kind, subject, plan_dir)
+        try:
+            plan = load_plan(options)
+            with hold_lock(plan_dir):
+                state = ExecutionState.load(plan_dir) or ExecutionState.new(plan_dir, plan.plan_sha256)
+                if self.cluster is None:
+                    self.cluster = self.open_cluster()
+                self.executor = executor = Executor(plan, self.cluster, state, self.status.progress)
+                try:
+                    pending, flying, done = executor.prepare()
+                except Refused as exc:
+                    status, error = "refused", f"{exc}: {'; '.join(exc.lines[:5])}"
+                else:
+                    state.status = "running"
+                    state.runs.append({"pid": os.getpid(), "started_at": time.time(), "throttle": plan.throttle,
+                                       "max_moves_per_broker": plan.per_broker, "by": "watch"})
+                    state.save()
+                    try:
+                        status = executor.run(pending, flying, done)
+                    finally:
+                        state.finish(status)
+                        _report(plan, state, cluster_sizes=executor.sizes)
+        except Locked as exc:
+            status, error = "refused", str(exc)
+        except Exception as exc:  # noqa: BLE001 - the cluster lost mid-plan: the ledger keeps it active
+            error = error_message(exc)
+            self.executor = None
+            self.status.executed()
+            self.say("executed", kind=kind, subject=subject, plan_dir=plan_dir, status="failed", moves=moves,
+                     error=error, note="kept active: resumed on the next round")
+            if self.cluster is not None:
+                self.cluster.close()
+                self.cluster = None
+            return "failed"
+        self.executor = None
+        self.status.executed()
+        if status == "stopped" and self.stop.is_set():
+            self.say("executed", kind=kind, subject=subject, plan_dir=plan_dir, status=status, moves=moves,
+                     note="the watcher stops: resumed at its next start")
+            return status
+        self.ledger.active = None
+        self.ledger.save()
+        self.say("executed", kind=kind, subject=subject, plan_dir=plan_dir, status=status, moves=moves,
+                 **({"error": error} if error else {}))
+        return status
+
+
+def seen(view: View) -> dict[str, Any]:
+    """What the view showed, for the audit log."""
+    return {"brokers": sorted(view.registered()), "fenced": sorted(view.fenced), "down": sorted(view.down()),
+            "topics": len({p.topic for p in view.snapshot.partitions}),
+            "reassignments_in_progress": len(view.ongoing), "age_s": round(time.time() - view.read_at, 3)}
+
+
+def write_plan(plan_dir: str, view: View, decision: Decision, made: Any = None) -> None:
+    """A plan directory exactly as ``balance --out`` writes it (the planner's own writer), moving
+    ``decision.targets``; the heal's plan is the planner's own."""
+    from kafka_replica_assignor.planner.plan import MoveKind, Working
+    from kafka_replica_assignor.planner.report.outputs import render_outputs, write_outputs
+    from kafka_replica_assignor.planner.request import PlanRequest
+
+    if made is not None:
+        plan, request = made
+    else:
+        work = Working(view.snapshot)
+        index = {(p.topic, p.partition): i for i, p in enumerate(view.snapshot.partitions)}
+        for key, target in decision.targets.items():
+            i = index[key]
+            old = list(work.original[i])
+            came = [b for b in target if b not in old]
+            went = [b for b in old if b not in target]
+            went += list(range(-1, -1 - (len(came) - len(went)), -1))   # placeholders filled
+            for source, destination in zip(went, came, strict=True):
+                kind = MoveKind.REPAIR if source < 0 else MoveKind.REPLICA
+                work.record(i, source, destination, kind)
+            if not came and old[0] != target[0]:
+                work.record(i, old[0], target[0], MoveKind.LEADER)
+            work.replicas[i] = list(target)
+        plan = work.plan()
+        request = PlanRequest("repair" if decision.kind == "placeholders" else "replica",
+                              source=f"replica-assignor watch: {decision.kind} {decision.subject}")
+    write_outputs(render_outputs(plan, request, charts=False), plan_dir)

@@ -1,0 +1,67 @@
+"""The watcher's memory between views and across restarts: ``watch-state.json`` in ``--state-dir``.
+
+- ``topics``: each topic's partition count the watcher has settled (judged, placed, or left
+  alone); a topic, or partitions, beyond it are new. The first start with no file settles
+  every topic there is (the watcher places what is created after it starts).
+- ``down_since``: when each down broker was first seen down (seconds since the epoch, so the
+  grace period survives a restart); ``healed``: brokers whose replicas were re-placed, not
+  healed again until they return.
+- ``active``: the plan being executed (its directory under ``plans/``, kind and subject): a
+  restart resumes it through the executor's own state file before deciding anything new.
+
+Written atomically after every change (the executor's :func:`write_atomic`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_replica_assignor.planner.execution.executor_state import write_atomic
+
+STATE = "watch-state.json"
+VERSION = 1
+
+
+@dataclass(slots=True)
+class Ledger:
+    path: str
+    topics: dict[str, int] | None = None          # None: no baseline yet
+    down_since: dict[int, float] = field(default_factory=dict)
+    healed: set[int] = field(default_factory=set)
+    active: dict[str, Any] | None = None          # {"dir", "kind", "subject", "started_at"}
+    plans: int = 0                                # plans made so far (names the next directory)
+
+    @classmethod
+    def load(cls, state_dir: str) -> Ledger:
+        """The ledger of ``state_dir`` (a fresh one when there is none); ValueError when the
+        file is not one."""
+        path = os.path.join(state_dir, STATE)
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            return cls(path)
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"cannot read {path}: {exc}") from None
+        if not isinstance(data, dict) or data.get("version") != VERSION:
+            raise ValueError(f"{path} is not a watcher state of version {VERSION}")
+        try:
+            topics = data.get("topics")
+            return cls(path, None if topics is None else {str(t): int(n) for t, n in topics.items()},
+                       {int(b): float(s) for b, s in (data.get("down_since") or {}).items()},
+                       {int(b) for b in data.get("healed") or ()}, data.get("active"), int(data.get("plans", 0)))
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: {exc}") from None
+
+    def save(self) -> None:
+        data = {"version": VERSION, "topics": self.topics,
+                "down_since": {str(b): s for b, s in sorted(self.down_since.items())},
+                "healed": sorted(self.healed), "active": self.active, "plans": self.plans}
+        write_atomic(self.path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
+
+    def next_plan_dir(self, kind: str) -> str:
+        self.plans += 1
+        return os.path.join(os.path.dirname(self.path), "plans", f"{self.plans:05d}-{kind}")

@@ -1,0 +1,200 @@
+"""The watcher as a reader sees it: one object holding its view, its decisions and the
+execution in progress, and the Prometheus metrics drawn from it.
+
+:class:`WatchStatus` is the interface a reader in the same process uses (the metrics
+collector below; a web layer later): :meth:`WatchStatus.read` returns a plain, JSON-ready
+``dict`` copied under a lock, so the reader never sees a half-updated state and never holds
+the watcher up:
+
+- ``cluster``: ``read_at``, ``age_s``, ``reachable``, ``brokers`` (``id``, ``rack``,
+  ``state``: up, fenced or gone, ``down_since``, ``replicas``, ``leaders``), ``topics``,
+  ``partitions``, ``reassignments_in_progress``;
+- ``decisions``: the last :data:`KEEP` audit records (``decided`` and ``executed``), oldest first;
+- ``execution``: None, or the plan running: ``kind``, ``subject``, ``plan_dir``, ``started_at``
+  and the executor's last ``progress`` (``moves_done``, ``moves_total``, ``in_flight``,
+  ``bytes_done``, ``bytes_total``, ``rate_bytes_per_s``, ``eta_s``, ``throttle``);
+- ``counters``: decisions by ``kind`` and ``action``, executions by ``kind`` and ``status``,
+  refreshes and refresh failures; ``dry_run``, ``started_at``.
+
+Metrics (fixed label sets: the kinds, actions and statuses are the closed lists of
+:mod:`.decisions` and :data:`STATUSES`): ``replica_assignor_watch_decisions_total{kind, action}``,
+``replica_assignor_watch_executions_total{kind, status}``, ``replica_assignor_watch_refreshes_total``,
+``replica_assignor_watch_refresh_failures_total``, ``replica_assignor_watch_view_age_seconds``
+(``+Inf`` before the first view), ``replica_assignor_watch_brokers{state}`` (up, fenced, gone),
+``replica_assignor_watch_execution_running``, ``replica_assignor_watch_execution_moves{state}``
+(done, total), ``replica_assignor_watch_placement_seconds_sum`` and
+``replica_assignor_watch_placements_total``: from a topic first seen to its placement done (their
+ratio is the mean placement latency).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from .decisions import ACTIONS, KINDS, View
+
+KEEP = 200
+STATUSES = ("done", "failed", "cancelled", "stopped", "refused")
+BROKER_STATES = ("up", "fenced", "gone")
+
+
+class WatchStatus:
+    def __init__(self, dry_run: bool = False) -> None:
+        self._lock = threading.Lock()
+        self._cluster: dict[str, Any] = {"read_at": None, "reachable": False, "brokers": [], "topics": 0,
+                                          "partitions": 0, "reassignments_in_progress": 0}
+        self._decisions: deque[dict[str, Any]] = deque(maxlen=KEEP)
+        self._execution: dict[str, Any] | None = None
+        self._decided = {(k, a): 0 for k in KINDS for a in ACTIONS}
+        self._executed = {(k, s): 0 for k in KINDS for s in STATUSES}
+        self._refreshes = 0
+        self._refresh_failures = 0
+        self._placement = [0.0, 0]
+        self._dry_run = dry_run
+        self._started_at = time.time()
+
+    # ---- written by the watcher ------------------------------------------------------------
+    def saw(self, view: View, down_since: dict[int, float]) -> None:
+        fenced, registered = view.fenced, view.registered()
+        replicas: dict[int, int] = {}
+        leaders: dict[int, int] = {}
+        for p in view.snapshot.partitions:
+            for b in p.replicas:
+                replicas[b] = replicas.get(b, 0) + 1
+            if p.leader is not None and p.leader >= 0:
+                leaders[p.leader] = leaders.get(p.leader, 0) + 1
+        racks = {b.id: b.rack for b in view.snapshot.brokers}
+        brokers = [{"id": b, "rack": racks.get(b),
+                    "state": "gone" if b not in registered else "fenced" if b in fenced else "up",
+                    "down_since": down_since.get(b), "replicas": replicas.get(b, 0), "leaders": leaders.get(b, 0)}
+                   for b in sorted(registered | view.named())]
+        with self._lock:
+            self._refreshes += 1
+            self._cluster = {"read_at": view.read_at, "reachable": True, "brokers": brokers,
+                             "topics": len({p.topic for p in view.snapshot.partitions}),
+                             "partitions": len(view.snapshot.partitions),
+                             "reassignments_in_progress": len(view.ongoing)}
+
+    def lost(self) -> None:
+        with self._lock:
+            self._refresh_failures += 1
+            self._cluster["reachable"] = False
+
+    def record(self, record: dict[str, Any]) -> None:
+        """An audit record (``decided`` and ``executed`` ones are counted and kept)."""
+        with self._lock:
+            if record.get("event") == "decided":
+                self._decided[(record["kind"], record["action"])] += 1
+            elif record.get("event") == "executed":
+                self._executed[(record["kind"], record["status"])] += 1
+            else:
+                return
+            self._decisions.append(record)
+
+    def executing(self, kind: str, subject: str, plan_dir: str) -> None:
+        with self._lock:
+            self._execution = {"kind": kind, "subject": subject, "plan_dir": plan_dir,
+                               "started_at": time.time(), "progress": None}
+
+    def progress(self, event: str, fields: dict[str, Any]) -> None:
+        """The executor's ``emit``: its ``progress`` events are kept."""
+        if event != "progress":
+            return
+        with self._lock:
+            if self._execution is not None:
+                self._execution["progress"] = dict(fields)
+
+    def executed(self) -> None:
+        with self._lock:
+            self._execution = None
+
+    def placed_after(self, seconds: float) -> None:
+        with self._lock:
+            self._placement[0] += seconds
+            self._placement[1] += 1
+
+    # ---- read by anyone --------------------------------------------------------------------
+    def read(self) -> dict[str, Any]:
+        with self._lock:
+            cluster = copy.deepcopy(self._cluster)
+            read_at = cluster["read_at"]
+            cluster["age_s"] = None if read_at is None else round(time.time() - read_at, 3)
+            return {
+                "cluster": cluster, "decisions": copy.deepcopy(list(self._decisions)),
+                "execution": copy.deepcopy(self._execution),
+                "counters": {"decisions": [{"kind": k, "action": a, "count": n}
+                                           for (k, a), n in self._decided.items() if n],
+                             "executions": [{"kind": k, "status": s, "count": n}
+                                            for (k, s), n in self._executed.items() if n],
+                             "refreshes": self._refreshes, "refresh_failures": self._refresh_failures,
+                             "placement_seconds_sum": self._placement[0],
+                             "placements": self._placement[1]},
+                "dry_run": self._dry_run, "started_at": self._started_at,
+            }
+
+    def collector(self) -> StatusCollector:
+        return StatusCollector(self)
+
+
+class StatusCollector:
+    """The metrics of module doc, drawn from :meth:`WatchStatus.read` at scrape time."""
+
+    def __init__(self, status: WatchStatus) -> None:
+        self._status = status
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        s = self._status.read()
+        counters = s["counters"]
+        decided = {(d["kind"], d["action"]): d["count"] for d in counters["decisions"]}
+        family = CounterMetricFamily("replica_assignor_watch_decisions", "Decisions of the watcher, by kind and "
+                                     "action.", labels=["kind", "action"])
+        for kind in KINDS:
+            for action in ACTIONS:
+                family.add_metric([kind, action], decided.get((kind, action), 0))
+        yield family
+        executed = {(d["kind"], d["status"]): d["count"] for d in counters["executions"]}
+        family = CounterMetricFamily("replica_assignor_watch_executions", "Plans the watcher executed, by kind "
+                                     "and the executor's final status.", labels=["kind", "status"])
+        for kind in KINDS:
+            for status in STATUSES:
+                family.add_metric([kind, status], executed.get((kind, status), 0))
+        yield family
+        yield CounterMetricFamily("replica_assignor_watch_refreshes", "Views of the cluster read.",
+                                  value=counters["refreshes"])
+        yield CounterMetricFamily("replica_assignor_watch_refresh_failures", "Reads of the cluster that failed.",
+                                  value=counters["refresh_failures"])
+        age = s["cluster"]["age_s"]
+        yield GaugeMetricFamily("replica_assignor_watch_view_age_seconds", "Seconds since the last good view.",
+                                value=float("inf") if age is None else age)
+        states = {state: 0 for state in BROKER_STATES}
+        for broker in s["cluster"]["brokers"]:
+            states[broker["state"]] += 1
+        gauge = GaugeMetricFamily("replica_assignor_watch_brokers", "Brokers of the last view, by state.",
+                                   labels=["state"])
+        for state, n in states.items():
+            gauge.add_metric([state], n)
+        yield gauge
+        execution = s["execution"]
+        yield GaugeMetricFamily("replica_assignor_watch_execution_running", "1 while a plan of the watcher runs.",
+                                value=0 if execution is None else 1)
+        progress = (execution or {}).get("progress") or {}
+        gauge = GaugeMetricFamily("replica_assignor_watch_execution_moves", "Moves of the running plan.",
+                                  labels=["state"])
+        gauge.add_metric(["done"], progress.get("moves_done", 0))
+        gauge.add_metric(["total"], progress.get("moves_total", 0))
+        yield gauge
+        yield GaugeMetricFamily("replica_assignor_watch_placement_seconds_sum", "Seconds from a topic first seen "
+                                "to its placement done, summed over the placements.",
+                                value=counters["placement_seconds_sum"])
+        yield CounterMetricFamily("replica_assignor_watch_placements", "Placements done.",
+                                  value=counters["placements"])
