@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tests.e2e import test_cli_bad_inputs as table  # noqa: E402
-from tests.e2e.test_cli_bad_inputs import CASES, Case, Outcome, run_case, servers, write_inputs  # noqa: E402
+from tests.e2e.test_cli_bad_inputs import CASES, Case, Outcome, plans, run_case, servers, write_inputs  # noqa: E402
 
 # broken snapshot files: name -> content (bytes or JSON-able)
 BROKEN_SNAPSHOTS: dict[str, object] = {
@@ -195,8 +195,8 @@ def main() -> int:
     outcomes: list[Outcome] = []
     try:
         files = write_more_inputs(base / "inputs", write_inputs(base / "inputs"))
-        with servers(base / "servers", files) as addresses:
-            inputs = {**files, **addresses}
+        with servers(base / "servers", files) as addresses, plans(base / "inputs" / "plans", files) as written:
+            inputs = {**files, **addresses, **written}
             for n, case in enumerate(cases):
                 outcomes.append(run_case(case, inputs, base / "cwd" / str(n), timeout=args.timeout))
     finally:

@@ -9,7 +9,7 @@ row is reproducible). Measured: the child's CPU seconds (user + sys) and peak RS
 ``summary.json`` the replica moves, bytes moved and leader changes; from its ``report.md`` the
 bytes per broker before the plan (x mean), the largest bytes-moved lower bound the report gives
 (the "4. bytes moved" objective: racks lacking, per-broker band or the LP of
-``planner/byte_bound.py``, whichever is largest) and the count of "Targets not reached".
+``planner/solving/bound.py``, whichever is largest) and the count of "Targets not reached".
 
 The shapes (20,000 partitions on 49 brokers in 3 racks unless named otherwise):
 

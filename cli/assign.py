@@ -41,9 +41,9 @@ def add_parser(sub: Any) -> None:
                        description=help_text(__doc__), epilog=EXIT_CODES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bootstrap-server", required=True, type=host_port, metavar="HOST:PORT", help="the replica assignor server")
-    p.add_argument("--partitions", type=bounded(-INT32_MAX - 1, INT32_MAX, "int32"), required=True,
+    p.add_argument("--partitions", type=bounded(1, INT32_MAX, "int32"), required=True,
                    help="partition count (with --current-assignment: the topic's total after the change)")
-    p.add_argument("--replication-factor", type=bounded(-INT16_MAX - 1, INT16_MAX, "int16"), required=True,
+    p.add_argument("--replication-factor", type=bounded(1, INT16_MAX, "int16"), required=True,
                    help="replicas per partition")
     p.add_argument("--broker-list", metavar="1,2,3", help="place only on these brokers")
     p.add_argument("--disable-rack-aware", action="store_true",

@@ -8,7 +8,10 @@ One snapshot is planned by the pure planner in this process (``--spark`` sends i
 Spark pipeline instead); ``--fleet`` always uses the pipeline. The files written are described
 in :mod:`kafka_replica_assignor.planner.report.outputs`; ``--batch-size``, ``--max-moves-per-broker`` and
 ``--max-bytes-per-batch`` split the plan into batches, ``--throttle`` times them
-(:mod:`kafka_replica_assignor.planner.execution.batches`); ``replica-assignor verify-plan`` checks a cluster before it runs. Bad input: one line on stderr, exit code 2, nothing written.
+(:mod:`kafka_replica_assignor.planner.execution.batches`); ``replica-assignor verify-plan`` checks a cluster before it runs. Bad input: one line on stderr, exit code 2, nothing written; it is
+checked before the cluster is read: the planner extra installed, ``--out`` writable (and the
+folder beside it, where the plan is staged), and ``--out`` not holding a plan that ``execute``
+ran (its execution state would otherwise sit beside a new plan).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from kafka_replica_assignor.planner.request import (
 )
 
 from .cluster_input import add_input_arguments, check_local_input, input_name, load_input
-from .common import EXIT_CODES, CommandError, fail
+from .common import EXIT_CODES, CommandError, check_writable_dir, fail
 from .fleet import check_fleet, keep_local_driver_on_loopback
 
 
@@ -59,14 +62,59 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     return parser
 
 
+#: what ``replica-assignor execute`` leaves in a plan's folder (planner/execution/executor_state.py)
+EXECUTION_FILES = ("execution-state.json", "execution.json")
+
+
 def check_out(out: str) -> None:
-    """``--out`` names a directory to create or reuse (bad input: exit 2, nothing written)."""
+    """``--out`` names a directory to create or reuse (bad input: exit 2, nothing written): one
+    that can be written (with the folder beside it, where the plan is staged) and that holds no
+    execution of an earlier plan, which would then read as the new plan's."""
     import os
 
     if not out.strip():
         raise SourceError("--out must name a directory, got ''")
     if os.path.exists(out) and not os.path.isdir(out):
         raise SourceError(f"--out {out} is a file, not a directory")
+    stage = os.path.dirname(os.path.abspath(out))
+    while not os.path.isdir(stage):   # created by the write: the nearest folder that exists must be writable
+        if os.path.exists(stage):
+            raise SourceError(f"--out {out}: {stage} is a file, not a directory")
+        stage = os.path.dirname(stage)
+    check_writable_dir(stage, f"--out {out}: the folder")
+    if os.path.isdir(out):
+        check_writable_dir(out, "--out")
+        refuse_executed(out)
+
+
+def refuse_executed(out: str) -> None:
+    """An earlier plan in ``out`` (or, for a fleet, in a folder under it) that ``execute`` ran
+    or runs: refused, so that an execution state never sits beside a plan it does not belong to."""
+    import os
+
+    folders = [out] + [os.path.join(out, name) for name in sorted(os.listdir(out))
+                       if os.path.isdir(os.path.join(out, name))]
+    for folder in folders:
+        found = [name for name in EXECUTION_FILES if os.path.exists(os.path.join(folder, name))]
+        if found:
+            raise SourceError(f"--out {out}: {os.path.join(folder, found[0])} records an execution of the plan "
+                              "already there; a new plan beside it would be mistaken for the executed one: "
+                              "write the new plan to another folder (or move that folder away first)")
+
+
+def check_extras(args: argparse.Namespace) -> None:
+    """The planner extra's packages that this run imports, found before anything is read or
+    written (exit 2, one line naming the extra)."""
+    from importlib.util import find_spec
+
+    needed = ["numpy", "highspy"] + ([] if args.no_charts else ["matplotlib"])
+    if getattr(args, "fleet", None) or args.spark:
+        needed += ["pyspark", "pandas", "pyarrow"]
+    missing = [name for name in needed if find_spec(name) is None]
+    if missing:
+        raise CommandError(f"balance needs the planner extra ({', '.join(missing)} not installed): "
+                           "pip install 'kafka-replica-assignor[planner]' (from a checkout: pip install '.[planner]')",
+                           2)
 
 
 def run_fleet(args: argparse.Namespace, request: PlanRequest) -> int:
@@ -87,6 +135,7 @@ def run_fleet(args: argparse.Namespace, request: PlanRequest) -> int:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        check_extras(args)
         request = request_from_args(args, input_name(args))
         check_out(args.out)
         if getattr(args, "fleet", None) or args.spark:
@@ -101,8 +150,9 @@ def run(args: argparse.Namespace) -> int:
             from kafka_replica_assignor.planner.report.outputs import render_outputs, write_outputs
             from kafka_replica_assignor.planner.solving.planning import make_plan
         except ModuleNotFoundError as exc:
-            raise CommandError(f"planning needs the planner extras ({exc.name} is not installed): "
-                               "pip install '.[planner]'", 2) from None
+            raise CommandError(f"balance needs the planner extra ({exc.name} not installed): "
+                               "pip install 'kafka-replica-assignor[planner]' (from a checkout: pip install "
+                               "'.[planner]')", 2) from None
         plan = make_plan(snapshot, request)
         marks.append(("plan", time.perf_counter()))
         files = render_outputs(plan, request, charts=not args.no_charts)

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from kafka_replica_assignor.planner.request import whole_number
 from kafka_replica_assignor.server.exit_codes import EXIT_FAILURE, EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -76,17 +77,6 @@ def help_text(doc: str | None) -> str:
     return text.replace("``", "")
 
 
-def whole_number(text: str, least: int = 0) -> int:
-    """An argument type: a whole number of at least ``least``."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
-    return value
-
-
 def positive(text: str) -> int:
     """An argument type: a whole number of at least 1."""
     return whole_number(text, 1)
@@ -138,7 +128,7 @@ def check_regular_file(path: str, what: str) -> None:
 
 def check_output_file(path: str, flag: str) -> None:
     """Refuse (exit 2) an output path that cannot be written: empty, a directory, or in a
-    directory that does not exist (checked before any work is done)."""
+    directory that does not exist or cannot be written (checked before any work is done)."""
     if not path:
         raise CommandError(f"{flag} must name a file, got ''", EXIT_USAGE)
     if os.path.isdir(path):
@@ -146,8 +136,20 @@ def check_output_file(path: str, flag: str) -> None:
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise CommandError(f"{flag} {path}: no such directory {parent}", EXIT_USAGE)
-    if not os.access(parent, os.W_OK):
-        raise CommandError(f"{flag} {path}: directory {parent} is not writable", EXIT_USAGE)
+    check_writable_dir(parent, f"{flag} {path}: directory")
+
+
+def check_writable_dir(path: str, what: str) -> None:
+    """Refuse (exit 2) a directory in which no file can be created: it is tried, with a file
+    removed at once (permission bits do not tell root, nor a read-only file system)."""
+    import tempfile
+
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".write-check-", dir=path)
+    except OSError as exc:
+        raise CommandError(f"{what} {path} is not writable: {exc.strerror or exc}", EXIT_USAGE) from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def timeout_ms(text: str) -> int:

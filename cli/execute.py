@@ -40,6 +40,7 @@ from .common import (
     EXIT_CODES,
     CommandError,
     add_connection_arguments,
+    check_writable_dir,
     error_message,
     fail,
     help_text,
@@ -201,6 +202,8 @@ def run(args: argparse.Namespace) -> int:
         state = ExecutionState.load(args.plan)
         if args.status:
             return show_status(plan, state)
+        if not args.dry_run:  # the lock, the state, the control file and the report are written there
+            check_writable_dir(args.plan, "--plan")
         holder = lock_holder(args.plan)
         if holder is not None and not args.dry_run:
             return talk_to_running(args, plan, holder)

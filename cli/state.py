@@ -20,7 +20,7 @@ from kafka_replica_assignor.planner.inputs.sources import SourceError
 from kafka_replica_assignor.planner.report.cluster_report import ClusterState, describe, render
 
 from .cluster_input import add_input_arguments, load_input
-from .common import EXIT_CODES, CommandError, fail, help_text
+from .common import EXIT_CODES, CommandError, check_output_file, fail, help_text
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -42,8 +42,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def run(args: argparse.Namespace) -> int:
     try:
+        if args.save_snapshot is not None:  # before the cluster is read: bad input, exit 2
+            check_output_file(args.save_snapshot, "--save-snapshot")
         snapshot = load_input(args, with_sizes=True, fenced_down=True)
-        if args.save_snapshot:
+        if args.save_snapshot is not None:
             save_snapshot(snapshot, args.save_snapshot)
     except SourceError as exc:
         return fail("replica-assignor state", exc, 2)

@@ -35,13 +35,15 @@ from typing import Any
 
 from .common import (
     EXIT_CODES,
+    INT16_MAX,
+    INT32_MAX,
     CommandError,
     add_connection_arguments,
+    bounded,
     error_message,
     fail,
     help_text,
     host_port,
-    positive,
     print_json,
     reassignment_json,
     security_options,
@@ -50,6 +52,9 @@ from .intent import add_intent_argument, create_under_replicated, has_placeholde
 from .probe import explain_topics_failure
 
 CLIENT_ID = "replica-assignor-topics"
+#: Kafka's types: a partition count is int32, a replication factor int16
+PARTITIONS = bounded(1, INT32_MAX, "int32")
+REPLICATION_FACTOR = bounded(1, INT16_MAX, "int16")
 
 
 def add_parser(sub: Any) -> None:
@@ -57,8 +62,9 @@ def add_parser(sub: Any) -> None:
                             description=help_text(__doc__), epilog=EXIT_CODES,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     _common_arguments(create, several=True)
-    create.add_argument("--partitions", type=positive, metavar="N", help="partition count (with --topic)")
-    create.add_argument("--replication-factor", type=positive, metavar="R",
+    create.add_argument("--partitions", type=PARTITIONS, metavar="N",
+                        help="partition count (with --topic)")
+    create.add_argument("--replication-factor", type=REPLICATION_FACTOR, metavar="R",
                         help="replicas per partition (with --topic)")
     create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="a topic configuration (repeatable), as kafka-topics.sh --config")
@@ -71,7 +77,7 @@ def add_parser(sub: Any) -> None:
                          description=help_text(__doc__), epilog=EXIT_CODES,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     _common_arguments(add)
-    add.add_argument("--partitions", type=positive, required=True, metavar="TOTAL",
+    add.add_argument("--partitions", type=PARTITIONS, required=True, metavar="TOTAL",
                      help="the topic's partition count after the change, as kafka-topics.sh --alter --partitions")
     add.set_defaults(run=run_add)
 
@@ -154,11 +160,11 @@ def _read_topics_file(path: str) -> list[NewTopicSpec]:
         try:
             if len(words) != 3:
                 raise ValueError
-            specs.append(NewTopicSpec(words[0], positive(words[1]), positive(words[2])))
+            specs.append(NewTopicSpec(words[0], PARTITIONS(words[1]), REPLICATION_FACTOR(words[2])))
         except (ValueError, argparse.ArgumentTypeError):
             raise CommandError(f"--topics-file {path}, line {number}: expected 'NAME PARTITIONS "
-                               f"REPLICATION_FACTOR' with whole numbers of at least 1, got {line.strip()!r}",
-                               2) from None
+                               f"REPLICATION_FACTOR' with PARTITIONS in 1..{INT32_MAX} (int32) and "
+                               f"REPLICATION_FACTOR in 1..{INT16_MAX} (int16), got {line.strip()!r}", 2) from None
     if not specs:
         raise CommandError(f"--topics-file {path}: names no topic", 2)
     return specs

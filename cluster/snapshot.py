@@ -3,10 +3,12 @@
 ::
 
     {"brokers":    [{"id": 0, "rack": "/dc1/rack-a", "alive": true, "host": "...", "port": 9092,
-                     "capacity_bytes": 4000000000000, "log_dirs": ["/d1", "/d2"]}, ...],
+                     "capacity_bytes": 4000000000000, "log_dirs": ["/d1", "/d2"],
+                     "network_in_capacity": 125000000, "network_out_capacity": 125000000}, ...],
      "partitions": [{"topic": "t", "partition": 0, "replicas": [0, 1, 2],
                      "leader": 0, "isr": [0, 1], "size_bytes": 123,
-                     "log_dirs": ["/d1", "/d2", null]}, ...]}
+                     "log_dirs": ["/d1", "/d2", null],
+                     "bytes_in_per_s": 52000.5, "bytes_out_per_s": 104001.0}, ...]}
 
 Only ``brokers[].id`` and, for partitions, ``topic``, ``partition`` and ``replicas`` are
 required. ``size_bytes`` (a partition's log size on one replica) and ``capacity_bytes`` (a
@@ -20,6 +22,15 @@ directory of each replica, one entry per replica in the order of ``replicas``, `
 unknown (the shape of Kafka's reassignment JSON, with ``null`` for its ``"any"``). A directory
 named by a replica but missing from its broker's list is one of that broker's directories too.
 :func:`check_log_dirs` is the one check of a partition's list, shared with the Spark pipeline.
+
+Traffic, all optional, bytes per second as numbers >= 0 (integers or decimals): a partition's
+``bytes_in_per_s`` is what producers write to it (its leader receives it, and each follower
+receives it again as replication); its ``bytes_out_per_s`` is what consumers read from it, every
+group's reads added (its leader sends it; replication to the followers is not included, it
+follows from ``bytes_in_per_s`` and the replicas). A broker's ``network_in_capacity`` and
+``network_out_capacity`` are its network's limits in the same unit. ``replica-assignor state
+--sample-seconds N`` measures them; a snapshot without them plans as before.
+
 Parsing is pure: callers read the file and hand over the decoded JSON.
 """
 
@@ -27,10 +38,11 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from itertools import chain, repeat
 from operator import add, attrgetter, mul
 from typing import Any
@@ -55,6 +67,8 @@ class BrokerEntry:
     port: int | None = None
     capacity_bytes: int | None = None
     log_dirs: tuple[str, ...] | None = None
+    network_in_capacity: float | None = None    # bytes/s
+    network_out_capacity: float | None = None   # bytes/s
 
     @property
     def metadata(self) -> BrokerMetadata:
@@ -70,6 +84,8 @@ class PartitionEntry:
     isr: tuple[int, ...] | None = None
     size_bytes: int | None = None
     log_dirs: tuple[str | None, ...] | None = None   # per replica, parallel to ``replicas``
+    bytes_in_per_s: float | None = None    # produced (the leader's in; each follower's replication in)
+    bytes_out_per_s: float | None = None   # consumed, every group added (the leader's out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +170,10 @@ class ClusterSnapshot:
                 d["capacity_bytes"] = b.capacity_bytes
             if b.log_dirs is not None:
                 d["log_dirs"] = list(b.log_dirs)
+            if b.network_in_capacity is not None:
+                d["network_in_capacity"] = b.network_in_capacity
+            if b.network_out_capacity is not None:
+                d["network_out_capacity"] = b.network_out_capacity
             brokers.append(d)
         parts = []
         for p in self.partitions:
@@ -166,6 +186,10 @@ class ClusterSnapshot:
                 d["size_bytes"] = p.size_bytes
             if p.log_dirs is not None:
                 d["log_dirs"] = list(p.log_dirs)
+            if p.bytes_in_per_s is not None:
+                d["bytes_in_per_s"] = p.bytes_in_per_s
+            if p.bytes_out_per_s is not None:
+                d["bytes_out_per_s"] = p.bytes_out_per_s
             parts.append(d)
         return {"brokers": brokers, "partitions": parts}
 
@@ -179,8 +203,7 @@ def with_log_dirs(snapshot: ClusterSnapshot, placement: Mapping[tuple[str, int],
     is returned as it is, so that plans of such clusters stay exactly as without the read."""
     if not any(len(set(named)) > 1 for named in dirs.values()):
         return snapshot
-    brokers = tuple(b if b.id not in dirs else BrokerEntry(b.id, b.rack, b.alive, b.host, b.port, b.capacity_bytes,
-                                                           tuple(dict.fromkeys(dirs[b.id])))
+    brokers = tuple(b if b.id not in dirs else replace(b, log_dirs=tuple(dict.fromkeys(dirs[b.id])))
                     for b in snapshot.brokers)
     parts = []
     for p in snapshot.partitions:
@@ -188,8 +211,7 @@ def with_log_dirs(snapshot: ClusterSnapshot, placement: Mapping[tuple[str, int],
         if where is None:
             parts.append(p)
             continue
-        row = tuple(where.get(b) for b in p.replicas)
-        parts.append(PartitionEntry(p.topic, p.partition, p.replicas, p.leader, p.isr, p.size_bytes, row))
+        parts.append(replace(p, log_dirs=tuple(where.get(b) for b in p.replicas)))
     return ClusterSnapshot(brokers, tuple(parts))
 
 
@@ -217,6 +239,21 @@ def _bytes(value: Any, where: str) -> int:
     if count < 0:
         raise SnapshotError(f"{where} must be >= 0, got {count}")
     return count
+
+
+def _rate(value: Any, where: str) -> float | None:
+    """A rate or capacity in bytes per second: ``None`` (not given) or a finite number >= 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SnapshotError(f"{where} must be a number of bytes per second, got {_short(value)}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:       # an int beyond a float
+        finite = False
+    if not finite or value < 0:
+        raise SnapshotError(f"{where} must be a finite number >= 0 (bytes per second), got {_short(value)}")
+    return value
 
 
 def _broker(i: int, b: Any) -> BrokerEntry:
@@ -253,7 +290,9 @@ def _broker(i: int, b: Any) -> BrokerEntry:
         if problem:
             raise SnapshotError(f"{where}.log_dirs: {problem}")
         dirs = tuple(dirs)
-    return BrokerEntry(bid, rack, alive, host, port, capacity, dirs)
+    return BrokerEntry(bid, rack, alive, host, port, capacity, dirs,
+                       _rate(b.get("network_in_capacity"), f"{where}.network_in_capacity"),
+                       _rate(b.get("network_out_capacity"), f"{where}.network_out_capacity"))
 
 
 def _dir_problem(dirs: list[Any]) -> str | None:
@@ -321,7 +360,9 @@ def _partition(i: int, p: Any) -> PartitionEntry:
         if problem:
             raise SnapshotError(f"{where} ({topic}-{part}): {problem}")
         dirs = tuple(dirs)
-    return PartitionEntry(topic, part, replicas, leader, isr, size, dirs)
+    return PartitionEntry(topic, part, replicas, leader, isr, size, dirs,
+                          _rate(p.get("bytes_in_per_s"), f"{where}.bytes_in_per_s"),
+                          _rate(p.get("bytes_out_per_s"), f"{where}.bytes_out_per_s"))
 
 
 # -- bulk parsing ------------------------------------------------------------------------
@@ -405,6 +446,8 @@ def _partitions_in_bulk(raw: list[Any]) -> tuple[PartitionEntry, ...] | None:
     sizes: list[Any]
     isrs: list[Any]
     dirs: list[Any] = [None] * len(raw)
+    rates_in: list[Any] = dirs
+    rates_out: list[Any] = dirs
     if max(map(len, raw)) == 3:
         leaders = sizes = isrs = dirs
     else:
@@ -430,6 +473,10 @@ def _partitions_in_bulk(raw: list[Any]) -> tuple[PartitionEntry, ...] | None:
                 isrs = [None if r is None else tuple(r) for r in isrs]
             else:
                 isrs = list(map(tuple, isrs))
+        rates_in = list(map(dict.get, raw, repeat("bytes_in_per_s")))
+        rates_out = list(map(dict.get, raw, repeat("bytes_out_per_s")))
+        if not (_plain_rates(rates_in) and _plain_rates(rates_out)):
+            return None
     return _build(
         PartitionEntry,
         topic=topics,
@@ -439,7 +486,23 @@ def _partitions_in_bulk(raw: list[Any]) -> tuple[PartitionEntry, ...] | None:
         isr=isrs,
         size_bytes=sizes,
         log_dirs=dirs,
+        bytes_in_per_s=rates_in,
+        bytes_out_per_s=rates_out,
     )
+
+
+_RATE_TYPES = frozenset({int, float, _NONE})
+
+
+def _plain_rates(column: list[Any]) -> bool:
+    """Whether every entry of a rate column is null or a finite number >= 0 (not a bool)."""
+    if not set(map(type, column)) <= _RATE_TYPES:
+        return False
+    numbers = [r for r in column if r is not None]
+    try:
+        return not numbers or (math.isfinite(math.fsum(numbers)) and min(numbers) >= 0)
+    except OverflowError:       # an int beyond a float: named by the entry-by-entry path
+        return False
 
 
 def _build(cls: type, **columns: Any) -> tuple[Any, ...]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
@@ -200,7 +200,7 @@ class Working:
             reps = tuple(self.replicas[i])
             if reps != p.replicas:
                 changed = True
-                new_parts[i] = PartitionEntry(p.topic, p.partition, reps, None, None, p.size_bytes)
+                new_parts[i] = replace(p, replicas=reps, leader=None, isr=None, log_dirs=None)   # traffic stays
         after = ClusterSnapshot(snap.brokers, tuple(new_parts)) if changed else snap
         moves = tuple(
             Move(parts[i].topic, parts[i].partition, s, d, k) for i, s, d, k in self._collapsed()

@@ -190,15 +190,20 @@ def _percent(text: str) -> float | int:
     return int(value) if value.is_integer() else value
 
 
+def whole_number(text: str, least: int = 0) -> int:
+    """An argument type: a whole number of at least ``least`` (the command line's too)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
+    return value
+
+
 def _count(least: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if value < least:
-            raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
-        return value
+        return whole_number(text, least)
     parse.__name__ = "number"   # argparse names the type in its messages
     return parse
 

@@ -185,7 +185,7 @@ class ReplicaAssignorServer:
                 assert host is not None and port is not None  # set once MetricsServer.start returned
                 bound = (host, port)
             assert state.listener is not None
-            write_status(self.status_file, state.listener, bound)
+            write_status(self.status_file, state.listener, bound, self.config.bootstrap_servers)
         log.info("server_started", **fields)
 
     def _health(self) -> tuple[bool, dict[str, Any]]:

@@ -11,17 +11,20 @@ as a client certificate (its CA, and a key usage that allows client authenticati
 otherwise set ``metrics.listener`` and the HTTP check is used.
 
 The status file (``--status-file PATH`` on both the server and the check) records what the
-server actually bound, written atomically once it serves and removed when it stops: the
-check then probes that listener (and metrics address) rather than the configured one, so
-overrides the check was not given (a container's CMD arguments) and port 0 are seen too.
-With a status file named but absent, the server is not serving: unhealthy.
+server actually bound, and the live cluster it follows (its ``bootstrap.servers``, or none),
+written atomically once it serves and removed when it stops: the check then probes that
+listener (and metrics address) and that cluster rather than the configured ones, so overrides
+the check was not given (a container's CMD arguments, ``--override bootstrap.servers=...``) and
+port 0 are seen too. With a status file named but absent, the server is not serving: unhealthy.
+Without a status file the check knows only its own arguments: give it the server's.
 
 A server following a live cluster (``bootstrap.servers``) is healthy only while that cluster
 answers with at least one alive broker: its placements would otherwise rest on a stale or
 empty view. ``/health`` answers 503 with the reason (``"cluster"``) as the server's own source
 sees it (:meth:`kafka_replica_assignor.server.cluster_source.LiveClusterSource.health`, which also logs every change as
 ``cluster_health_changed``); the check over the Kafka listener, which cannot ask the server
-that, reads the cluster itself (DescribeCluster, as the server does) after ApiVersions.
+that, reads the cluster the server follows itself (DescribeCluster, as the server does) after
+ApiVersions: the one the status file names, else its own ``bootstrap.servers``.
 """
 
 from __future__ import annotations
@@ -47,9 +50,11 @@ def _local(host: str) -> str:
     return "127.0.0.1" if host in _WILDCARDS else host
 
 
-def write_status(path: str, listener: Listener, metrics: tuple[str, int] | None) -> None:
-    """Record the bound listener (and metrics address) for the health check, atomically."""
-    status = {"listener": str(listener), "metrics": list(metrics) if metrics else None, "pid": os.getpid()}
+def write_status(path: str, listener: Listener, metrics: tuple[str, int] | None, follows: str | None) -> None:
+    """Record the bound listener (and metrics address) and the live cluster the server follows
+    (``bootstrap.servers``; None: a snapshot) for the health check, atomically."""
+    status = {"listener": str(listener), "metrics": list(metrics) if metrics else None, "follows": follows,
+              "pid": os.getpid()}
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as out:
         json.dump(status, out)
@@ -64,14 +69,18 @@ def remove_status(path: str) -> None:
         pass
 
 
-def _read_status(path: str) -> tuple[Listener, tuple[str, int] | None] | str:
-    """The recorded listener and metrics address, or one line saying why there are none."""
+def _read_status(path: str) -> tuple[Listener, tuple[str, int] | None, str | None] | str:
+    """The recorded listener, metrics address and followed cluster, or one line saying why
+    there are none."""
     try:
         with open(path, encoding="utf-8") as f:
             status = json.load(f)
         listener = Listener.parse(status["listener"])
         metrics = status.get("metrics")
-        return listener, (str(metrics[0]), int(metrics[1])) if metrics else None
+        follows = status.get("follows")
+        if follows is not None and not isinstance(follows, str):
+            raise ValueError(f"'follows' is not a bootstrap address: {follows!r}")
+        return listener, (str(metrics[0]), int(metrics[1])) if metrics else None, follows
     except FileNotFoundError:
         return f"unhealthy: not serving (no status file {path})"
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
@@ -82,11 +91,12 @@ def check(config: ServerConfig, timeout_s: float = 5.0, status_file: str | None 
     """(healthy, one line saying why)."""
     at = metrics_address(config)
     listener = config.listeners[0]
+    follows = config.bootstrap_servers
     if status_file:
         status = _read_status(status_file)
         if isinstance(status, str):
             return False, status
-        listener, at = status
+        listener, at, follows = status
     if at is not None:
         host, port = _local(at[0]), at[1]
         url = f"http://{host if ':' not in host else f'[{host}]'}:{port}/health"
@@ -98,9 +108,9 @@ def check(config: ServerConfig, timeout_s: float = 5.0, status_file: str | None 
         except (OSError, ValueError) as exc:
             return False, f"unhealthy: {url}: {exc}"
     healthy, line = _check_kafka(config, listener, timeout_s)
-    if not healthy or not config.bootstrap_servers:
+    if not healthy or not follows:
         return healthy, line
-    cluster_healthy, why = check_live_cluster(config.bootstrap_servers, timeout_s)
+    cluster_healthy, why = check_live_cluster(follows, timeout_s)
     if not cluster_healthy:
         return False, f"unhealthy: {line.removeprefix('healthy: ')}, but {why}"
     return True, f"{line}; {why}"
@@ -123,17 +133,23 @@ def check_live_cluster(bootstrap_servers: str, timeout_s: float) -> tuple[bool, 
     try:
         admin = open_admin_client(bootstrap_servers, int(timeout_s * 1000), {"client_id": "health-check"})
     except Exception as exc:  # noqa: BLE001 - any failure to connect is the answer
-        return False, f"the live cluster {bootstrap_servers} is unreachable: {type(exc).__name__}: {exc}"
+        return False, f"the live cluster {bootstrap_servers} is unreachable: {_named(exc)}"
     try:
         read = read_cluster(admin, include_topics=False)
     except Exception as exc:  # noqa: BLE001 - a failed read is the answer
-        return False, f"the live cluster {bootstrap_servers} did not answer: {type(exc).__name__}: {exc}"
+        return False, f"the live cluster {bootstrap_servers} did not answer: {_named(exc)}"
     finally:
         admin.close()
     alive = [b.id for b in read.snapshot.brokers if b.alive]
     if not alive:
         return False, f"the live cluster {bootstrap_servers} has no alive broker"
     return True, f"the live cluster {bootstrap_servers} answered with {len(alive)} alive broker(s)"
+
+
+def _named(exc: Exception) -> str:
+    """``Name: message``, once (kafka-python's messages often start with their name already)."""
+    name, text = type(exc).__name__, str(exc).strip()
+    return text if text.startswith(f"{name}:") else f"{name}: {text}"
 
 
 def _check_kafka(config: ServerConfig, listener: Listener, timeout_s: float) -> tuple[bool, str]:

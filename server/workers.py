@@ -225,7 +225,7 @@ class Supervisor:
             if self.status_file:
                 first = self.config.listeners[0]
                 write_status(self.status_file, Listener(first.security_protocol, self.ready[0]["host"],
-                                                        self.ready[0]["port"]), None)
+                                                        self.ready[0]["port"]), None, self.config.bootstrap_servers)
             log.info("server_started", **self.ready[0], workers=self.count)
 
 

@@ -26,9 +26,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, Goal, ReportView, Target, ids
+from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, Goal, ReportView, Target
 from kafka_replica_assignor.planner.plan import Working
-from kafka_replica_assignor.planner.request import RequestError
 
 if TYPE_CHECKING:
     from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
@@ -51,19 +50,8 @@ class AddGoal(Goal):
 
     @classmethod
     def check_request(cls, request: PlanRequest, snapshot: ClusterSnapshot) -> None:
-        added = request.scope.add_brokers
-        if not added:
-            return
-        if request.mode not in cls.modes:
-            raise RequestError(f"{cls.flag} is ignored by --mode {request.mode} (it moves no replicas): use --mode "
-                               "replica, cluster or repair")
-        known = {b.id for b in snapshot.brokers}
-        unknown = [b for b in added if b not in known]
-        if unknown:
-            raise RequestError(f"{cls.flag} {ids(unknown)}: no such broker in the cluster")
-        dead = [b.id for b in snapshot.brokers if b.id in added and not b.alive]
-        if dead:
-            raise RequestError(f"{cls.flag} {ids(dead)}: not alive (an added broker takes replicas)")
+        if request.scope.add_brokers:
+            cls.check_brokers(request, snapshot, request.scope.add_brokers, alive="an added broker takes replicas")
 
     def accepts(self, i: int, source: int, destination: int) -> bool:
         return destination in self.work.takers or destination in self.work.original[i]

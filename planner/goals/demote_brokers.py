@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kafka_replica_assignor.planner.goals.goal import Goal, ReportView, Target, ids, names
-from kafka_replica_assignor.planner.request import PlanError, RequestError
+from kafka_replica_assignor.planner.request import PlanError
 
 if TYPE_CHECKING:
     from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
@@ -45,6 +45,7 @@ class DemoteGoal(Goal):
     hard = True
     modes = frozenset({"leader", "cluster"})
     flag = "--demote-brokers"
+    ignored = "it does not order replica lists"
     phase = "leaders"
 
     @classmethod
@@ -53,16 +54,8 @@ class DemoteGoal(Goal):
 
     @classmethod
     def check_request(cls, request: PlanRequest, snapshot: ClusterSnapshot) -> None:
-        demoted = request.scope.demote_brokers
-        if not demoted:
-            return
-        if request.mode not in cls.modes:
-            raise RequestError(f"{cls.flag} is ignored by --mode {request.mode} (it does not order replica lists): "
-                               "use --mode leader or cluster")
-        known = {b.id for b in snapshot.brokers}
-        unknown = [b for b in demoted if b not in known]
-        if unknown:
-            raise RequestError(f"{cls.flag} {ids(unknown)}: no such broker in the cluster")
+        if request.scope.demote_brokers:
+            cls.check_brokers(request, snapshot, request.scope.demote_brokers)
 
     def candidates(self, replicas: Sequence[int]) -> tuple[int, ...]:
         """The replicas that may lead a partition: all, less the demoted ones when an alive,

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, Goal, ids
-from kafka_replica_assignor.planner.request import RequestError
+from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, Goal
 
 if TYPE_CHECKING:
     from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
@@ -48,20 +47,9 @@ class ExcludeGoal(Goal):
 
     @classmethod
     def check_request(cls, request: PlanRequest, snapshot: ClusterSnapshot) -> None:
-        excluded = request.scope.exclude_brokers
-        if not excluded:
-            return
-        if request.mode not in cls.modes:
-            raise RequestError(f"{cls.flag} is ignored by --mode {request.mode} (it moves no replicas): use --mode "
-                               "replica, cluster or repair")
-        alive = {b.id for b in snapshot.brokers if b.alive}
-        unknown = [b for b in excluded if b not in {x.id for x in snapshot.brokers}]
-        if unknown:
-            raise RequestError(f"{cls.flag} {ids(unknown)}: no such broker in the cluster")
-        dead = [b for b in excluded if b not in alive]
-        if dead:
-            raise RequestError(f"{cls.flag} {ids(dead)}: not alive (a dead broker's replicas are repaired; "
-                               "leave it out)")
+        if request.scope.exclude_brokers:
+            cls.check_brokers(request, snapshot, request.scope.exclude_brokers,
+                              alive="a dead broker's replicas are repaired; leave it out")
 
     def accepts(self, i: int, source: int, destination: int) -> bool:
         excluded = self.work.excluded

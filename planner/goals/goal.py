@@ -197,6 +197,8 @@ class Goal:
     """The modes that run it."""
     flag: ClassVar[str | None] = None
     """The command-line option it owns, if any (``--add-brokers``)."""
+    ignored: ClassVar[str] = "it moves no replicas"
+    """Why a mode that does not run the goal ignores its option."""
     phase: ClassVar[str] = "rounds"
     """When the heuristic runs its ``optimize``: ``"lists"`` on the replica lists before the
     model is built, ``"once"``, ``"rounds"`` (repeated while something moves), ``"last"``,
@@ -235,6 +237,23 @@ class Goal:
     def check_request(cls, request: PlanRequest, snapshot: ClusterSnapshot) -> None:
         """Refuse (:class:`RequestError`) a request whose option for this goal cannot be honoured
         as given; nothing by default."""
+
+    @classmethod
+    def check_brokers(cls, request: PlanRequest, snapshot: ClusterSnapshot, brokers: Sequence[int], *,
+                      alive: str | None = None, known: set[int] | None = None) -> None:
+        """The checks every goal of an option naming brokers shares: a mode that runs the goal
+        (else the option is ignored), brokers the cluster has (``known``, by default the brokers
+        it lists), and with ``alive`` (why they must be) alive ones."""
+        if request.mode not in cls.modes:
+            runs = " or ".join(m for m in ("leader", "replica", "cluster", "repair") if m in cls.modes)
+            raise RequestError(f"{cls.flag} is ignored by --mode {request.mode} ({cls.ignored}): use --mode {runs}")
+        known = known if known is not None else {b.id for b in snapshot.brokers}
+        unknown = [b for b in brokers if b not in known]
+        if unknown:
+            raise RequestError(f"{cls.flag} {ids(unknown)}: no such broker in the cluster")
+        dead = [b.id for b in snapshot.brokers if b.id in brokers and not b.alive]
+        if alive is not None and dead:
+            raise RequestError(f"{cls.flag} {ids(dead)}: not alive ({alive})")
 
     # -- the heuristic ---------------------------------------------------------------------
     def bind(self, model: Model, rank: int) -> None:

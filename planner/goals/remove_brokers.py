@@ -56,13 +56,8 @@ class RemoveGoal(Goal):
         removed = request.scope.remove_brokers
         if not removed:
             return
-        if request.mode not in cls.modes:
-            raise RequestError(f"{cls.flag} is ignored by --mode {request.mode} (it moves no replicas): use --mode "
-                               "replica, cluster or repair")
         known = {b.id for b in snapshot.brokers} | {r for p in snapshot.partitions for r in p.replicas if r >= 0}
-        unknown = [b for b in removed if b not in known]
-        if unknown:
-            raise RequestError(f"{cls.flag} {ids(unknown)}: no such broker in the cluster")
+        cls.check_brokers(request, snapshot, removed, known=known)
         if not any(b.alive and b.id not in removed for b in snapshot.brokers):
             raise RequestError(f"{cls.flag} names every alive broker: nothing would be left to hold the replicas")
 

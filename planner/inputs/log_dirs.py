@@ -31,11 +31,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from itertools import compress, repeat
 from operator import itemgetter, not_
 from typing import Any
 
-from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry, gc_paused, with_log_dirs
+from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, gc_paused, with_log_dirs
 from kafka_replica_assignor.planner.inputs.sources import SourceError
 
 FORMAT = "not the output of kafka-log-dirs.sh --describe"
@@ -213,7 +214,7 @@ def merge_sizes(snapshot: ClusterSnapshot, sizes: Mapping[tuple[str, int], int],
             continue
         matched += 1
         partitions.append(p if size == p.size_bytes else
-                          PartitionEntry(p.topic, p.partition, p.replicas, p.leader, p.isr, size, p.log_dirs))
+                          replace(p, size_bytes=size))
     if snapshot.partitions and not matched:
         raise SourceError(f"{where}: names none of the cluster's {len(snapshot.partitions)} partitions")
     return ClusterSnapshot(snapshot.brokers, tuple(partitions))

@@ -279,7 +279,7 @@ def _with_dirs(plan: Plan, rows: list[list[str | None]], placed: int) -> Plan:
         if all(d is None for d in row):
             continue
         if new is old:
-            parts[i] = PartitionEntry(old.topic, old.partition, old.replicas, None, None, old.size_bytes, row)
+            parts[i] = replace(old, leader=None, isr=None, log_dirs=row)
         else:
             parts[i] = replace(new, log_dirs=row)
     after = ClusterSnapshot(plan.after.brokers, tuple(parts))

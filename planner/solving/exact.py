@@ -269,10 +269,11 @@ class Solver:
         for k, weights in enumerate(phases):
             is_cost = k >= len(soft)
             h.setOptionValue("mip_rel_gap", GAP if is_cost else SOFT_GAP)
-            # the work of each phase: the first cost phase (bytes) the whole node limit, the
-            # tie-breaks after it (replica and leader moves at equal bytes) a quarter
+            # the work of each phase: the first cost phase (bytes) the whole node limit; bringing
+            # an unreachable target closer and the tie-breaks after the bytes (replica and leader
+            # moves at equal bytes) a quarter
             first_cost = k == len(soft)
-            h.setOptionValue("mip_max_nodes", int(self.nodes if first_cost or not is_cost else max(1, self.nodes // 4)))
+            h.setOptionValue("mip_max_nodes", int(self.nodes if first_cost else max(1, self.nodes // 4)))
             if k == 0 and seed is not None and not soft:
                 found, values = self.neighbourhood(on, weights, seed)
                 if found == "infeasible":

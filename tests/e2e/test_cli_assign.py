@@ -137,7 +137,7 @@ def test_unknown_broker_is_one_line_error(racked_server) -> None:
 
 
 @pytest.mark.parametrize(("args", "words"), [
-    (("--partitions", "0", "--replication-factor", "1"), ["Number of partitions must be larger than 0"]),
+    (("--partitions", "0", "--replication-factor", "1"), ["--partitions: must be >= 1, got 0"]),
     (("--partitions", "3", "--replication-factor", "7"), ["Replication factor: 7 larger than available brokers"]),
     (("--partitions", "3", "--replication-factor", "2", "--broker-list", "1,x"), ["--broker-list"]),
 ])

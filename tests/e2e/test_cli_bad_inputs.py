@@ -40,6 +40,8 @@ class Case:
     code: int
     expect: str = ""
     stdin: str = ""
+    #: run as if the planner extra were not installed (its packages hidden from imports)
+    without_planner: bool = False
 
 
 CASES: tuple[Case, ...] = (
@@ -50,14 +52,26 @@ CASES: tuple[Case, ...] = (
          "--replication-factor 1", 2, "int32"),
     Case("assign-rf-40000", "assign --bootstrap-server {assignor} --partitions 1 --replication-factor 40000",
          2, "int16"),
-    # within int32, the server decides (and refuses: a refused request, exit 1)
-    Case("assign-partitions-0", "assign --bootstrap-server {assignor} --partitions 0 --replication-factor 1", 1,
-         "larger than 0"),
+    # below 1: bad input here, as for create-topic (nothing is asked)
+    Case("assign-partitions-0", "assign --bootstrap-server {assignor} --partitions 0 --replication-factor 1", 2,
+         "--partitions: must be >= 1, got 0"),
     Case("assign-partitions-negative", "assign --bootstrap-server {assignor} --partitions -5 "
-         "--replication-factor 1", 1, "larger than 0"),
+         "--replication-factor 1", 2, "must be >= 1"),
     Case("assign-partitions-text", "assign --bootstrap-server {assignor} --partitions many --replication-factor 1",
          2),
-    Case("assign-rf-0", "assign --bootstrap-server {assignor} --partitions 1 --replication-factor 0", 1),
+    Case("assign-rf-0", "assign --bootstrap-server {assignor} --partitions 1 --replication-factor 0", 2,
+         "--replication-factor: must be >= 1"),
+    # create-topic and add-partitions: Kafka's int32 and int16, checked before anything is asked
+    Case("create-topic-partitions-99999999999", "create-topic --bootstrap-server {assignor} --assignor {assignor} "
+         "--topic t --partitions 99999999999 --replication-factor 1", 2, "int32"),
+    Case("create-topic-rf-40000", "create-topic --bootstrap-server {assignor} --assignor {assignor} --topic t "
+         "--partitions 1 --replication-factor 40000", 2, "int16"),
+    Case("create-topic-partitions-0", "create-topic --bootstrap-server {assignor} --assignor {assignor} --topic t "
+         "--partitions 0 --replication-factor 1", 2, "must be >= 1"),
+    Case("create-topic-topics-file-10^12", "create-topic --bootstrap-server {assignor} --assignor {assignor} "
+         "--topics-file {huge_topics}", 2, "int32"),
+    Case("add-partitions-10^12", "add-partitions --bootstrap-server {assignor} --assignor {assignor} --topic t "
+         "--partitions 1000000000000", 2, "int32"),
     Case("assign-broker-list-empty", "assign --bootstrap-server {assignor} --partitions 1 --replication-factor 1 "
          "--broker-list ''", 2, "--broker-list"),
     Case("assign-broker-list-hole", "assign --bootstrap-server {assignor} --partitions 1 --replication-factor 1 "
@@ -119,11 +133,34 @@ CASES: tuple[Case, ...] = (
          "ssl.truststore.location"),
     Case("state-command-config-fifo", "state --snapshot {ok} --command-config {fifo}", 2, "not a regular file"),
     Case("state-partition-2^31", "state --snapshot {partition_2_31}", 2, "int32"),
+    # --save-snapshot: checked before the cluster is read (a closed port is never tried)
+    Case("state-save-snapshot-no-dir", "state --snapshot {ok} --save-snapshot {missing_dir}/s.json", 2,
+         "no such directory"),
+    Case("state-save-snapshot-directory", "state --snapshot {ok} --save-snapshot {directory}", 2, "is a directory"),
+    Case("state-save-snapshot-empty", "state --snapshot {ok} --save-snapshot ''", 2, "--save-snapshot"),
+    Case("state-save-snapshot-read-only", "state --snapshot {ok} --save-snapshot {read_only}/s.json", 2,
+         "is not writable"),
+    Case("state-save-snapshot-before-reading", "state --bootstrap-server {closed} --timeout-ms 3000 "
+         "--save-snapshot {missing_dir}/s.json", 2, "no such directory"),
     # balance: outputs, --forget (= --remove-brokers), the fleet
     Case("balance-nested", "balance --snapshot {nested} --mode replica --out out", 2, "nested too deeply"),
     Case("balance-random", "balance --snapshot {random} --mode replica --out out", 2, "not valid JSON"),
     Case("balance-out-empty", "balance --snapshot {ok} --mode replica --out ''", 2, "--out"),
     Case("balance-out-is-file", "balance --snapshot {ok} --mode replica --out {ok}", 2, "not a directory"),
+    Case("balance-out-read-only", "balance --snapshot {ok} --mode replica --out {read_only_plan}", 2,
+         "is not writable"),
+    Case("balance-out-in-read-only", "balance --snapshot {ok} --mode replica --out {read_only}/new/plan", 2,
+         "is not writable"),
+    Case("balance-out-executed-plan", "balance --snapshot {ok} --mode replica --out {executed_plan}", 2,
+         "records an execution of the plan already there"),
+    Case("balance-without-planner-extra", "balance --snapshot {ok} --mode replica --out out", 2,
+         "needs the planner extra (numpy", without_planner=True),
+    Case("balance-spark-without-planner-extra", "balance --snapshot {ok} --spark --mode replica --out out", 2,
+         "pyspark", without_planner=True),
+    Case("balance-fleet-without-planner-extra", "balance --fleet {garbage_fleet} --mode replica --out out", 2,
+         "needs the planner extra", without_planner=True),
+    Case("execute-plan-read-only", "execute --plan {read_only_plan} --bootstrap-server {closed} --timeout-ms 3000",
+         2, "--plan"),
     Case("balance-forget-unknown", "balance --snapshot {ok} --mode replica --forget 999 --out out", 2,
          "no such broker"),
     Case("balance-forget-everyone", "balance --snapshot {ok} --mode replica --forget 1,2,3 --out out", 2,
@@ -184,6 +221,8 @@ CASES: tuple[Case, ...] = (
 )
 
 RACKS = {11: "/dc1/r1", 12: "/dc1/r2", 13: "/dc2/r1", 14: "/dc2/r2"}
+#: the import names of pyproject.toml's planner extra
+PLANNER_EXTRA = ("pyspark", "pandas", "pyarrow", "numpy", "matplotlib", "highspy")
 
 
 def write_inputs(directory: Path) -> dict[str, str]:
@@ -226,6 +265,12 @@ def write_inputs(directory: Path) -> dict[str, str]:
     if not fifo.exists():
         os.mkfifo(fifo)
     files["fifo"] = str(fifo)
+    put("huge_topics.txt", "t 1000000000000 1\n")
+    hide = d / "no-planner"
+    hide.mkdir(exist_ok=True)
+    (hide / "sitecustomize.py").write_text(  # what Python sees when a package is not installed
+        "import sys\nfor name in " + repr(PLANNER_EXTRA) + ":\n    sys.modules[name] = None\n")
+    files["no_planner"] = str(hide)
     fleet = d / "fleet"
     fleet.mkdir(exist_ok=True)
     (fleet / "good.json").write_text(json.dumps(ok))
@@ -308,6 +353,8 @@ def run_case(case: Case, inputs: Mapping[str, str], workdir: Path, timeout: floa
     before = fingerprint(inputs_dir)
     argv = [part.format(**inputs) for part in shlex.split(case.argv)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if case.without_planner:
+        env.update(PYTHONPATH=os.pathsep.join((str(ROOT), inputs["no_planner"])), PYTHONDONTWRITEBYTECODE="1")
     started = time.monotonic()
     try:
         proc = subprocess.run([*command(), *argv], capture_output=True, text=True, timeout=timeout, cwd=workdir,
@@ -322,6 +369,49 @@ def run_case(case: Case, inputs: Mapping[str, str], workdir: Path, timeout: floa
     after = fingerprint(inputs_dir)
     written += [path for path in sorted(set(before) | set(after)) if before.get(path) != after.get(path)]
     return Outcome(case, code, stdout, stderr, seconds, tuple(written))
+
+
+# -- plans: read-only and executed ---------------------------------------------------------------
+@contextmanager
+def plans(directory: Path, inputs: Mapping[str, str]) -> Iterator[dict[str, str]]:
+    """A plan (``balance --out``) in a read-only folder, and a plan that ``execute`` ran
+    (its ``execution-state.json`` beside it). Read-only as the file system says it: as root (whom
+    permission bits do not stop) the folder is a tmpfs mounted read-only once the plan is in it;
+    otherwise its permission bits are taken away. Undone at the end."""
+    from kafka_replica_assignor.planner.execution.executor_state import ExecutionState
+
+    def balance(out: Path) -> None:
+        done = subprocess.run([*command(), "balance", "--snapshot", inputs["ok"], "--mode", "cluster", "--out",
+                               str(out), "--no-charts"], capture_output=True, text=True, timeout=TIMEOUT_S,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 0, done.stderr
+
+    executed = directory / "executed-plan"
+    balance(executed)
+    summary = json.loads((executed / "summary.json").read_text())
+    ExecutionState.new(str(executed), summary["starting_replicas_sha256"]).save()
+    read_only = directory / "read-only"
+    read_only.mkdir(parents=True)
+    root = os.geteuid() == 0
+    if root:
+        mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(read_only)],
+                               capture_output=True, text=True)
+        assert mount.returncode == 0, f"cannot mount a tmpfs for the read-only folder: {mount.stderr.strip()}"
+    try:
+        balance(read_only / "plan")
+        if root:
+            subprocess.run(["mount", "-o", "remount,ro", str(read_only)], check=True)
+        else:
+            for folder in (read_only / "plan", read_only):
+                folder.chmod(0o555)
+        yield {"read_only": str(read_only), "read_only_plan": str(read_only / "plan"),
+               "executed_plan": str(executed)}
+    finally:
+        if root:
+            subprocess.run(["umount", str(read_only)], check=False)
+        else:
+            for folder in (read_only, read_only / "plan"):
+                folder.chmod(0o755)
 
 
 # -- servers -----------------------------------------------------------------------------------
@@ -355,8 +445,8 @@ def servers(directory: Path, inputs: Mapping[str, str]) -> Iterator[dict[str, st
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     base = tmp_path_factory.mktemp("bad-inputs")
     files = write_inputs(base / "inputs")
-    with servers(base / "servers", files) as addresses:
-        yield {**files, **addresses}
+    with servers(base / "servers", files) as addresses, plans(base / "inputs" / "plans", files) as written:
+        yield {**files, **addresses, **written}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

@@ -1,5 +1,6 @@
 """A server following a live cluster it cannot reach is not healthy, and says why: ``/health``
-answers 503 with the reason, ``--health-check`` exits 1 (over HTTP and over the Kafka listener),
+answers 503 with the reason, ``--health-check`` exits 1 (over HTTP and over the Kafka listener,
+where the check is given only the status file: the cluster the server follows is named there),
 the log has ``cluster_health_changed``; once a broker answers on that address, it is healthy.
 
 Nothing listens on the cluster address at first (``127.0.0.1:1``, or a free port); the broker that
@@ -81,8 +82,9 @@ def test_unreachable_cluster_is_unhealthy_and_logged(tmp_path):
         assert server.stop() == 0
     plain = start_following(address, tmp_path, metrics=False)
     try:
-        over_kafka = health_check("--override", f"bootstrap.servers={address}",
-                                  "--status-file", str(tmp_path / "status-kafka.json"))
+        # the server's overrides are not repeated: the status file names the cluster it follows
+        assert json.loads((tmp_path / "status-kafka.json").read_text())["follows"] == address
+        over_kafka = health_check("--status-file", str(tmp_path / "status-kafka.json"))
         assert over_kafka.returncode == 1, over_kafka.stdout
         assert over_kafka.stderr.startswith("unhealthy") and "answered ApiVersions, but" in over_kafka.stderr
         assert f"the live cluster {address} is unreachable" in over_kafka.stderr
@@ -109,8 +111,7 @@ def test_healthy_once_the_cluster_answers(tmp_path):
         assert "answered 200" in check.stdout
         plain = start_following(broker.bootstrap, tmp_path, metrics=False)
         try:
-            check = health_check("--override", f"bootstrap.servers={broker.bootstrap}",
-                                 "--status-file", str(tmp_path / "status-kafka.json"))
+            check = health_check("--status-file", str(tmp_path / "status-kafka.json"))
         finally:
             assert plain.stop() == 0
         assert check.returncode == 0, check.stderr
@@ -121,3 +122,26 @@ def test_healthy_once_the_cluster_answers(tmp_path):
     finally:
         broker.stop()
         assert server.stop() == 0
+
+
+def test_with_workers_the_status_file_names_the_followed_cluster_too(tmp_path):
+    """``num.worker.processes=2``: the supervisor writes the status file; the check given only
+    that file reads the cluster the workers follow."""
+    status = tmp_path / "status-workers.json"
+    server = ServerProcess("--override", f"bootstrap.servers={UNREACHABLE}",
+                           "--override", "metadata.refresh.interval.ms=200",
+                           "--override", f"observed.brokers.path={tmp_path / 'workers.db'}",
+                           "--override", "num.worker.processes=2",
+                           "--status-file", str(status)).start()
+    try:
+        assert wait_for(status.exists)
+        assert json.loads(status.read_text())["follows"] == UNREACHABLE
+        check = health_check("--status-file", str(status))
+        assert check.returncode == 1, check.stdout
+        assert "answered ApiVersions, but" in check.stderr
+        assert f"the live cluster {UNREACHABLE} is unreachable" in check.stderr
+    finally:
+        assert server.stop() == 0
+    assert not status.exists()
+    gone = health_check("--status-file", str(status))
+    assert gone.returncode == 1 and "not serving" in gone.stderr

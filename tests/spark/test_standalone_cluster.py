@@ -151,7 +151,7 @@ def test_fleet_job_on_a_standalone_cluster_writes_the_local_plans(standalone: St
          "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1",
          "--conf", "spark.driver.bindAddress=127.0.0.1", "--conf", "spark.executor.memory=512m",
          "--conf", f"spark.pyspark.python={sys.executable}",
-         str(ROOT / "planner" / "pipeline.py"), *arguments, "--out", str(tmp_path / "on-cluster")],
+         str(ROOT / "planner" / "fleet" / "pipeline.py"), *arguments, "--out", str(tmp_path / "on-cluster")],
         standalone.env, tmp_path, tmp_path / "submit.log")
     run([sys.executable, "-m", "kafka_replica_assignor.planner.fleet.pipeline", *arguments, "--out", str(tmp_path / "local")],
         standalone.env, ROOT, tmp_path / "local.log")

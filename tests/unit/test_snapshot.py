@@ -25,6 +25,7 @@ from kafka_replica_assignor.cluster.snapshot import (
     SnapshotError,
     _partitions_in_bulk,
 )
+from tests.planning import plan_of
 
 SETTINGS = settings(max_examples=300)
 
@@ -88,6 +89,7 @@ def assert_same(data: Any) -> tuple[str, str]:
 
 
 # -- strategies ------------------------------------------------------------------------------
+RATES = st.one_of(st.integers(0, 2**40), st.floats(0, 1e12, allow_nan=False, allow_infinity=False))
 broker_ids = st.lists(st.integers(0, 12), min_size=1, max_size=6, unique=True)
 topics = st.sampled_from(["t", "orders", "payments.v2", "ü"])
 
@@ -101,6 +103,9 @@ def valid_snapshots(draw) -> dict:
     for broker in brokers:
         if draw(st.booleans()):
             broker["capacity_bytes"] = draw(st.sampled_from([None, 0, 2**40, 2**70]))
+        for key in ("network_in_capacity", "network_out_capacity"):
+            if draw(st.booleans()):
+                broker[key] = draw(st.sampled_from([None, 0, 1.25e8, 10**9]))
     keys = draw(st.lists(st.tuples(topics, st.integers(0, 40)), max_size=12, unique=True))
     replica_ids = st.integers(-3, 14)
     partitions = []
@@ -109,7 +114,8 @@ def valid_snapshots(draw) -> dict:
                              "replicas": draw(st.lists(replica_ids, min_size=1, max_size=4, unique=True))}
         for key, values in (("leader", st.sampled_from([*p["replicas"], -1])),  # a replica, or none
                             ("isr", st.lists(replica_ids, max_size=4)),
-                            ("size_bytes", st.integers(0, 2**40))):
+                            ("size_bytes", st.integers(0, 2**40)),
+                            ("bytes_in_per_s", RATES), ("bytes_out_per_s", RATES)):
             choice = draw(st.sampled_from(["absent", "null", "value"]))
             if choice != "absent":
                 p[key] = None if choice == "null" else draw(values)
@@ -129,9 +135,10 @@ class Number(int):
 
 
 BAD_VALUES = [None, True, False, 1.0, 2.5, "1", "", -1, -7, [], [1], [1, 1], [True], [1.0],
-              ["1"], {}, (1, 2), Topic("t"), Topic(""), Number(3), [Number(2)], 2**70]
+              ["1"], {}, (1, 2), Topic("t"), Topic(""), Number(3), [Number(2)], 2**70, 2**1100,
+              float("nan"), float("inf"), -0.5]
 BAD_ELEMENTS = [True, False, 1.0, "1", None, [1], Number(1), -1, 2**70]
-KEYS = ["topic", "partition", "replicas", "leader", "isr", "size_bytes"]
+KEYS = ["topic", "partition", "replicas", "leader", "isr", "size_bytes", "bytes_in_per_s", "bytes_out_per_s"]
 
 
 @st.composite
@@ -309,3 +316,45 @@ def test_the_collector_state_is_restored(enabled, data):
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize(("where", "key", "value", "message"), [
+    ("partition", "bytes_in_per_s", -1, "partitions[0].bytes_in_per_s must be a finite number >= 0 (bytes per second), got -1"),
+    ("partition", "bytes_out_per_s", "fast", "partitions[0].bytes_out_per_s must be a number of bytes per second, got 'fast'"),
+    ("partition", "bytes_in_per_s", True, "partitions[0].bytes_in_per_s must be a number of bytes per second, got True"),
+    ("partition", "bytes_in_per_s", float("nan"), "partitions[0].bytes_in_per_s must be a finite number >= 0 (bytes per second), got nan"),
+    ("partition", "bytes_in_per_s", 2**1100, "partitions[0].bytes_in_per_s must be a finite number >= 0 (bytes per second), got"),
+    ("broker", "network_in_capacity", -2.5, "brokers[0].network_in_capacity must be a finite number >= 0 (bytes per second), got -2.5"),
+    ("broker", "network_out_capacity", [1], "brokers[0].network_out_capacity must be a number of bytes per second, got [1]"),
+])
+def test_a_bad_rate_or_network_capacity_is_named(where, key, value, message):
+    broker: dict[str, Any] = {"id": 0}
+    part: dict[str, Any] = dict(OK)
+    (part if where == "partition" else broker)[key] = value
+    with pytest.raises(SnapshotError) as info:
+        ClusterSnapshot.from_dict({"brokers": [broker, {"id": 1}], "partitions": [part]})
+    assert str(info.value).startswith(message)
+
+
+def test_rates_and_network_capacities_survive_a_round_trip_and_a_plan_keeps_them():
+    data = {"brokers": [{"id": 0, "rack": None, "network_in_capacity": 1.25e8, "network_out_capacity": 10**9},
+                        {"id": 1, "rack": None}],
+            "partitions": [{**OK, "bytes_in_per_s": 1500.5, "bytes_out_per_s": 0},
+                           {**OK, "partition": 1, "bytes_in_per_s": 7}]}
+    snapshot = ClusterSnapshot.from_dict(data)
+    assert _partitions_in_bulk(data["partitions"]) == snapshot.partitions
+    assert [(p.bytes_in_per_s, p.bytes_out_per_s) for p in snapshot.partitions] == [(1500.5, 0), (7, None)]
+    assert snapshot.brokers[0].network_in_capacity == 1.25e8 and snapshot.brokers[1].network_out_capacity is None
+    assert snapshot.to_dict() == data
+    assert ClusterSnapshot.from_dict(json.loads(json.dumps(snapshot.to_dict()))) == snapshot
+
+
+def test_a_plans_result_keeps_each_partitions_traffic():
+    brokers = [{"id": b, "rack": None} for b in range(4)]
+    parts = [{"topic": "t", "partition": n, "replicas": [0, 1], "bytes_in_per_s": 10.0 * n, "bytes_out_per_s": n}
+             for n in range(8)]
+    plan = plan_of(ClusterSnapshot.from_dict({"brokers": brokers, "partitions": parts}), "replica", threshold=5)
+    assert plan.moves, "the cluster is unbalanced: the plan moves replicas"
+    after = {p.partition: p for p in plan.after.partitions}
+    assert any(after[n].replicas != (0, 1) for n in range(8))
+    assert [(after[n].bytes_in_per_s, after[n].bytes_out_per_s) for n in range(8)] == [(10.0 * n, n) for n in range(8)]
