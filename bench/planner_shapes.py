@@ -394,7 +394,7 @@ def run_shape(shape: Shape, work: str, timeout: float, threshold: float | None) 
 
 # functions whose call counts are printed whatever their rank (file name, function name)
 WATCHED = (("model.py", "fits"), ("search.py", "receiver"), ("model.py", "allowed_leaves"),
-           ("model.py", "do_move"), ("replica_counts.py", "candidates"), ("replica_counts.py", "level_counts"))
+           ("model.py", "do_move"), ("replica_counts.py", "give_down"), ("replica_counts.py", "level_counts"))
 
 
 def _where(func: tuple[str, int, str]) -> str:

@@ -23,7 +23,13 @@ Algorithm
     Per-topic counters for every node of the rack tree (``ncount[t * stride + node]``); per
     broker its usable partitions as sorted *slot keys* ``size * P + rank``; per leaf rack a heap
     of ``load_key`` entries (pushed on every change, stale ones dropped when popped); all brokers
-    and each rack's brokers sorted by bytes.
+    and each rack's brokers sorted by bytes. Change counters, bumped by :meth:`Model.do_move`:
+    ``version[b]`` for a move that changes broker ``b``'s replicas or the racks of a partition it
+    holds, ``rack_version[leaf]`` for one that changes a count or bytes of a broker of the leaf
+    rack or a topic count of a rack-tree node above it; a search that found nothing remembers
+    them and is repeated only when one it read has changed. Per broker, once asked
+    (:meth:`Model.reachable`), its replicas per leaf rack that rack diversity lets go there,
+    sorted by slot key and kept by :meth:`Model.do_move`.
 
 Example
     Brokers 1, 2 in rack a and 3 in rack b, ``t-0 [1, 3]``: nodes are 0 (root), 1 (rack a),
@@ -181,10 +187,11 @@ class Model:
 
     __slots__ = (
         "allowed_cache", "blo", "bhi", "budget", "by_bytes", "capacity", "chain", "checks", "counts",
-        "goals", "heaps", "held", "hi", "leader_budget", "leaf", "leaf_bytes", "leaf_chain", "leaf_members", "level",
-        "fill", "lo", "mean", "members", "moved", "ncount", "nodes", "order", "parent", "parts", "pre",
-        "pre_bytes", "reps", "sized", "size", "sizes", "slot", "stride", "swap_checks", "unit_checks", "targets", "topic",
-        "topic_name", "topic_parts", "topic_total", "tree", "unleafed", "work",
+        "goals", "heaps", "held", "hi", "leader_budget", "leaf", "leaf_bytes", "leaf_chain", "leaf_members",
+        "leaves_under", "level", "fill", "lo", "mean", "members", "moved", "ncount", "nodes", "order", "parent",
+        "parts", "pre", "pre_bytes", "rack_version", "reach", "reps", "sized", "size", "sizes", "slot", "stride",
+        "swap_checks", "unit_checks", "targets", "topic", "topic_name", "topic_parts", "topic_total", "tree",
+        "unleafed", "version", "work",
     )
 
     def __init__(self, work: Working, goals: Sequence[Rule], budget: int | None,
@@ -266,6 +273,14 @@ class Model:
             self.leaf_bytes.setdefault(self.leaf[b], []).append((s, b))
         self.lo = self.hi = self.blo = self.mean = self.fill = 0
         self.bhi = 1 << 62
+        # change counters for the searches that remember what found nothing (do_move)
+        self.version = dict.fromkeys(eligible, 0)
+        self.rack_version = dict.fromkeys(self.leaf_members, 0)
+        self.leaves_under: dict[int, list[int]] = {}      # rack-tree node -> the leaf racks below it
+        for leaf, above in self.leaf_chain.items():
+            for node in above[1:]:
+                self.leaves_under.setdefault(node, []).append(leaf)
+        self.reach: dict[int, dict[int, list[int]]] = {}    # see :meth:`reachable`
         self.goals = list(goals)
         # per rank r: the accepts of every hard goal and of the goals ranked before r (and
         # without rack diversity's, for callers that looked the receiver's rack up already);
@@ -355,10 +370,38 @@ class Model:
 
     def do_move(self, i: int, source: int, destination: int) -> None:
         reps = self.reps[i]
+        version = self.version
+        for b in reps:
+            version[b] += 1
+        version[destination] += 1
+        cs, cd = self.chain[source], self.chain[destination]
+        d = 1
+        while cs[d] == cd[d]:
+            d += 1
+        rack_version = self.rack_version
+        if d < len(cs) - 1:     # the racks below the nodes whose topic counts change
+            for node in (cs[d], cd[d]):
+                for leaf in self.leaves_under[node]:
+                    rack_version[leaf] += 1
+        rack_version[self.leaf[source]] += 1
+        rack_version[self.leaf[destination]] += 1
+        key = self.slot[i]
+        reach = self.reach
+        if reach:       # the holders' reach changes with the partition's racks
+            for b in reps:
+                if b in reach and b not in self.work.excluded:
+                    for leaf in self.allowed_leaves(i, b):
+                        keys = reach[b][leaf]
+                        del keys[bisect_left(keys, key)]
         slot = reps.index(source)
         if slot == 0 and self.leader_budget is not None:
             self.leader_budget -= 1
         reps[slot] = destination
+        if reach:
+            for b in reps:
+                if b in reach and b not in self.work.excluded:
+                    for leaf in self.allowed_leaves(i, b):
+                        insort(reach[b].setdefault(leaf, []), key)
         w = self.size[i]
         self.counts[source] -= 1
         self.counts[destination] += 1
@@ -373,7 +416,6 @@ class Model:
             self.ncount[base + node] -= 1
         for node in self.chain[destination]:
             self.ncount[base + node] = self.ncount.get(base + node, 0) + 1
-        key = self.slot[i]
         gave = self.held[source]
         del gave[bisect_left(gave, key)]
         insort(self.held[destination], key)
@@ -382,6 +424,18 @@ class Model:
                 heapq.heappush(self.heaps[self.leaf[b]], self.load_key(b))
         self.work.record(i, source, destination, MoveKind.REPLICA)
         self.moved += 1
+
+    def reachable(self, x: int, leaf: int) -> list[int]:
+        """The slot keys (sorted) of the usable replicas on ``x`` that rack diversity lets go
+        to ``leaf`` (:meth:`allowed_leaves`): built for ``x`` when first asked, then kept by
+        :meth:`do_move`. Not to be changed by the caller."""
+        per_leaf = self.reach.get(x)
+        if per_leaf is None:
+            per_leaf = self.reach[x] = {}
+            for key in self.held[x]:
+                for lf in self.allowed_leaves(self.partition(key), x):
+                    per_leaf.setdefault(lf, []).append(key)
+        return per_leaf.get(leaf, [])
 
     def partition(self, key: int) -> int:
         """The partition of a slot key."""

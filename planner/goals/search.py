@@ -13,11 +13,15 @@ Constraints
     - At equal bytes a follower moves before a leader: a leader replica moved is a leader change.
 
 Algorithm
-    :func:`receiver` merges the per-rack heaps of ``load_key`` entries, emptiest first, and
-    stops after :data:`PEEK` brokers that fit. :func:`transfer` binary-searches the giver's and
-    the taker's size-sorted replica lists around the wanted size (:data:`NEAR` neighbours, up to
-    :data:`SCAN` replicas for a swap). :func:`make_room` looks at :data:`PARTNERS` replicas and
-    brokers.
+    :func:`receiver` merges the per-rack heaps of ``load_key`` entries, emptiest first (their
+    tops in a heap, so a broker looked at costs ``O(log racks)``, not a pass over the racks),
+    and stops after :data:`PEEK` brokers that fit. :func:`transfer` binary-searches the giver's
+    and the taker's size-sorted replica lists around the wanted size (:data:`NEAR` neighbours,
+    up to :data:`SCAN` replicas for a swap; with a broker of another rack, only those rack
+    diversity lets go there: :meth:`~kafka_replica_assignor.planner.goals.model.Model.reachable`).
+    :func:`make_room` looks at :data:`PARTNERS` replicas and brokers. A caller may leave out of
+    ``leaves`` the racks it knows no broker of fits (a rack found full for a topic): a search
+    there could only find nothing, so the result is the same.
 
 Example
     Broker 1 holds 40 GB, broker 2 holds 20 GB, mean 30 GB: ``transfer(m, 1, 2, gap, upto)`` wants
@@ -28,7 +32,7 @@ Example
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from itertools import islice
 
@@ -61,16 +65,21 @@ def receiver(m: Model, i: int, x: int, leaves: Iterable[int], *, mode: int, upto
     seen: set[int] = set()
     best: tuple[int, ...] | None = None
     found = 0
-    while found < PEEK:
-        top: list[tuple[int, int, int]] | None = None
-        for heap in heaps:
-            while heap and heap[0] != load_key(heap[0][2]):
-                heapq.heappop(heap)     # stale: the broker's current entry is in the heap too
-            if heap and (top is None or heap[0] < top[0]):
-                top = heap
-        if top is None:
-            break
+    tops: list[tuple[tuple[int, int, int], int]] = []     # each heap's current top, merged
+    for k, heap in enumerate(heaps):
+        while heap and heap[0] != load_key(heap[0][2]):
+            heapq.heappop(heap)     # stale: the broker's current entry is in the heap too
+        if heap:
+            tops.append((heap[0], k))
+    heapq.heapify(tops)
+    while found < PEEK and tops:
+        _, k = heapq.heappop(tops)
+        top = heaps[k]
         entry = heapq.heappop(top)
+        while top and top[0] != load_key(top[0][2]):
+            heapq.heappop(top)
+        if top:
+            heapq.heappush(tops, (top[0], k))
         y = entry[2]
         if y in seen:
             continue                    # a duplicate of an entry already looked at
@@ -189,7 +198,7 @@ def transfer(m: Model, x: int, y: int, gap: int, upto: int) -> bool:
                     and m.fits(i, x, y, upto):
                 best, led = (abs(w - want), i, None), lead
     if m.budget_left(extra=1):   # the smallest pair first: fewest bytes moved
-        for key_a in give_list[start:start + SCAN] + give_list[max(0, start - SCAN):start][::-1]:
+        for key_a in swap_givers(m, x, y, start):
             if best is not None and best[0] * 8 <= want:
                 break
             w_a, a = key_a // p, m.partition(key_a)
@@ -218,6 +227,24 @@ def transfer(m: Model, x: int, y: int, gap: int, upto: int) -> bool:
     if take is not None:
         m.do_move(take, y, x)
     return True
+
+
+def swap_givers(m: Model, x: int, y: int, start: int) -> list[int]:
+    """The replicas of ``x`` a swap with ``y`` tries, as slot keys: the :data:`SCAN` from
+    position ``start`` of its size-sorted list up, then the :data:`SCAN` below it down; with a
+    broker of another rack, only those rack diversity lets go to ``y``'s rack
+    (:meth:`Model.reachable`, when rack diversity is a rule of this run): the others fail the
+    swap's first check (:meth:`Model.unit_fits`), so they could give nothing."""
+    give_list = m.held[x]
+    if m.leaf[x] == m.leaf[y] or m.goal("diversity") is None:
+        return give_list[start:start + SCAN] + give_list[max(0, start - SCAN):start][::-1]
+    reach = m.reachable(x, m.leaf[y])
+    out = []
+    if start < len(give_list):
+        out = reach[bisect_left(reach, give_list[start]):bisect_right(reach, give_list[min(len(give_list), start + SCAN) - 1])]
+    if start:
+        out += reach[bisect_left(reach, give_list[max(0, start - SCAN)]):bisect_right(reach, give_list[start - 1])][::-1]
+    return out
 
 
 def exchange(m: Model, worst: Callable[[set[int]], int | None], upto: int) -> None:

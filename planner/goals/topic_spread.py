@@ -29,7 +29,12 @@ Algorithm
     most of it, to a broker outside the node (:func:`kafka_replica_assignor.planner.goals.search.receiver`, mode
     ``TOPIC``): below its count target first, then not pushed above the byte band, then holding
     the fewest of the topic. The replica is the smallest follower, or, when the receiver is
-    below its count target and both sides want bytes moved, the one nearest that size. Exact
+    below its count target and both sides want bytes moved, the one nearest that size (the
+    nearest that fits, asked nearest first). A search that finds nothing marks the racks where
+    no broker may take the topic from that giver within the caps (:class:`FullRacks`: the same
+    for every replica of the topic, and for every giver whose path in the rack tree parts from
+    the rack's at the same level); the topic's other replicas are searched for in the other
+    racks only, until a move of the topic lowers a count the verdict read. Exact
     program: ``sum(x[p, b] for p of t, b under g) <= cap(t, g)`` where the topic could exceed
     it. Bound: a broker above a topic's cap gives at least that many of the topic's replicas,
     its smallest (:mod:`kafka_replica_assignor.planner.solving.bound` combines it with the count band's own).
@@ -45,6 +50,7 @@ Example
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -139,6 +145,55 @@ class TopicCaps:
         return np.asarray(values, dtype=np.int64)[inverse]
 
 
+class FullRacks:
+    """The racks a search found full for a topic (:meth:`TopicSpreadGoal.full`), so that the
+    search of another replica of the topic leaves them out: per topic, by
+    :meth:`TopicSpreadGoal.caps_key`, whether the rack was full when looked at. A search over a
+    full rack can only find nothing, so leaving it out changes no result. :meth:`moved` forgets
+    what a move of the topic may change: a rack found full reopens only when a count it read
+    drops, one found open may fill when one rises. ``takes``: the brokers the search looks at
+    (all when None); a set that may only shrink while the memo is used."""
+
+    __slots__ = ("goal", "known", "takes")
+
+    def __init__(self, goal: TopicSpreadGoal, takes: Callable[[int], bool] | None = None) -> None:
+        self.goal = goal
+        self.takes = takes
+        self.known: dict[int, dict[tuple[int, int, int], bool]] = {}
+
+    def open(self, t: int, x: int, leaves: Iterable[int]) -> list[int]:
+        """Of ``leaves``, those not found full for a replica of ``t`` from ``x``."""
+        known = self.known.get(t)
+        if not known:
+            return list(leaves)
+        key = self.goal.caps_key
+        return [leaf for leaf in leaves if not known.get(key(x, leaf))]
+
+    def look(self, t: int, x: int, leaves: Iterable[int]) -> None:
+        """Find out, once, whether each of ``leaves`` is full for a replica of ``t`` from ``x``
+        (after a search there found nothing)."""
+        known = self.known.setdefault(t, {})
+        goal = self.goal
+        for leaf in leaves:
+            key = goal.caps_key(x, leaf)
+            if key not in known:
+                known[key] = goal.full(t, x, leaf, self.takes)
+
+    def moved(self, t: int, source: int, destination: int) -> None:
+        """A replica of ``t`` moved from ``source`` to ``destination``: forget what that may change."""
+        known = self.known.get(t)
+        if not known:
+            return
+        changed = self.goal.moved_counts
+        drop = []
+        for key, full in known.items():
+            lower, higher = changed(source, destination, key)
+            if lower or (higher and not full):
+                drop.append(key)
+        for key in drop:
+            del known[key]
+
+
 class TopicSpreadGoal(Goal):
     """Bring every topic under its cap at every node (module doc)."""
 
@@ -151,6 +206,8 @@ class TopicSpreadGoal(Goal):
         super().__init__(work, request)
         self.layout = Layout.of(work)
         self.caps = TopicCaps(self.layout, work.tree.depth)
+        self.found = FullRacks(self)
+        """The racks :meth:`shed_topic`'s searches found full for the topic being repaired."""
 
     def cap(self, t: int, node: int) -> int:
         return self.caps.cap(t, node)
@@ -178,6 +235,34 @@ class TopicSpreadGoal(Goal):
 
     def accepts(self, i: int, source: int, destination: int) -> bool:
         return self.caps_ok(self.m.topic[i], source, destination)
+
+    def caps_key(self, x: int, leaf: int) -> tuple[int, int, int]:
+        """What :meth:`caps_ok` of a replica going from ``x`` to a broker of ``leaf`` depends on,
+        but the topic and that broker: the leaf, the level below the lowest node common to ``x``
+        and the leaf (the nodes checked from there down) and, in ``x``'s own rack, ``x``."""
+        m = self.m
+        cx, above = m.chain[x], m.leaf_chain[leaf]
+        d = 1
+        while d < len(above) and cx[d] == above[d]:
+            d += 1
+        return leaf, d, x if d == len(above) else -1
+
+    def full(self, t: int, x: int, leaf: int, takes: Callable[[int], bool] | None = None) -> bool:
+        """No broker of ``leaf`` (``x`` aside; of those ``takes`` names, when given) may take a
+        replica of topic ``t`` from ``x`` within the caps, whatever the partition."""
+        caps_ok = self.caps_ok
+        return not any(y != x and (takes is None or takes(y)) and caps_ok(t, x, y) for y in self.m.leaf_members[leaf])
+
+    def moved_counts(self, source: int, destination: int, key: tuple[int, int, int]) -> tuple[bool, bool]:
+        """Whether a move of a replica from ``source`` to ``destination`` changes the topic
+        counts :meth:`caps_ok` reads for the racks of ``key`` (:meth:`caps_key`): (lowers one, raises one)."""
+        m = self.m
+        leaf, d, _ = key
+        above = m.leaf_chain[leaf]
+
+        def under(b: int) -> bool:
+            return m.leaf[b] == leaf or (d < len(above) and m.chain[b][d] == above[d])
+        return under(source), under(destination)
 
     def accepts_swap(self, a: int, x: int, b: int, y: int) -> bool:
         m = self.m
@@ -269,10 +354,12 @@ class TopicSpreadGoal(Goal):
         first_broker = m.nodes - len(m.work.eligible)
         last = -1
         parts_on: dict[int, list[int]] = {}     # the topic's partitions per broker
+        self.found = FullRacks(self)
         for t, level, node, _ in self.above_cap():
             if t != last:
                 last = t
                 parts_on = {}
+                self.found.known.clear()    # (only the topic being repaired moves meanwhile)
                 for i in m.topic_parts[t]:
                     for b in m.reps[i]:
                         if b not in m.work.excluded:
@@ -295,20 +382,27 @@ class TopicSpreadGoal(Goal):
         both sides want bytes to move (:meth:`Model.want_pair`), the replica nearest that size
         which fits it too. Returns ``(partition, receiver)`` or None."""
         m = self.m
+        found = self.found
         givers = sorted((b for b in on if on[b]), key=lambda b: (-len(on[b]), -m.load_key(b)[0], -m.sizes[b], b))
         for x in givers:
             cands = sorted(on[x], key=lambda i: (m.reps[i][0] == x, m.slot[i]))
             for i in cands:
-                y = receiver(m, i, x, m.allowed_leaves(i, x), mode=TOPIC, upto=self.rank + 1, outside=(level, node))
+                t = m.topic[i]
+                leaves = [leaf for leaf in found.open(t, x, m.allowed_leaves(i, x))
+                          if level >= len(m.leaf_chain[leaf]) or m.leaf_chain[leaf][level] != node]
+                y = receiver(m, i, x, leaves, mode=TOPIC, upto=self.rank + 1, outside=(level, node))
                 if y is None:
+                    found.look(t, x, leaves)
                     continue
                 want = m.want_pair(x, y)
-                if want:
-                    i = min((j for j in cands if m.fits(j, x, y, self.rank + 1)
-                             and (m.reps[j][0] == x) == (m.reps[i][0] == x)),
-                            key=lambda j: (abs(m.size[j] - want), m.slot[j]))
+                if want:    # the nearest that fits (i does), nearest first: few are asked
+                    lead = m.reps[i][0] == x
+                    i = next(j for j in sorted((j for j in cands if (m.reps[j][0] == x) == lead),
+                                               key=lambda j: (abs(m.size[j] - want), m.slot[j]))
+                             if m.fits(j, x, y, self.rank + 1))
                 on[x].remove(i)
                 m.do_move(i, x, y)
+                found.moved(t, x, y)
                 return i, y
         return None
 

@@ -24,10 +24,13 @@ Algorithm
        ``"last"`` (fewer moves). Each goal then notes what it left (``explain``).
 
     Time: ``O(P * RF * depth)`` to build the counters, ``O(P * RF * depth)`` per round to find
-    the topics above their cap, then per move ``O(racks * log B + depth + R_b)`` (a merged heap
-    scan, the caps, two sorted-list edits of ``R_b`` replicas per broker), and per byte
-    transfer ``O(SCAN * log R_b)``: near-linear in ``P``; a test compares the work at ``4N``
-    and ``N``.
+    the topics above their cap, then per move ``O(racks + k log racks + depth + R_b)`` (a
+    merged heap scan of the ``k`` brokers looked at, the caps, two sorted-list edits of ``R_b``
+    replicas per broker), and per byte transfer ``O(SCAN * log R_b)``: near-linear in ``P``; a
+    test compares the work at ``4N`` and ``N``. A target the rack tree puts out of reach costs
+    about one search per rack, topic and change, not one per replica and pass: the goals' own
+    searches skip what found nothing while nothing it read has changed (their module docs say
+    what).
 
 Example
     Brokers 1, 2, 5 in rack a, 3, 4, 6 in rack b; 5 and 6 are new; threshold 0, no sizes.
