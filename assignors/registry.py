@@ -89,6 +89,11 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or "(no message)"
 
 
+def is_builtin(cls: type[ReplicaAssignor]) -> bool:
+    """The class is one of the project's assignors (``kafka_replica_assignor.assignors.*``), not a plug-in."""
+    return cls.__module__.startswith(f"{_ROOT}.assignors.")
+
+
 def create_assignor(name: str) -> ReplicaAssignor:
     cls = load_assignor_class(name)
     try:

@@ -12,14 +12,16 @@ from typing import Any
 
 import structlog
 
-from kafka_replica_assignor.assignors import UnknownAssignorError, create_assignor
+from kafka_replica_assignor.assignors import ReplicaAssignor, UnknownAssignorError, load_assignor_class
+from kafka_replica_assignor.assignors.registry import is_builtin
 
+from .binding import WILDCARD_HOSTS, ListenerBindError, bind_listener
 from .cluster_source import create_source
 from .config import ConfigError, Listener, ServerConfig, metrics_address
 from .connection import KafkaConnection
 from .dispatch import APIS
 from .health import remove_status, write_status
-from .isolation import AssignorPool
+from .isolation import AssignorPool, worker_assignor
 from .logs import LogStream
 from .metrics import Metrics, MetricsServer
 from .request_memory import RequestMemory
@@ -71,8 +73,12 @@ class ReplicaAssignorServer:
         uses_tls = any(each.uses_tls for each in self.config.listeners)
         ssl_context = build_ssl_context(self.config) if uses_tls else None
         state = await self._build_state()
-        for each in self.config.listeners:  # every listener, each with its own security protocol
-            await self._listen(state, each, ssl_context if each.uses_tls else None)
+        try:
+            for each in self.config.listeners:  # every listener, each with its own security protocol
+                await self._listen(state, each, ssl_context if each.uses_tls else None)
+        except OSError:
+            await self._abandon(state)
+            raise
         for api in APIS.values():
             if api.templates is not None:
                 for version, data in api.templates(state).items():
@@ -80,20 +86,42 @@ class ReplicaAssignorServer:
         metrics_at = metrics_address(self.config)
         if metrics_at is not None:
             self._metrics_server = MetricsServer(state.metrics, self._health)
-            await self._metrics_server.start(*metrics_at)
+            try:
+                await self._metrics_server.start(*metrics_at)
+            except OSError as exc:
+                await self._abandon(state)
+                raise ListenerBindError(f"metrics.listener={self.config.metrics_listener}", exc) from None
             self.metrics_port = self._metrics_server.port
             log.info("metrics_started", host=self._metrics_server.host, port=self.metrics_port,
                      paths=["/metrics", "/health"])
         self._announce(state, listener)
         self.started.set()
 
+    async def _abandon(self, state: ServerState) -> None:
+        """A start-up that failed: nothing of it outlives it (the listeners bound, the source, the workers)."""
+        for server in self._servers:
+            server.close()
+        await state.source.stop()
+        state.executor.shutdown(wait=False, cancel_futures=True)
+
+    def _own_assignor(self) -> ReplicaAssignor | None:
+        """The assignor this process runs, built once (the one the placements off the loop in
+        threads use too: kafka_replica_assignor.server.isolation.worker_assignor); None for a
+        plug-in that runs in worker processes only, which build it (in their zygote) and nothing
+        of it runs here."""
+        cfg = self.config
+        name = cfg.replica_assignor_class_name
+        try:
+            if cfg.assignor_isolation == "process" and not is_builtin(load_assignor_class(name)):
+                return None
+            return worker_assignor(name)
+        except UnknownAssignorError as exc:  # its constructor raised, needs arguments, or is abstract
+            raise ConfigError(f"replica.assignor.class.name: {exc}") from None
+
     async def _build_state(self) -> ServerState:
         """The assignor, the SASL users, the metrics, the cluster source and the executor."""
         cfg = self.config
-        try:
-            assignor = create_assignor(cfg.replica_assignor_class_name)
-        except UnknownAssignorError as exc:  # its constructor raised, needs arguments, or is abstract
-            raise ConfigError(f"replica.assignor.class.name: {exc}") from None
+        assignor = self._own_assignor()
         listener = cfg.listeners[0]
         users = None
         if any(each.uses_sasl for each in cfg.listeners):
@@ -129,11 +157,9 @@ class ReplicaAssignorServer:
         return state
 
     async def _listen(self, state: ServerState, listener: Listener, ssl_context: ssl.SSLContext | None) -> None:
-        """Bind ``listener``; the first one's bound and advertised addresses go into the state (and
+        """Bind ``listener`` (a worker with ``SO_REUSEPORT``: the supervisor holds the port and the
+        kernel spreads connections); the first one's bound and advertised addresses go into the state (and
         ``host``, ``port``), every one's into ``bound``."""
-        options: dict[str, Any] = {}
-        if self.worker is not None:
-            options["reuse_port"] = True  # the supervisor holds the port; the kernel spreads connections
         # the bound listener and what it advertises are known once bound: the connections it accepts
         # after that read them from here
         at: list[Listener] = []
@@ -141,11 +167,19 @@ class ReplicaAssignorServer:
         def accepted() -> KafkaConnection:
             return KafkaConnection(state, ssl_context, at[0], at[1])
 
-        # TLS: each connection runs its own handshake (KafkaConnection), so that a failed one is logged
-        server = await asyncio.get_running_loop().create_server(
-            accepted, listener.host, listener.port, reuse_address=True, backlog=1024, **options)
-        self._servers.append(server)
-        host, port = server.sockets[0].getsockname()[:2]
+        # every address the host stands for, on one port (kafka_replica_assignor.server.binding: the
+        # wildcard is dual-stack); a failure names this listener
+        sockets = bind_listener(listener, reuse_port=self.worker is not None)
+        loop = asyncio.get_running_loop()
+        try:
+            for sock in sockets:
+                # TLS: each connection runs its own handshake (KafkaConnection), so that a failed one is logged
+                self._servers.append(await loop.create_server(accepted, sock=sock, backlog=1024))
+        except OSError as exc:
+            for sock in sockets:
+                sock.close()
+            raise ListenerBindError(listener, exc) from None
+        host, port = sockets[0].getsockname()[:2]
         bound = Listener(listener.security_protocol, host, port)
         at += [bound, self._advertised(bound)]
         self.bound.append(bound)
@@ -161,9 +195,9 @@ class ReplicaAssignorServer:
         same = [adv for adv in cfg.advertised_listeners if adv.security_protocol == bound.security_protocol]
         if not same and len(cfg.listeners) == 1:
             same = list(cfg.advertised_listeners[:1])
-        if same:
-            return Listener(same[0].security_protocol, same[0].host, same[0].port or bound.port)
-        if bound.host in ("0.0.0.0", "::", ""):
+        if same:  # an empty host there: the host's canonical name, as Kafka
+            return Listener(same[0].security_protocol, same[0].host or socket.getfqdn(), same[0].port or bound.port)
+        if bound.host in (*WILDCARD_HOSTS, "0.0.0.0"):
             return Listener(bound.security_protocol, socket.getfqdn(), bound.port)
         return bound
 

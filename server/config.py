@@ -61,7 +61,8 @@ class Listener:
             raise ConfigError(f"{key}: {exc} in {text!r}") from None
         if port is None:
             raise ConfigError(f"{key}: no port in {text!r}")
-        return cls(proto, host or "127.0.0.1", port)
+        # no host: the wildcard, every interface of both families, as Kafka (kafka_replica_assignor.server.binding)
+        return cls(proto, host or "", port)
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -303,7 +304,8 @@ class ServerConfig:
 
     listeners: tuple[Listener, ...] = _setting(
         "listeners", _Listeners(required=True), (Listener("PLAINTEXT", "127.0.0.1", 9095),),
-        "where to listen: one listener per security protocol, each bound with its own (docs/security.md)")
+        "where to listen: one listener per security protocol, each bound with its own; an empty host "
+        "(`PLAINTEXT://:9095`) or `[::]`: every interface, IPv4 and IPv6; `0.0.0.0`: IPv4 only (docs/security.md)")
     advertised_listeners: tuple[Listener, ...] = _setting(
         "advertised.listeners", _Listeners(required=False), (), "what Metadata tells clients",
         default_doc="the bound address")

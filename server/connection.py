@@ -56,6 +56,7 @@ from typing import Any
 import structlog
 
 from .admission import Admission
+from .binding import client_host
 from .config import Listener
 from .flow_control import FlowControl
 from .framing import FrameReader
@@ -118,8 +119,9 @@ class KafkaConnection(asyncio.Protocol):
         self.last_active = self._loop.time()
         self.conn_id = self.state.new_conn_id()
         peername = transport.get_extra_info("peername") or ("?", 0)
-        self.peer = f"{peername[0]}:{peername[1]}"
-        if not self.admission.enter(self._loop, str(peername[0])):
+        host = client_host(str(peername[0]))  # an IPv4 client of a dual-stack listener by its IPv4 address
+        self.peer = f"{host}:{peername[1]}"
+        if not self.admission.enter(self._loop, host):
             self.closing = True
             transport.abort()  # type: ignore[attr-defined]
             return

@@ -134,8 +134,9 @@ def _loads_reply(data: bytes) -> Any:
 def worker_assignor(name: str) -> ReplicaAssignor:
     """The assignor ``name`` of the process running placements off the event loop, built
     on first use and kept. Process-wide by nature: in the zygote it is built before any
-    fork, so every worker has it ready; with ``replica.assignor.isolation=thread`` the
-    server process builds its own on its first placement off the loop."""
+    fork, so every worker has it ready; in the server process it is the one the server
+    builds at start-up (kafka_replica_assignor.server.app), which placements off the loop in
+    threads (``replica.assignor.isolation=thread``) use too."""
     return create_assignor(name)
 
 
@@ -184,8 +185,8 @@ def zygote_main() -> None:
                 # its own process group, so that a kill reaches whatever a plug-in forks too
                 os.setpgid(0, 0)
                 # and the reaper of its orphans: a plug-in's child that leaves the group (setsid,
-                # a double fork) stays its descendant, so the kill finds it (_kill_descendants)
-                _become_subreaper()
+                # a double fork) stays its descendant, so the kill finds it (kill_descendants)
+                become_subreaper()
                 ctrl.close()
                 ours.close()
                 _close_fds_except(theirs.fileno())
@@ -203,7 +204,7 @@ def zygote_main() -> None:
 _PR_SET_CHILD_SUBREAPER = 36
 
 
-def _become_subreaper() -> None:
+def become_subreaper() -> None:
     """Linux's PR_SET_CHILD_SUBREAPER for this process (nothing elsewhere)."""
     with contextlib.suppress(OSError, AttributeError):
         import ctypes
@@ -211,7 +212,7 @@ def _become_subreaper() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
     """Every process below ``pid`` (/proc's parent links; on a subreaper, orphans included)."""
     children: dict[int, list[int]] = {}
     try:
@@ -236,11 +237,11 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def _kill_descendants(pid: int) -> None:
+def kill_descendants(pid: int) -> None:
     """SIGKILL what a worker started, wherever it went (its session or group), while the worker
     still lives to keep the orphans its own; again until nothing is left (a fork in between)."""
     for _ in range(10):
-        found = _descendants(pid)
+        found = descendants(pid)
         if not found:
             return
         for child in found:
@@ -326,7 +327,7 @@ class _Worker:
             return
         self.killed = reason
         # what a plug-in started, inside the group or not (setsid), then the worker's group
-        _kill_descendants(self.pid)
+        kill_descendants(self.pid)
         with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
             os.killpg(self.pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, OSError):

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
+from .binding import ListenerBindError
 from .config import ConfigError
 from .exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 
@@ -41,14 +42,15 @@ def run_server(server: ReplicaAssignorServer, serving: Coroutine[Any, Any, None]
     """Run ``serving`` on the configured event loop; the exit code (start-up failures are
     one line on stderr: :data:`EXIT_USAGE` for the configuration, :data:`EXIT_FAILURE` when
     the listener cannot be bound)."""
-    config = server.config
     try:
-        run(serving, config.event_loop)
+        run(serving, server.config.event_loop)
     except ConfigError as exc:
         print(f"replica-assignor-server: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except OSError as exc:
-        print(f"replica-assignor-server: cannot listen on {config.listeners[0]}: {exc.strerror or exc}",
-              file=sys.stderr)
+    except ListenerBindError as exc:  # names the listener that failed
+        print(f"replica-assignor-server: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except OSError as exc:  # the metrics listener, say
+        print(f"replica-assignor-server: cannot start: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_FAILURE
     return EXIT_OK

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafka_replica_assignor.assignors import ReplicaAssignor
 from kafka_replica_assignor.assignors.memo import PlacementMemo
+from kafka_replica_assignor.assignors.registry import is_builtin
 
 from .answer_memory import AnswerMemory
 from .config import Listener, ServerConfig
@@ -38,7 +39,9 @@ class PlacementSettings(NamedTuple):
 @dataclass
 class ServerState:
     config: ServerConfig
-    assignor: ReplicaAssignor
+    # the assignor the process runs itself; None: a plug-in that runs only in the worker processes
+    # (replica.assignor.isolation=process), never built here (kafka_replica_assignor.server.app)
+    assignor: ReplicaAssignor | None
     assignor_name: str
     source: ClusterSource
     # runs the assignments that are not done inline, as calls of plain values (the handler's
@@ -85,7 +88,7 @@ class ServerState:
     placement_settings: PlacementSettings = field(init=False)
 
     def __post_init__(self) -> None:
-        self.assignor_builtin = type(self.assignor).__module__.startswith("kafka_replica_assignor.assignors.")
+        self.assignor_builtin = self.assignor is not None and is_builtin(type(self.assignor))
         cfg = self.config
         self.placement_settings = PlacementSettings(self.assignor_name, cfg.max_partitions_per_request,
                                                     cfg.enable_under_replicated_topic_creation,

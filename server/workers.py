@@ -52,6 +52,7 @@ import structlog
 from kafka_replica_assignor.protocol.frame import recv_exactly
 
 from .app import ReplicaAssignorServer
+from .binding import ListenerBindError, bind_listener
 from .config import Listener, ServerConfig
 from .exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .health import remove_status, write_status
@@ -65,34 +66,19 @@ KILL_AFTER_S = 5.0
 _LEN = struct.Struct(">I")
 
 
-def reserve(listener: Listener) -> socket.socket:
-    """Bind (without listening) ``listener``'s address with ``SO_REUSEPORT`` and return the
-    socket; the caller keeps it open for as long as the port must stay this server's.
+def reserve(listener: Listener) -> list[socket.socket]:
+    """Bind (without listening) ``listener``'s addresses (kafka_replica_assignor.server.binding) with
+    ``SO_REUSEPORT`` and return the sockets; the caller keeps them open for as long as the port
+    must stay this server's.
 
-    Raises OSError when the port is taken. ``SO_REUSEPORT`` alone would not say so if the
-    owner is another ``SO_REUSEPORT`` listener of the same user (a second copy of this
+    Raises ListenerBindError when the port is taken. ``SO_REUSEPORT`` alone would not say so if
+    the owner is another ``SO_REUSEPORT`` listener of the same user (a second copy of this
     server): it would silently share the port. So a fixed port is first bound without it.
     """
-    family, kind, proto, _, address = socket.getaddrinfo(
-        listener.host, listener.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-
-    def bound(reuse_port: bool) -> socket.socket:
-        sock = socket.socket(family, kind, proto)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if reuse_port:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            if family == socket.AF_INET6:  # as asyncio's create_server binds it
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            sock.bind(address)
-        except BaseException:
-            sock.close()
-            raise
-        return sock
-
     if listener.port != 0:
-        bound(reuse_port=False).close()
-    return bound(reuse_port=True)
+        for sock in bind_listener(listener):
+            sock.close()
+    return bind_listener(listener, reuse_port=True)
 
 
 @dataclasses.dataclass(slots=True)
@@ -248,14 +234,16 @@ def _signal(worker: _Worker, sig: int) -> None:
 
 def supervise(config: ServerConfig, status_file: str | None = None) -> int:
     """Run ``num.worker.processes`` workers until SIGTERM/SIGINT; the process's exit code."""
-    listener = config.listeners[0]
     try:
-        held = reserve(listener)
-    except OSError as exc:
-        print(f"replica-assignor-server: cannot listen on {listener}: {exc.strerror or exc}", file=sys.stderr)
+        held = reserve(config.listeners[0])
+    except ListenerBindError as exc:
+        print(f"replica-assignor-server: {exc}", file=sys.stderr)
         return EXIT_FAILURE
-    with held:
-        return asyncio.run(Supervisor(config, held.getsockname()[1], status_file).run())
+    try:
+        return asyncio.run(Supervisor(config, held[0].getsockname()[1], status_file).run())
+    finally:
+        for sock in held:
+            sock.close()
 
 
 # -- in the worker -------------------------------------------------------------------
