@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from kafka_replica_assignor.protocol.client import ReplicaAssignorAdminClient
 from kafka_replica_assignor.server.binding import bind_addresses, ipv6_available
 from kafka_replica_assignor.server.security.users import scram_credential, write_users_file
@@ -40,10 +38,22 @@ def test_a_busy_second_listener_is_the_one_named(tmp_path) -> None:
     assert "server_started" not in done.stdout
 
 
-@pytest.mark.skipif(not ipv6_available() or len(bind_addresses("localhost")) < 2,
-                    reason="localhost is not both 127.0.0.1 and ::1 here")
-def test_a_name_is_served_on_every_address_it_resolves_to_on_one_port() -> None:
-    with ServerThread({"listeners": "PLAINTEXT://localhost:0"}) as running:
+NAME = "both-loopbacks.test"   # a name of our own: what it resolves to does not depend on /etc/hosts
+
+
+def test_a_name_is_served_on_every_address_it_resolves_to_on_one_port(monkeypatch) -> None:
+    assert ipv6_available(), "this machine has no IPv6 loopback (::1): the dual-address case cannot run"
+    resolve = socket.getaddrinfo
+
+    def both_loopbacks(host, *args, **kwargs):
+        if host != NAME:
+            return resolve(host, *args, **kwargs)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", 0)),
+                (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::1", 0, 0, 0))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", both_loopbacks)
+    assert len(bind_addresses(NAME)) == 2
+    with ServerThread({"listeners": f"PLAINTEXT://{NAME}:0"}) as running:
         for host in ("127.0.0.1", "[::1]"):
             with ReplicaAssignorAdminClient(f"{host}:{running.port}") as admin:
                 assert len(admin.create_replica_assignment(3, 2).assignments()) == 3
