@@ -350,12 +350,13 @@ class Watcher:
         from kafka_replica_assignor.planner.execution.executor import Executor, Refused
         from kafka_replica_assignor.planner.execution.executor_state import ExecutionState, Locked, hold_lock
 
-        from .execute import _report, load_plan
+        from .execute import DEFAULT_STALL_MS, _report, load_plan
 
         options = argparse.Namespace(plan=plan_dir, throttle=self.args.throttle,
                                      max_moves_per_broker=self.args.max_moves_per_broker, max_concurrent_moves=None,
                                      order="plan", no_leader_election=False,
-                                     poll_interval_ms=min(1000, self.args.refresh_interval_ms))
+                                     poll_interval_ms=min(1000, self.args.refresh_interval_ms),
+                                     stall_timeout_ms=DEFAULT_STALL_MS)
         status, error = "failed", None
         self.status.executing(kind, subject, plan_dir)
         try:
