@@ -2,9 +2,11 @@
 execution in progress, and the Prometheus metrics drawn from it.
 
 :class:`WatchStatus` is the interface a reader in the same process uses (the metrics
-collector below; a web layer later): :meth:`WatchStatus.read` returns a plain, JSON-ready
-``dict`` copied under a lock, so the reader never sees a half-updated state and never holds
-the watcher up:
+collector below, the web listener of ``cli/web``): :meth:`WatchStatus.read` returns a plain,
+JSON-ready ``dict`` taken under a lock, so the reader never sees a half-updated state. Nothing
+stored is changed afterwards (each update replaces what it changes; a record is copied as it
+comes in), so a read copies no more than the top of each part and costs microseconds whatever
+the cluster's size; what it returns is shared with later reads and must not be changed:
 
 - ``cluster``: ``read_at``, ``age_s``, ``reachable``, ``brokers`` (``id``, ``rack``,
   ``rack_path``: its rack at every level of the rack tree, top first, ``state``: up, fenced or
@@ -59,7 +61,7 @@ EXECUTION_KINDS = (*KINDS, OPERATOR)
 class WatchStatus:
     def __init__(self, dry_run: bool = False) -> None:
         self._lock = threading.Lock()
-        self._cluster: dict[str, Any] = {"read_at": None, "reachable": False, "brokers": [], "topics": 0,
+        self._cluster: dict[str, Any] = {"read_at": None, "reachable": False, "brokers": [], "bands": None, "topics": 0,
                                           "partitions": 0, "reassignments_in_progress": 0}
         self._decisions: deque[dict[str, Any]] = deque(maxlen=KEEP)
         self._execution: dict[str, Any] | None = None
@@ -104,10 +106,11 @@ class WatchStatus:
     def lost(self) -> None:
         with self._lock:
             self._refresh_failures += 1
-            self._cluster["reachable"] = False
+            self._cluster = {**self._cluster, "reachable": False}
 
     def record(self, record: dict[str, Any]) -> None:
         """An audit record (``decided`` and ``executed`` ones are counted and kept)."""
+        record = copy.deepcopy(record)
         with self._lock:
             if record.get("event") == "decided":
                 self._decided[(record["kind"], record["action"])] += 1
@@ -128,7 +131,7 @@ class WatchStatus:
             return
         with self._lock:
             if self._execution is not None:
-                self._execution["progress"] = dict(fields)
+                self._execution = {**self._execution, "progress": dict(fields)}
 
     def executed(self, status: str | None = None) -> None:
         with self._lock:
@@ -154,13 +157,12 @@ class WatchStatus:
 
     def read(self) -> dict[str, Any]:
         with self._lock:
-            cluster = copy.deepcopy(self._cluster)
-            read_at = cluster["read_at"]
-            cluster["age_s"] = None if read_at is None else round(time.time() - read_at, 3)
+            read_at = self._cluster["read_at"]
+            cluster = {**self._cluster, "age_s": None if read_at is None else round(time.time() - read_at, 3)}
             return {
-                "cluster": cluster, "decisions": copy.deepcopy(list(self._decisions)),
-                "execution": copy.deepcopy(self._execution),
-                "last_execution": copy.deepcopy(self._last_execution),
+                "cluster": cluster, "decisions": list(self._decisions),
+                "execution": self._execution,
+                "last_execution": self._last_execution,
                 "counters": {"decisions": [{"kind": k, "action": a, "count": n}
                                            for (k, a), n in self._decided.items() if n],
                              "executions": [{"kind": k, "status": s, "count": n}
