@@ -186,7 +186,7 @@ async function ask(event) {
   const endpoint = $("action-endpoint").value;
   const params = { dryrun: $("action-dryrun").checked ? "true" : "false" };
   for (const [name, id] of [["brokerid", "action-brokerid"], ["mode", "action-mode"],
-    ["threshold", "action-threshold"], ["throttle", "action-throttle"]]) {
+    ["topics", "action-topics"], ["threshold", "action-threshold"], ["throttle", "action-throttle"]]) {
     if ($(id).value) params[name] = $(id).value;
   }
   $("action-result").textContent = "planning…";
