@@ -27,13 +27,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from kafka_replica_assignor.cli.web.api import Api  # noqa: E402
-from kafka_replica_assignor.cli.web.config import WebConfig, digest  # noqa: E402
-from kafka_replica_assignor.cli.web.operations import Operations  # noqa: E402
-from kafka_replica_assignor.cli.web.server import WebServer  # noqa: E402
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry  # noqa: E402
 from kafka_replica_assignor.watcher.decisions import View  # noqa: E402
 from kafka_replica_assignor.watcher.status import WatchStatus  # noqa: E402
+from kafka_replica_assignor.web.api import Api  # noqa: E402
+from kafka_replica_assignor.web.config import WebConfig, digest  # noqa: E402
+from kafka_replica_assignor.web.operations import Operations  # noqa: E402
+from kafka_replica_assignor.web.server import WebServer  # noqa: E402
 
 TOKEN = "bench-token-0123456789abcdef"
 

@@ -31,6 +31,8 @@ import os
 import sys
 from typing import Any
 
+from kafka_replica_assignor.web.config import add_web_arguments
+
 from .common import (
     EXIT_CODES,
     CommandError,
@@ -42,7 +44,6 @@ from .common import (
     positive,
     security_options,
 )
-from .web.config import add_web_arguments
 
 PROG = "replica-assignor watch"
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
@@ -138,9 +139,12 @@ def settings(args: argparse.Namespace) -> Any:
     except OSError as exc:
         raise CommandError(f"--state-dir {args.state_dir}: {exc.strerror or exc}", 2) from None
     check_writable_dir(args.state_dir, "--state-dir")
-    from .web.config import web_config
+    from kafka_replica_assignor.web.config import ConfigError, web_config
 
-    args.web = web_config(args)
+    try:
+        args.web = web_config(args)
+    except ConfigError as exc:
+        raise CommandError(str(exc), 2) from None
     if args.intent_file is not None:
         from .intent import read_record
 

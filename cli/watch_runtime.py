@@ -54,7 +54,7 @@ class Watcher:
         self.lost_since: float | None = None
         self.lost_said = 0.0
         self.saying = threading.Lock()         # the web listener's threads say too
-        self.operations: Any = None            # the web API's requests (cli/web/operations.py)
+        self.operations: Any = None            # the web API's requests (web/operations.py)
 
     # ---- life ------------------------------------------------------------------------------
     def serve(self) -> int:
@@ -97,15 +97,15 @@ class Watcher:
         return int(server.server_port)
 
     def serve_web(self) -> tuple[Any, int] | None:
-        """The REST API and the page (cli/web), started when ``--http-listener`` is given."""
+        """The REST API and the page (web/), started when ``--http-listener`` is given."""
         config = getattr(self.args, "web", None)
         if config is None:
             return None
         from prometheus_client import CollectorRegistry
 
-        from .web.api import Api
-        from .web.operations import Operations
-        from .web.server import WebServer
+        from kafka_replica_assignor.web.api import Api
+        from kafka_replica_assignor.web.operations import Operations
+        from kafka_replica_assignor.web.server import WebServer
 
         registry = CollectorRegistry()
         registry.register(self.status.collector())

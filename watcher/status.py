@@ -2,7 +2,7 @@
 execution in progress, and the Prometheus metrics drawn from it.
 
 :class:`WatchStatus` is the interface a reader in the same process uses (the metrics
-collector below, the web listener of ``cli/web``): :meth:`WatchStatus.read` returns a plain,
+collector below, the web listener of ``web/``): :meth:`WatchStatus.read` returns a plain,
 JSON-ready ``dict`` taken under a lock, so the reader never sees a half-updated state. Nothing
 stored is changed afterwards (each update replaces what it changes; a record is copied as it
 comes in), so a read copies no more than the top of each part and costs microseconds whatever

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 
 from kafka_replica_assignor.cluster.files import read_regular
 
-from ..common import CommandError
-
 TOKEN_ENV = "REPLICA_ASSIGNOR_WATCH_TOKEN"
 USER_ENV = "REPLICA_ASSIGNOR_WATCH_USER"
 CREDENTIALS_MAX_BYTES = 64 * 1024
 MIN_TOKEN = 16
+
+
+class ConfigError(ValueError):
+    """A bad web configuration: one line (the command exits 2 with it)."""
 
 
 def listener(text: str) -> str:
@@ -79,20 +81,20 @@ def _lines(path: str, option: str) -> list[str]:
         _, raw = read_regular(path, CREDENTIALS_MAX_BYTES, nofollow=False)
         text = raw.decode("utf-8")
     except (OSError, ValueError) as exc:
-        raise CommandError(f"{option} {path}: {getattr(exc, 'strerror', None) or exc}", 2) from None
+        raise ConfigError(f"{option} {path}: {getattr(exc, 'strerror', None) or exc}") from None
     return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
 
 def _user(entry: str, where: str) -> tuple[bytes, bytes]:
     name, sep, password = entry.partition(":")
     if not sep or not name or not password:
-        raise CommandError(f"{where}: expected NAME:PASSWORD, got a line without both", 2)
+        raise ConfigError(f"{where}: expected NAME:PASSWORD, got a line without both")
     return digest(name), digest(password)
 
 
 def _token(token: str, where: str) -> bytes:
     if len(token) < MIN_TOKEN:
-        raise CommandError(f"{where}: a token has at least {MIN_TOKEN} characters, got {len(token)}", 2)
+        raise ConfigError(f"{where}: a token has at least {MIN_TOKEN} characters, got {len(token)}")
     return digest(token)
 
 
@@ -107,18 +109,18 @@ def is_loopback(host: str) -> bool:
 
 
 def web_config(args: argparse.Namespace) -> WebConfig | None:
-    """The checked configuration, None without ``--http-listener`` (:class:`CommandError`, exit 2)."""
+    """The checked configuration, None without ``--http-listener`` (:class:`ConfigError`)."""
     if args.http_listener is None:
         for name in ("http_tls_cert", "http_tls_key", "http_users", "http_token_file"):
             if getattr(args, name):
-                raise CommandError(f"--{name.replace('_', '-')} needs --http-listener", 2)
+                raise ConfigError(f"--{name.replace('_', '-')} needs --http-listener")
         return None
     host, _, port = args.http_listener.rpartition(":")
     if (args.http_tls_cert is None) != (args.http_tls_key is None):
-        raise CommandError("--http-tls-cert and --http-tls-key go together", 2)
+        raise ConfigError("--http-tls-cert and --http-tls-key go together")
     if args.http_tls_cert is None and not is_loopback(host):
-        raise CommandError(f"--http-listener {args.http_listener} is not on the loopback interface: "
-                           "it needs --http-tls-cert and --http-tls-key", 2)
+        raise ConfigError(f"--http-listener {args.http_listener} is not on the loopback interface: "
+                           "it needs --http-tls-cert and --http-tls-key")
     users = [_user(u, args.http_users) for u in _lines(args.http_users, "--http-users")] if args.http_users else []
     tokens = ([_token(t, args.http_token_file) for t in _lines(args.http_token_file, "--http-token-file")]
               if args.http_token_file else [])
@@ -129,8 +131,8 @@ def web_config(args: argparse.Namespace) -> WebConfig | None:
     config = WebConfig(host.strip("[]"), int(port), args.http_tls_cert, args.http_tls_key, tuple(users),
                        tuple(tokens), args.http_open_reads)
     if not config.has_credentials and not config.open_reads:
-        raise CommandError(f"--http-listener needs credentials (--http-users, --http-token-file or ${TOKEN_ENV}) "
-                           "or --http-open-reads (then nothing can be changed through it)", 2)
+        raise ConfigError(f"--http-listener needs credentials (--http-users, --http-token-file or ${TOKEN_ENV}) "
+                           "or --http-open-reads (then nothing can be changed through it)")
     if config.tls:
         tls_context(config)      # a bad certificate or key: said now
     return config
@@ -142,6 +144,6 @@ def tls_context(config: WebConfig) -> ssl.SSLContext:
     try:
         context.load_cert_chain(str(config.cert), str(config.key))
     except (OSError, ssl.SSLError) as exc:
-        raise CommandError(f"--http-tls-cert {config.cert} / --http-tls-key {config.key}: "
-                           f"{getattr(exc, 'strerror', None) or exc}", 2) from None
+        raise ConfigError(f"--http-tls-cert {config.cert} / --http-tls-key {config.key}: "
+                           f"{getattr(exc, 'strerror', None) or exc}") from None
     return context

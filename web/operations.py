@@ -31,10 +31,9 @@ from kafka_replica_assignor.planner.request import (
     RequestError,
     add_request_arguments,
     request_from_args,
+    whole_number,
 )
 from kafka_replica_assignor.watcher.status import WatchStatus
-
-from ..common import positive
 
 KEEP_TASKS = 100
 KEEP_PROPOSALS = 10
@@ -106,7 +105,7 @@ def plan_request(endpoint: str, params: Mapping[str, str], source: str) -> PlanR
 def throttle_rate(text: str) -> int:
     """``throttle``'s ``rate``: read as ``execute --throttle`` reads it (its message)."""
     try:
-        return positive(text)
+        return whole_number(text, 1)
     except argparse.ArgumentTypeError as exc:
         raise RequestError(f"argument --throttle: {exc}") from None
 
