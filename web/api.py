@@ -70,6 +70,7 @@ class Route:
     pattern: re.Pattern[str]
     handler: Handler
     changes: bool
+    documented: str          # its path in docs/watch-api.yaml
 
 
 class Api:
@@ -242,8 +243,8 @@ def control(api: Api, request: Request, groups: tuple[str, ...]) -> Response:
     return answer(api.operations.control(groups[0], request.params, request.user), 202)
 
 
-def _route(method: str, path: str, handler: Handler, changes: bool = False) -> Route:
-    return Route(method, re.compile(path), handler, changes)
+def _route(method: str, path: str, handler: Handler, changes: bool = False, documented: str | None = None) -> Route:
+    return Route(method, re.compile(path), handler, changes, documented or path)
 
 
 ROUTES: tuple[Route, ...] = (
@@ -253,8 +254,10 @@ ROUTES: tuple[Route, ...] = (
     _route("GET", "/api/user_tasks", user_tasks),
     _route("GET", "/api/audit", audit),
     _route("GET", "/api/plans", plans),
-    _route("GET", r"/api/plans/(plans|proposals)/([^/]+)/([^/]+)", plan_file),
+    _route("GET", r"/api/plans/(plans|proposals)/([^/]+)/([^/]+)", plan_file,
+           documented="/api/plans/{group}/{name}/{file}"),
     _route("GET", "/api/execution", execution),
     *(_route("POST", f"/api/{name}", plan_endpoint(name), changes=True) for name in PRESETS if name != "proposals"),
-    _route("POST", f"/api/execution/({'|'.join(CONTROLS)})", control, changes=True),
+    _route("POST", f"/api/execution/({'|'.join(CONTROLS)})", control, changes=True,
+           documented="/api/execution/{action}"),
 )

@@ -133,13 +133,14 @@ def test_the_page_shows_the_cluster_refuses_without_credentials_and_follows_an_e
     driver.find_element("id", "login-secret").send_keys(TOKEN)
     driver.find_element("id", "login-button").click()
 
-    def brokers() -> dict[int, str]:
-        chips = driver.find_elements("css selector", "#racks span.broker[data-broker-id]")
-        return {int(c.get_attribute("data-broker-id")): c.get_attribute("data-state") for c in chips}
+    def brokers() -> dict[int, str]:     # read in one script: the page redraws the tree every second
+        chips = driver.execute_script("return [...document.querySelectorAll('#racks span.broker[data-broker-id]')]"
+                                      ".map(c => [c.dataset.brokerId, c.dataset.state])")
+        return {int(b): state for b, state in chips}
 
     shown = wait_for(lambda: brokers() if len(brokers()) == 5 else None, timeout=30, what="the five brokers")
     assert shown == dict.fromkeys(range(5), "up")
-    racks = [s.text for s in driver.find_elements("css selector", "#racks summary")]
+    racks = driver.execute_script("return [...document.querySelectorAll('#racks summary')].map(s => s.textContent)")
     assert set(racks) >= {"/dc1", "/dc2"} | {"/".join(r.split("/")[:3]) for r in RACKS}, racks
 
     # a throttled rebalance of the topic, asked through the page, followed to its end
@@ -156,8 +157,10 @@ def test_the_page_shows_the_cluster_refuses_without_credentials_and_follows_an_e
     seen: list[tuple[str, float]] = []
 
     def ended() -> bool:
-        status = driver.find_element("id", "execution-status").get_attribute("data-status") or ""
-        percent = float(driver.find_element("id", "progress").get_attribute("data-percent") or 0)
+        status, percent = driver.execute_script(
+            "return [document.getElementById('execution-status').dataset.status || '',"
+            " parseFloat(document.getElementById('progress').dataset.percent || '0')]")
+        percent = float(percent)
         if status and (not seen or seen[-1] != (status, percent)):
             seen.append((status, percent))
         return status not in ("", "running")
@@ -169,8 +172,8 @@ def test_the_page_shows_the_cluster_refuses_without_credentials_and_follows_an_e
     assert any(status == "running" for status, _ in seen), seen
     assert "last: operator rebalance task" in _text(driver, "execution-title")
     # the plan with its report in the page's list, the request in the audit log
-    wait_for(lambda: any("report.md" in row.text for row in driver.find_elements("css selector", "#plans tbody tr")),
-             timeout=20, what="the plan listed with its report")
+    wait_for(lambda: driver.execute_script("return document.querySelector('#plans tbody').textContent")
+             .count("report.md"), timeout=20, what="the plan listed with its report")
     records = [json.loads(line) for line in (state / "audit.jsonl").read_text().splitlines()]
     assert any(r["event"] == "requested" and r["endpoint"] == "rebalance" and r["user"] == "token" for r in records)
     assert any(r["event"] == "executed" and r["kind"] == "operator" and r["status"] == "done" for r in records)

@@ -27,12 +27,13 @@ from kafka_replica_assignor.planner.execution.executor_state import CONTROL
 from kafka_replica_assignor.watcher.audit import AuditLog
 from kafka_replica_assignor.watcher.decisions import View
 from kafka_replica_assignor.watcher.status import WatchStatus
-from kafka_replica_assignor.web.api import Api
+from kafka_replica_assignor.web.api import ROUTES, Api
 from kafka_replica_assignor.web.config import ConfigError, WebConfig, digest, web_config
 from kafka_replica_assignor.web.operations import Operations
 from kafka_replica_assignor.web.server import WebServer
 
 TOKEN = "a-token-of-some-length"
+ROOT = Path(__file__).resolve().parents[2]
 RACKS = {0: "/dc1/r1", 1: "/dc1/r2", 2: "/dc2/r1", 3: "/dc2/r2", 4: "/dc2/r2"}
 
 
@@ -317,3 +318,17 @@ def test_bad_web_configurations_are_refused_at_start_up(tmp_path: Path, monkeypa
     monkeypatch.setenv("REPLICA_ASSIGNOR_WATCH_TOKEN", TOKEN)
     config = web_config(options())
     assert config is not None and config.tokens == (digest(TOKEN),) and config.host == "127.0.0.1"
+
+
+def test_the_openapi_file_documents_every_route_with_its_method_and_nothing_else() -> None:
+    documented: set[tuple[str, str]] = set()
+    path = None
+    for line in (ROOT / "docs" / "watch-api.yaml").read_text(encoding="utf-8").splitlines():
+        if line.startswith("  /") and line.endswith(":"):
+            path = line.strip().rstrip(":")
+        elif path is not None and line.startswith("    ") and line.strip() in ("get:", "post:"):
+            documented.add((line.strip().rstrip(":").upper(), path))
+        elif not line.startswith(" "):
+            path = None
+    served = {(route.method, route.documented) for route in ROUTES} | {("GET", "/metrics")}
+    assert documented == served
