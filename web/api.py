@@ -71,6 +71,7 @@ class Route:
     handler: Handler
     changes: bool
     documented: str          # its path in docs/watch-api.yaml
+    costly: bool = False     # read-only but plans (CPU): credentials even with --http-open-reads
 
 
 class Api:
@@ -243,14 +244,15 @@ def control(api: Api, request: Request, groups: tuple[str, ...]) -> Response:
     return answer(api.operations.control(groups[0], request.params, request.user), 202)
 
 
-def _route(method: str, path: str, handler: Handler, changes: bool = False, documented: str | None = None) -> Route:
-    return Route(method, re.compile(path), handler, changes, documented or path)
+def _route(method: str, path: str, handler: Handler, changes: bool = False, documented: str | None = None,
+           costly: bool = False) -> Route:
+    return Route(method, re.compile(path), handler, changes, documented or path, costly)
 
 
 ROUTES: tuple[Route, ...] = (
     _route("GET", "/api/state", state),
     _route("GET", "/api/load", load),
-    _route("GET", "/api/proposals", proposals),
+    _route("GET", "/api/proposals", proposals, costly=True),
     _route("GET", "/api/user_tasks", user_tasks),
     _route("GET", "/api/audit", audit),
     _route("GET", "/api/plans", plans),

@@ -6,7 +6,7 @@ at most :data:`MAX_CONNECTIONS` at once, the TLS handshake in the connection's t
 timeout, so a slow client holds up no other) and a bounded shutdown. Every request under
 ``/api/`` and ``/metrics`` is authenticated (:mod:`.auth`) before it is routed: a changing one
 always (401 without or with wrong credentials, 403 when the listener has none configured), a
-read-only one unless ``--http-open-reads``. The page itself holds no data and is served to anyone.
+read-only one unless ``--http-open-reads`` (but ``proposals``, which plans, always). The page itself holds no data and is served to anyone.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class WebServer:
                                 {"Allow": ", ".join(allowed)})
             return error(404, f"no such endpoint: {path}")
         user = self.auth.user(headers.get("Authorization"))
-        refused = self._refused(route.changes, user, headers)
+        refused = self._refused(route.changes, user, headers, costly=route.costly)
         if refused is not None:
             return refused
         try:
@@ -127,10 +127,10 @@ class WebServer:
             return error(400, str(exc))
         return self.api.handle(route, Request(method, path, params, user or "anonymous"), groups)
 
-    def _refused(self, changes: bool, user: str | None, headers: Any) -> Response | None:
-        if user is not None or (not changes and self.config.open_reads):
+    def _refused(self, changes: bool, user: str | None, headers: Any, costly: bool = False) -> Response | None:
+        if user is not None or (not changes and not costly and self.config.open_reads):
             return None
-        if changes and not self.config.has_credentials:
+        if (changes or costly) and not self.config.has_credentials:
             return error(403, "this listener has no credentials configured: it changes nothing "
                               "(start the watcher with --http-users or --http-token-file)")
         challenge = f"Bearer {REALM}"

@@ -139,6 +139,7 @@ def test_read_only_endpoints_open_only_by_configuration_and_changing_ones_never(
     try:
         call = Client(setup.port)
         assert call("GET", "/api/state", auth=None)[0] == 200
+        assert call("GET", "/api/proposals", auth=None)[0] == 401       # it plans: CPU for callers known only
         code, body, _ = call("POST", "/api/rebalance", {"dryrun": "true"}, auth=None)
         assert code == 401, body
         code, body, _ = call("POST", "/api/execution/cancel", {}, auth=None)
