@@ -184,6 +184,10 @@ class Operations:
             if changes:
                 self.say("requested", endpoint=endpoint, task=task.id, user=user, params=task.params, dryrun=dryrun)
             self._plan(task, view, request)
+        except Exception as exc:
+            if task.status == "planning":     # not ended by a refusal (a full disk, a bug): said in the task
+                self._end(task, "failed", f"{type(exc).__name__}: {exc}")
+            raise
         finally:
             self._planning.release()
         return task
