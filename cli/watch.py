@@ -6,6 +6,8 @@
         [--max-brokers-to-heal N] [--max-lost-share SHARE] [--throttle BYTES_PER_S]
         [--max-moves-per-broker K] [--metrics-listener HOST:PORT] [--dry-run]
         [--command-config FILE] [--assignor-command-config FILE] [--timeout-ms MS]
+        [--http-listener [HOST:]PORT [--http-tls-cert FILE --http-tls-key FILE]
+         [--http-users FILE] [--http-token-file FILE] [--http-open-reads]]
 
 Every refresh it reads the cluster and decides (kafka_replica_assignor.watcher.decisions): a topic
 created by any client, or partitions added to one, that the assignor would have placed
@@ -15,7 +17,11 @@ replicas re-placed (repair mode, the broker removed) after a cluster-wide check.
 a plan directory under DIR/plans run by the executor of ``execute`` (throttles, caps, state,
 resume), one at a time; every decision is a line of DIR/audit.jsonl. SIGINT or SIGTERM: the
 plan in flight is stopped (its moves cancelled) and the watcher exits 0; started again, it
-resumes the plan first. Exit 2 with one line for bad options; 1 when it cannot start.
+resumes the plan first. With --http-listener it serves a REST API and a web page (the cluster as it
+sees it, its plans and their reports, the execution in progress with pause, cancel and throttle,
+the audit log; rebalance, remove_broker, add_broker and demote_broker plans, dry runs unless
+asked otherwise, run one at a time like its own). Exit 2 with one line for bad options; 1 when
+it cannot start.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import argparse
 import os
 import sys
 from typing import Any
+
+from kafka_replica_assignor.web.config import add_web_arguments
 
 from .common import (
     EXIT_CODES,
@@ -106,6 +114,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                         help="serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free port, "
                              "said on start-up)")
     parser.add_argument("--dry-run", action="store_true", help="decide and log; change nothing")
+    add_web_arguments(parser)
     parser.set_defaults(run=run)
     return parser
 
@@ -130,6 +139,12 @@ def settings(args: argparse.Namespace) -> Any:
     except OSError as exc:
         raise CommandError(f"--state-dir {args.state_dir}: {exc.strerror or exc}", 2) from None
     check_writable_dir(args.state_dir, "--state-dir")
+    from kafka_replica_assignor.web.config import ConfigError, web_config
+
+    try:
+        args.web = web_config(args)
+    except ConfigError as exc:
+        raise CommandError(str(exc), 2) from None
     if args.intent_file is not None:
         from .intent import read_record
 

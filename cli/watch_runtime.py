@@ -32,7 +32,7 @@ from kafka_replica_assignor.watcher.decisions import (
     track_down,
 )
 from kafka_replica_assignor.watcher.ledger import Ledger
-from kafka_replica_assignor.watcher.status import WatchStatus
+from kafka_replica_assignor.watcher.status import OPERATOR, WatchStatus
 
 from .common import error_message, kafka_admin_configs, security_options
 
@@ -53,6 +53,8 @@ class Watcher:
         self.said: dict[tuple[str, str], tuple[str, str]] = {}
         self.lost_since: float | None = None
         self.lost_said = 0.0
+        self.saying = threading.Lock()         # the web listener's threads say too
+        self.operations: Any = None            # the web API's requests (web/operations.py)
 
     # ---- life ------------------------------------------------------------------------------
     def serve(self) -> int:
@@ -64,8 +66,10 @@ class Watcher:
 
         previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         metrics = self.serve_metrics()
+        web = self.serve_web()
         self.say("started", bootstrap=self.args.bootstrap_server, assignor=self.args.assignor,
-                 dry_run=self.args.dry_run, metrics_port=metrics, pid=os.getpid())
+                 dry_run=self.args.dry_run, metrics_port=metrics,
+                 **({"http_port": web[1]} if web is not None else {}), pid=os.getpid())
         try:
             while not self.stop.is_set():
                 self.round()
@@ -73,6 +77,8 @@ class Watcher:
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
+            if web is not None:
+                web[0].close()
             self.say("stopped")
             self.audit.close()
             if self.cluster is not None:
@@ -90,11 +96,29 @@ class Watcher:
         server, _thread = start_http_server(int(port), addr=host.strip("[]"), registry=registry)
         return int(server.server_port)
 
+    def serve_web(self) -> tuple[Any, int] | None:
+        """The REST API and the page (web/), started when ``--http-listener`` is given."""
+        config = getattr(self.args, "web", None)
+        if config is None:
+            return None
+        from prometheus_client import CollectorRegistry
+
+        from kafka_replica_assignor.web.api import Api
+        from kafka_replica_assignor.web.operations import Operations
+        from kafka_replica_assignor.web.server import WebServer
+
+        registry = CollectorRegistry()
+        registry.register(self.status.collector())
+        self.operations = Operations(self.status, self.args.state_dir, self.args.dry_run, self.say)
+        server = WebServer(config, Api(self.status, self.args.state_dir, self.operations), registry)
+        return server, server.start()
+
     def say(self, event: str, **fields: Any) -> dict[str, Any]:
-        record = self.audit.write(event, **fields)
-        self.status.record(record)
-        sys.stdout.write(json.dumps(record, separators=(",", ":")) + "\n")
-        sys.stdout.flush()
+        with self.saying:
+            record = self.audit.write(event, **fields)
+            self.status.record(record)
+            sys.stdout.write(json.dumps(record, separators=(",", ":")) + "\n")
+            sys.stdout.flush()
         return record
 
     # ---- one round ---------------------------------------------------------------------------
@@ -116,6 +140,8 @@ class Watcher:
                      note="topics existing at the first start are settled; later ones are placed")
         self.ledger.save()
         self.status.saw(view, self.ledger.down_since)
+        if self.operate(view):
+            return
         for step in (self.place, self.fill, self.heal):
             if self.stop.is_set() or stale(view, self.rules, time.time()):
                 return
@@ -263,6 +289,32 @@ class Watcher:
         self.ledger.save()
         return True
 
+    def operate(self, view: View) -> bool:
+        """Run the plan an operator asked for through the web API, if one waits (True: acted)."""
+        task = self.operations.take() if self.operations is not None else None
+        if task is None:
+            return False
+        from kafka_replica_assignor.planner.report.outputs import render_outputs, write_outputs
+
+        if stale(view, self.rules, time.time()):
+            self.operations.finished(task, "refused", "the view is older than two refresh intervals: not acted on")
+            return False
+        plan, request = task.made
+        plan_dir = self.ledger.next_plan_dir(OPERATOR)
+        try:
+            write_outputs(render_outputs(plan, request, charts=True), plan_dir)
+        except Exception as exc:  # noqa: BLE001 - a full disk: the task fails, the watcher goes on
+            self.operations.finished(task, "failed", error_message(exc))
+            return False
+        self.operations.started(task, plan_dir)
+        subject = f"{task.endpoint} task {task.id}"
+        self.ledger.active = {"dir": plan_dir, "kind": OPERATOR, "subject": subject,
+                              "moves": len(plan.changed()), "started_at": time.time()}
+        self.ledger.save()
+        status = self.run_plan(OPERATOR, subject, plan_dir, len(plan.changed()))
+        self.operations.finished(task, status)
+        return True
+
     def restart_grace(self, brokers: tuple[int, ...]) -> None:
         """A heal that could not be done is tried again one grace period later."""
         now = time.time()
@@ -298,12 +350,13 @@ class Watcher:
         from kafka_replica_assignor.planner.execution.executor import Executor, Refused
         from kafka_replica_assignor.planner.execution.executor_state import ExecutionState, Locked, hold_lock
 
-        from .execute import _report, load_plan
+        from .execute import DEFAULT_STALL_MS, _report, load_plan
 
         options = argparse.Namespace(plan=plan_dir, throttle=self.args.throttle,
                                      max_moves_per_broker=self.args.max_moves_per_broker, max_concurrent_moves=None,
                                      order="plan", no_leader_election=False,
-                                     poll_interval_ms=min(1000, self.args.refresh_interval_ms))
+                                     poll_interval_ms=min(1000, self.args.refresh_interval_ms),
+                                     stall_timeout_ms=DEFAULT_STALL_MS)
         status, error = "failed", None
         self.status.executing(kind, subject, plan_dir)
         try:
@@ -332,7 +385,7 @@ class Watcher:
         except Exception as exc:  # noqa: BLE001 - the cluster lost mid-plan: the ledger keeps it active
             error = error_message(exc)
             self.executor = None
-            self.status.executed()
+            self.status.executed("failed")
             self.say("executed", kind=kind, subject=subject, plan_dir=plan_dir, status="failed", moves=moves,
                      error=error, note="kept active: resumed on the next round")
             if self.cluster is not None:
@@ -340,7 +393,7 @@ class Watcher:
                 self.cluster = None
             return "failed"
         self.executor = None
-        self.status.executed()
+        self.status.executed(status)
         if status == "stopped" and self.stop.is_set():
             self.say("executed", kind=kind, subject=subject, plan_dir=plan_dir, status=status, moves=moves,
                      note="the watcher stops: resumed at its next start")

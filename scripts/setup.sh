@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs: a virtual environment with the packages pinned in
-# constraints.txt (within pyproject.toml's ranges), and
-# Java 17 for Spark when `java` is missing. Idempotent: a second run only checks, and prints nothing.
+# constraints.txt (within pyproject.toml's ranges),
+# Java 17 for Spark when `java` is missing, and Chromium with its chromedriver (Debian's) for the
+# browser test of the watcher's web page when they are missing. Idempotent: a second run only checks, and prints nothing.
 # While it installs it says what it does on stderr: one line per step and per package pip
 # collects (a fresh machine takes minutes), and pip's whole output if pip fails.
 set -euo pipefail
@@ -49,4 +50,10 @@ if ! command -v java >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
   say "Java installed"
+fi
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  say "installing Chromium and its driver for the web page's browser test (Debian's chromium, chromium-driver)"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+  say "Chromium installed"
 fi

@@ -50,8 +50,8 @@ def server():
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Markers by kind, so ``pytest -m "not slow"`` is the fast command: every test under
     tests/spark is ``spark``; every end-to-end test (real processes) and every ``kafka``,
-    ``spark``, ``tansu`` or ``docker`` test is also ``slow``."""
-    heavy = {"kafka", "spark", "tansu", "docker"}
+    ``spark``, ``tansu``, ``docker`` or ``browser`` test is also ``slow``."""
+    heavy = {"kafka", "spark", "tansu", "docker", "browser"}
     for item in items:
         parts = item.path.parts
         if "spark" in parts:

@@ -2,17 +2,25 @@
 execution in progress, and the Prometheus metrics drawn from it.
 
 :class:`WatchStatus` is the interface a reader in the same process uses (the metrics
-collector below; a web layer later): :meth:`WatchStatus.read` returns a plain, JSON-ready
-``dict`` copied under a lock, so the reader never sees a half-updated state and never holds
-the watcher up:
+collector below, the web listener of ``web/``): :meth:`WatchStatus.read` returns a plain,
+JSON-ready ``dict`` taken under a lock, so the reader never sees a half-updated state. Nothing
+stored is changed afterwards (each update replaces what it changes; a record is copied as it
+comes in), so a read copies no more than the top of each part and costs microseconds whatever
+the cluster's size; what it returns is shared with later reads and must not be changed:
 
 - ``cluster``: ``read_at``, ``age_s``, ``reachable``, ``brokers`` (``id``, ``rack``,
-  ``state``: up, fenced or gone, ``down_since``, ``replicas``, ``leaders``), ``topics``,
+  ``rack_path``: its rack at every level of the rack tree, top first, ``state``: up, fenced or
+  gone, ``down_since``, ``replicas``, ``leaders``, ``bytes``), ``bands`` (``replicas``,
+  ``leaders``, ``bytes``: the ``[lo, hi]`` a broker may hold at the planner's default threshold,
+  by the rules of the replica-count and replica-bytes goals, over the brokers up), ``topics``,
   ``partitions``, ``reassignments_in_progress``;
-- ``decisions``: the last :data:`KEEP` audit records (``decided`` and ``executed``), oldest first;
+- ``decisions``: the last :data:`KEEP` audit records (``decided``, ``executed`` and
+  ``requested``: an operator's request through the web API), oldest first;
 - ``execution``: None, or the plan running: ``kind``, ``subject``, ``plan_dir``, ``started_at``
   and the executor's last ``progress`` (``moves_done``, ``moves_total``, ``in_flight``,
-  ``bytes_done``, ``bytes_total``, ``rate_bytes_per_s``, ``eta_s``, ``throttle``);
+  ``bytes_done``, ``bytes_total``, ``rate_bytes_per_s``, ``eta_s``, ``throttle``, ``paused``);
+- ``last_execution``: the plan that ran last, as ``execution`` with its final ``status`` and
+  ``ended_at`` (None before the first);
 - ``counters``: decisions by ``kind`` and ``action``, executions by ``kind`` and ``status``,
   refreshes and refresh failures; ``dry_run``, ``started_at``.
 
@@ -36,22 +44,31 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
+from kafka_replica_assignor.assignors.errors import ReplicaAssignorError
+from kafka_replica_assignor.assignors.model import BrokerMetadata
+from kafka_replica_assignor.assignors.multi_level import rack_paths
+
 from .decisions import ACTIONS, KINDS, View
 
 KEEP = 200
 STATUSES = ("done", "failed", "cancelled", "stopped", "refused")
 BROKER_STATES = ("up", "fenced", "gone")
+OPERATOR = "operator"
+"""The kind of the plans an operator asked for through the web API (rebalance, remove_broker, ...)."""
+EXECUTION_KINDS = (*KINDS, OPERATOR)
 
 
 class WatchStatus:
     def __init__(self, dry_run: bool = False) -> None:
         self._lock = threading.Lock()
-        self._cluster: dict[str, Any] = {"read_at": None, "reachable": False, "brokers": [], "topics": 0,
+        self._cluster: dict[str, Any] = {"read_at": None, "reachable": False, "brokers": [], "bands": None, "topics": 0,
                                           "partitions": 0, "reassignments_in_progress": 0}
         self._decisions: deque[dict[str, Any]] = deque(maxlen=KEEP)
         self._execution: dict[str, Any] | None = None
+        self._last_execution: dict[str, Any] | None = None
+        self._view: View | None = None
         self._decided = {(k, a): 0 for k in KINDS for a in ACTIONS}
-        self._executed = {(k, s): 0 for k in KINDS for s in STATUSES}
+        self._executed = {(k, s): 0 for k in EXECUTION_KINDS for s in STATUSES}
         self._refreshes = 0
         self._refresh_failures = 0
         self._placement = [0.0, 0]
@@ -63,36 +80,43 @@ class WatchStatus:
         fenced, registered = view.fenced, view.registered()
         replicas: dict[int, int] = {}
         leaders: dict[int, int] = {}
+        sizes: dict[int, int] = {}
         for p in view.snapshot.partitions:
+            size = p.size_bytes or 0
             for b in p.replicas:
                 replicas[b] = replicas.get(b, 0) + 1
+                sizes[b] = sizes.get(b, 0) + size
             if p.leader is not None and p.leader >= 0:
                 leaders[p.leader] = leaders.get(p.leader, 0) + 1
         racks = {b.id: b.rack for b in view.snapshot.brokers}
-        brokers = [{"id": b, "rack": racks.get(b),
+        paths = _rack_paths(view)
+        brokers = [{"id": b, "rack": racks.get(b), "rack_path": list(paths.get(b, ())),
                     "state": "gone" if b not in registered else "fenced" if b in fenced else "up",
-                    "down_since": down_since.get(b), "replicas": replicas.get(b, 0), "leaders": leaders.get(b, 0)}
+                    "down_since": down_since.get(b), "replicas": replicas.get(b, 0), "leaders": leaders.get(b, 0),
+                    "bytes": sizes.get(b, 0)}
                    for b in sorted(registered | view.named())]
+        cluster = {"read_at": view.read_at, "reachable": True, "brokers": brokers, "bands": _bands(view, brokers),
+                   "topics": len({p.topic for p in view.snapshot.partitions}),
+                   "partitions": len(view.snapshot.partitions), "reassignments_in_progress": len(view.ongoing)}
         with self._lock:
             self._refreshes += 1
-            self._cluster = {"read_at": view.read_at, "reachable": True, "brokers": brokers,
-                             "topics": len({p.topic for p in view.snapshot.partitions}),
-                             "partitions": len(view.snapshot.partitions),
-                             "reassignments_in_progress": len(view.ongoing)}
+            self._cluster = cluster
+            self._view = view
 
     def lost(self) -> None:
         with self._lock:
             self._refresh_failures += 1
-            self._cluster["reachable"] = False
+            self._cluster = {**self._cluster, "reachable": False}
 
     def record(self, record: dict[str, Any]) -> None:
         """An audit record (``decided`` and ``executed`` ones are counted and kept)."""
+        record = copy.deepcopy(record)
         with self._lock:
             if record.get("event") == "decided":
                 self._decided[(record["kind"], record["action"])] += 1
             elif record.get("event") == "executed":
                 self._executed[(record["kind"], record["status"])] += 1
-            else:
+            elif record.get("event") != "requested":
                 return
             self._decisions.append(record)
 
@@ -107,10 +131,12 @@ class WatchStatus:
             return
         with self._lock:
             if self._execution is not None:
-                self._execution["progress"] = dict(fields)
+                self._execution = {**self._execution, "progress": dict(fields)}
 
-    def executed(self) -> None:
+    def executed(self, status: str | None = None) -> None:
         with self._lock:
+            if self._execution is not None and status is not None:
+                self._last_execution = {**self._execution, "status": status, "ended_at": time.time()}
             self._execution = None
 
     def placed_after(self, seconds: float) -> None:
@@ -119,14 +145,24 @@ class WatchStatus:
             self._placement[1] += 1
 
     # ---- read by anyone --------------------------------------------------------------------
+    def view(self) -> View | None:
+        """The last good view (immutable), for a planner asked through the web API."""
+        with self._lock:
+            return self._view
+
+    def running(self) -> dict[str, Any] | None:
+        """The plan running (``kind``, ``subject``, ``plan_dir``, ...), or None."""
+        with self._lock:
+            return None if self._execution is None else dict(self._execution)
+
     def read(self) -> dict[str, Any]:
         with self._lock:
-            cluster = copy.deepcopy(self._cluster)
-            read_at = cluster["read_at"]
-            cluster["age_s"] = None if read_at is None else round(time.time() - read_at, 3)
+            read_at = self._cluster["read_at"]
+            cluster = {**self._cluster, "age_s": None if read_at is None else round(time.time() - read_at, 3)}
             return {
-                "cluster": cluster, "decisions": copy.deepcopy(list(self._decisions)),
-                "execution": copy.deepcopy(self._execution),
+                "cluster": cluster, "decisions": list(self._decisions),
+                "execution": self._execution,
+                "last_execution": self._last_execution,
                 "counters": {"decisions": [{"kind": k, "action": a, "count": n}
                                            for (k, a), n in self._decided.items() if n],
                              "executions": [{"kind": k, "status": s, "count": n}
@@ -139,6 +175,34 @@ class WatchStatus:
 
     def collector(self) -> StatusCollector:
         return StatusCollector(self)
+
+
+def _rack_paths(view: View) -> dict[int, tuple[str, ...]]:
+    """Each broker's rack at every level (the multi-level assignor's rule; a cluster it refuses,
+    some brokers without a rack, shows each rack as one level)."""
+    brokers = [BrokerMetadata(b.id, b.rack) for b in view.snapshot.brokers]
+    try:
+        return dict(rack_paths(brokers))
+    except ReplicaAssignorError:
+        return {b.id: (b.rack,) if b.rack else () for b in brokers}
+
+
+def _bands(view: View, brokers: list[dict[str, Any]]) -> dict[str, list[int] | None]:
+    """The band of each figure over the brokers up, by the goals that own them."""
+    from kafka_replica_assignor.planner.goals.replica_bytes import byte_band
+    from kafka_replica_assignor.planner.goals.replica_counts import band
+    from kafka_replica_assignor.planner.request import DEFAULT_THRESHOLD, parse_threshold
+
+    up = [b for b in brokers if b["state"] == "up"]
+    if not up:
+        return {"replicas": None, "leaders": None, "bytes": None}
+    threshold = parse_threshold(DEFAULT_THRESHOLD)
+    partitions = view.snapshot.partitions
+    total_replicas = sum(len(p.replicas) for p in partitions)
+    largest = max((p.size_bytes or 0 for p in partitions), default=0)
+    return {"replicas": list(band(total_replicas, len(up), threshold)),
+            "leaders": list(band(len(partitions), len(up), threshold)),
+            "bytes": list(byte_band(sum(b["bytes"] for b in brokers), len(up), threshold, largest))}
 
 
 class StatusCollector:
@@ -165,7 +229,7 @@ class StatusCollector:
         executed = {(d["kind"], d["status"]): d["count"] for d in counters["executions"]}
         family = CounterMetricFamily("replica_assignor_watch_executions", "Plans the watcher executed, by kind "
                                      "and the executor's final status.", labels=["kind", "status"])
-        for kind in KINDS:
+        for kind in EXECUTION_KINDS:
             for status in STATUSES:
                 family.add_metric([kind, status], executed.get((kind, status), 0))
         yield family

@@ -43,7 +43,8 @@ Constraints
       count what an earlier one copied as copied now).
 
 Algorithm
-    One loop: apply a control request if any; start what the schedule allows; sleep one poll
+    One loop: apply a control request if any (``cancel``, ``throttle``, ``pause``: no new move
+    starts while the moves in flight go on, ``resume``); start what the schedule allows; sleep one poll
     interval; list the reassignments in progress; those of ours no longer listed are checked
     against Metadata and finished; throttles follow the moves in flight. When none are left and
     ``reassignment.json`` names log directories (JBOD, :mod:`kafka_replica_assignor.planner.solving.disks`), each replica is
@@ -132,6 +133,7 @@ class Executor:
         self.emit = emit
         self.stop = threading.Event()
         self.stop_reason = ""
+        self.paused = False                               # no new move starts (a control request)
         self.sizes: dict[Key, int] = {}
         self.schedule: Schedule | None = None
         self.throttles = ThrottleKeeper(cluster, state, emit)
@@ -256,7 +258,7 @@ class Executor:
             if self.stop.is_set():
                 return self.cancel_in_flight(self.stop_reason or "stopped")
             try:
-                wave = schedule.start()
+                wave = [] if self.paused else schedule.start()
                 if wave:
                     self.submit(wave)
                 else:
@@ -410,6 +412,12 @@ class Executor:
             self.emit("throttle_changed", {"rate": rate})
             self.sync_throttles()
             self.state.note_throttles(rate, (), ())
+        if request.get("pause") and not self.paused:
+            self.paused = True
+            self.emit("paused", {"in_flight": len(self.schedule.in_flight) if self.schedule else 0})
+        if request.get("resume") and self.paused:
+            self.paused = False
+            self.emit("resumed", {})
 
     # ---- endings ------------------------------------------------------------------------
     def cancel_in_flight(self, reason: str) -> str:
@@ -485,7 +493,7 @@ class Executor:
         return {"moves_done": len(self.state.with_status("finished")), "moves_total": len(self.plan.targets),
                 "in_flight": len(self.schedule.in_flight) if self.schedule else 0,
                 "bytes_done": done_bytes, "bytes_total": total_bytes, "rate_bytes_per_s": round(rate),
-                "eta_s": None if eta is None else round(eta, 1), "throttle": throttle,
+                "eta_s": None if eta is None else round(eta, 1), "throttle": throttle, "paused": self.paused,
                 "cpu_s": round(time.process_time(), 4)}
 
 

@@ -13,7 +13,8 @@ Files in the plan directory:
 - ``execution.lock``: an exclusive ``flock`` held by the running execution. The kernel drops it
   when the process dies, even by ``kill -9``; a second execution of the plan cannot take it
   and refuses.
-- ``execution-control.json``: a request (``{"throttle": N}`` or ``{"cancel": true}``) from
+- ``execution-control.json``: a request (``{"throttle": N}``, ``{"cancel": true}``, ``{"pause": true}``
+  or ``{"resume": true}``) from
   another shell to the running execution, which applies it at its next poll and removes it.
 
 The state file is a hint, never the truth (the executor checks every move against the cluster),

@@ -396,3 +396,28 @@ def test_progress_counts_bytes_in_flight_and_a_resumed_run_rates_only_its_own_by
     shown_now = ex.progress()
     assert shown_now["bytes_done"] == 4500 and shown_now["bytes_total"] == 8000 and pending_keys
     assert shown_now["rate_bytes_per_s"] == 50 and 69 <= shown_now["eta_s"] <= 71
+
+
+def test_a_pause_starts_no_move_until_resumed_while_the_moves_in_flight_go_on(tmp_path: Path) -> None:
+    from kafka_replica_assignor.planner.execution.executor_state import write_control
+
+    cluster = FakeCluster(START)
+    ex = executor(tmp_path, cluster, per_broker=1)
+    polls: list[int] = []
+    real_ongoing = cluster.ongoing
+
+    def spy() -> dict[Key, Any]:
+        polls.append(len(cluster.sent))
+        if len(polls) == 2:
+            write_control(str(tmp_path), {"pause": True})
+        if len(polls) == 8:
+            write_control(str(tmp_path), {"resume": True})
+        return real_ongoing()
+
+    cluster.ongoing = spy  # type: ignore[method-assign]
+    assert ex.run(*ex.prepare()) == "done"
+    events = [e for e, _ in ex.events]  # type: ignore[attr-defined]
+    assert events.index("paused") < events.index("resumed")
+    # asked during the second poll, applied before the third wave: nothing submitted until resumed
+    assert polls[1:8] == [polls[1]] * 7 and polls[1] < len(TARGET), polls
+    assert polls[-1] == len(TARGET) and cluster.now == TARGET

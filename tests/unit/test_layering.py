@@ -41,7 +41,7 @@ def rule(packages: str = "", third_party: str | None = "", forbidden_stdlib: str
                 frozenset(forbidden_stdlib.split()))
 
 
-ALL_SOURCES = "assignors cluster schemas protocol conformance server planner examples watcher"
+ALL_SOURCES = "assignors cluster schemas protocol conformance server planner examples watcher web"
 # package -> what it may import. Nobody may import cli or bench; only bench may import tests.
 RULES: dict[str, Rule] = {
     # the standard library only, and not the event loop, logging, clocks or processes
@@ -57,6 +57,8 @@ RULES: dict[str, Rule] = {
     "examples": rule("assignors"),
     # the watcher's pure core, ledger, audit log and status; its I/O is cli/watch.py's
     "watcher": rule("assignors cluster planner", "prometheus_client"),
+    # the watcher's web listener: its HTTP server, endpoints and page; the watcher wires it in
+    "web": rule("assignors cluster planner watcher", "prometheus_client orjson"),
     "cli": rule(ALL_SOURCES, ANY),
     "bench": rule(ALL_SOURCES + " tests", ANY),
 }
