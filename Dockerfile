@@ -58,6 +58,8 @@ COPY schemas ./schemas
 COPY planner ./planner
 COPY cli ./cli
 COPY conformance ./conformance
+COPY watcher ./watcher
+COPY web ./web
 COPY kafka_replica_assignor ./kafka_replica_assignor
 RUN python3 -m pip wheel --no-deps --no-build-isolation --wheel-dir /wheels .
 

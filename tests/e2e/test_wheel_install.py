@@ -300,7 +300,7 @@ def test_the_wheel_installs_one_import_root(wheel: Path, installed: Path, tmp_pa
     assert top_level in ([], [IMPORT_ROOT]), top_level
     # in the environment: the root is there, the folders' short names are not importable
     probe = ("import importlib.util as u; print(u.find_spec('kafka_replica_assignor') is not None); "
-             "print(sorted(n for n in ('assignors', 'cli', 'conformance', 'planner', 'protocol', 'schemas', 'server') "
+             "print(sorted(n for n in ('assignors', 'cli', 'cluster', 'conformance', 'planner', 'protocol', 'schemas', 'server', 'watcher', 'web') "
              "if u.find_spec(n)))")
     found = _run([str(installed / "python"), "-c", probe], cwd=tmp_path, timeout=60).stdout.split("\n")
     assert found[:2] == ["True", "[]"], found
