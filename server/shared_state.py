@@ -95,8 +95,9 @@ class ServerState:
         if self.listener is None:
             self.listener = self.advertised
         self.answer_memory = AnswerMemory(self.config.queued_max_response_bytes)
+        # as many connections may wait for their turn as may be open (a socket each, not a slot)
         self.connection_rate = ConnectionRate(cfg.max_connection_creation_rate,
-                                              cfg.max_connection_creation_rate_per_ip)
+                                              cfg.max_connection_creation_rate_per_ip, cfg.max_connections)
         self.placement_slots = PlacementSlots(self.config.assignor_max_workers,
                                               self.config.assignor_max_queued_placements)
         if self.memo is None and self.config.memo_max_entries > 0:
