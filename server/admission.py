@@ -6,7 +6,8 @@ a ``reason``):
 
 - ``max.connection.creation.rate`` (:mod:`kafka_replica_assignor.server.connection_rate`): a connection over the
   rate waits for its turn (reading at most ``EARLY_BYTES`` meanwhile, so that a client that gives up is
-  seen to go), holding a socket but no slot; ``.per.ip`` (off by default): a connection over it is refused;
+  seen to go), holding a socket but no slot; one served that closes without sending a byte gives its
+  turn back; ``.per.ip`` (off by default): a connection over it is refused;
 - ``max.connections`` and ``max.connections.per.ip``, counted from the connection's turn: a connection
   over either is closed then, unless a connection idle long enough makes room for it (below), and its
   turn is given back;
@@ -183,6 +184,8 @@ class Admission:
         if self._counted:
             self._counted = False
             self._state.connection_closed(self._connection, self.ip)
+            if not self._connection.heard:  # opened and closed: it cost nothing, its turn is back
+                self._state.connection_rate.give_back()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

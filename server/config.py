@@ -453,6 +453,12 @@ class ServerConfig:
     connection_failed_authentication_delay_ms: int = _setting(
         "connection.failed.authentication.delay.ms", _Int(0), 100,
         "a failed authentication is answered (then the connection closed) after this delay", security=True)
+    max_failed_authentication_rate: int = _setting(
+        "max.failed.authentication.rate", _Int(1, unbounded=-1), 20,
+        "failed authentications answered per second, all addresses together (after a burst of as many): a "
+        "failure over it is answered (then its connection closed) in its turn, the address served least "
+        "recently first, after at most 10 s; so a password guesser gets that many answers however many "
+        "addresses it has (not a Kafka key)", security=True)
 
     @property
     def advertised(self) -> tuple[Listener, ...]:

@@ -73,7 +73,7 @@ log = structlog.get_logger("replica_assignor")
 
 class KafkaConnection(asyncio.Protocol):
     __slots__ = ("state", "transport", "conn_id", "peer", "principal", "sasl", "gate", "flow", "frames",
-                 "responses", "admission", "requests", "turns", "closing", "blocked", "failing", "last_active",
+                 "responses", "admission", "requests", "turns", "closing", "blocked", "failing", "last_active", "heard",
                  "_loop", "_listener", "_ssl_context", "_tls", "_lost")
 
     def __init__(self, state: ServerState, ssl_context: ssl.SSLContext | None = None,
@@ -96,6 +96,7 @@ class KafkaConnection(asyncio.Protocol):
         self.responses = ResponseQueue()
         self.closing = False
         self.last_active = 0.0
+        self.heard = False  # the client sent something (a connection that never did gives its turn back)
         # reading waits: for the connection's admission, or for an authentication step to be done
         self.blocked = False
         # authentication failed: the pending answer is the last one, then the connection closes
@@ -267,6 +268,7 @@ class KafkaConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.closing:
             return
+        self.heard = True
         tls = self._tls
         if tls is not None and tls.early is not None:  # before the TLS layer took over: its bytes
             tls.early += data

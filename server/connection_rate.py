@@ -1,12 +1,15 @@
-"""``max.connection.creation.rate`` and its per-address share (KIP-612), with turns that cannot be hoarded.
+"""``max.connection.creation.rate`` and its per-address share (KIP-612), with turns that cannot be hoarded;
+the same turns for ``max.failed.authentication.rate`` (:func:`take_turn`).
 
 **Overall** (``max.connection.creation.rate``): a token bucket of one second's worth. A new
 connection is served (read, or its TLS handshake started) when it takes a token. One that finds
 none waits, as a Kafka broker's throttled acceptor leaves it in the listen backlog: it costs a
 socket, not a turn and not a ``max.connections`` slot (those are counted when its turn comes,
 :mod:`kafka_replica_assignor.server.admission`). A turn is taken only by a connection that is served: one that closes
-while it waits, or is refused when its turn comes (``max.connections``), takes nothing, or gives
-its token back. Turns were once reserved on arrival, so ten seconds of open-and-close from 100
+while it waits, or is refused when its turn comes (``max.connections``), or closes without sending
+a byte, takes nothing, or gives its token back (open-and-close is bounded by the accepting, as a
+broker's by its listen backlog; what a connection sends is bounded by the request limits, and
+password guesses by ``max.failed.authentication.rate``). Turns were once reserved on arrival, so ten seconds of open-and-close from 100
 addresses booked a minute of turns ahead and every new client waited 53-70 s behind them.
 
 Waiting is fair between addresses: the next token goes to the waiting connection whose address
@@ -24,6 +27,7 @@ Addresses whose buckets are full again are forgotten, so the tables stay small.
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 from collections import OrderedDict
@@ -223,3 +227,36 @@ class ConnectionRate:
     def _last_served(self, ip: str, now: float) -> float:
         at = self._served.get(ip)
         return -1.0 if at is None or at <= now - _REMEMBER_S else at
+
+
+class _Awaiting:
+    """A coroutine waiting for its turn (:func:`take_turn`)."""
+
+    __slots__ = ("_rate", "_future")
+
+    def __init__(self, rate: ConnectionRate, future: asyncio.Future[bool]) -> None:
+        self._rate, self._future = rate, future
+
+    def turn_came(self) -> None:
+        if self._future.done():  # cancelled meanwhile: the turn is not used
+            self._rate.give_back()
+        else:
+            self._future.set_result(True)
+
+    def wait_refused(self) -> None:
+        if not self._future.done():
+            self._future.set_result(False)
+
+
+async def take_turn(rate: ConnectionRate, ip: str) -> bool:
+    """Wait for a turn of ``rate`` for ``ip``: True when it came, False when refused (waited too long,
+    or longest while too many waited). Cancelled, it takes no turn."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[bool] = loop.create_future()
+    ticket = rate.arrive(_Awaiting(rate, future), ip, loop)
+    if ticket is None:
+        return True
+    try:
+        return await future
+    finally:
+        rate.left(ticket)

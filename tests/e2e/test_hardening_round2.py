@@ -215,18 +215,21 @@ def _guesses_per_second(port: int, connections: int, seconds: float) -> float:
 
 def test_password_guesses_are_bounded_by_the_connection_creation_rate(tmp_path) -> None:
     """Item 6: each failed authentication closes its connection, so max.connection.creation.rate
-    bounds the guesses of a brute force from many connections; without it (-1, same run) they run
-    free. No failure delay here, so that the rate alone is measured."""
+    bounds the guesses of a brute force from many connections; so does max.failed.authentication.rate
+    (issue 32: all addresses together, each failure answered in its turn); without them (-1, same
+    run) they run free. No failure delay here, so that the rate alone is measured."""
     from kafka_replica_assignor.server.security.users import scram_credential, write_users_file
 
     users = tmp_path / "users.json"
     write_users_file(users, {"alice": {"SCRAM-SHA-256": scram_credential("SCRAM-SHA-256", "x", iterations=4096)}})
     common = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.users.file": str(users),
               "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256", "connection.failed.authentication.delay.ms": "0"}
-    free_rates = {"max.connection.creation.rate": "-1", "max.connection.creation.rate.per.ip": "-1"}
+    free_rates = {"max.connection.creation.rate": "-1", "max.connection.creation.rate.per.ip": "-1",
+                  "max.failed.authentication.rate": "-1"}
     with ServerThread({**common, **free_rates}) as free:
         unlimited = _guesses_per_second(free.port, 10, 2.0)
-    for limit in ({"max.connection.creation.rate": "10"}, {"max.connection.creation.rate.per.ip": "10"}):
+    for limit in ({"max.connection.creation.rate": "10"}, {"max.connection.creation.rate.per.ip": "10"},
+                  {"max.failed.authentication.rate": "10"}):
         with ServerThread({**common, **free_rates, **limit}) as limited_server:
             limited = _guesses_per_second(limited_server.port, 10, 2.0)
         assert limited <= (10 * 2.0 + 10) / 2.0 * 1.2, (limit, limited, unlimited)  # the rate, and a burst of 1 s
