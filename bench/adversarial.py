@@ -51,13 +51,16 @@ for these, the attackers from 127.0.1.x):
   them reopened every 0.5 s, and one sending 60 MiB of its frame then stopping, reopened every
   2 s; the bystander sends a 1.2 MiB ApiVersions;
 - ``plain-brute-force-16``: ``plain-brute-force`` from 16 addresses; the bystander connects for
-  each ApiVersions (SASL listener).
+  each ApiVersions (SASL listener);
+- ``metadata-10k``: one client sending Metadata v1 naming 10,000 topics (40-character names) back
+  to back, the next as soon as the answer came.
 
 The table's ``refused`` counts ``connection_refused`` lines (a quiet server refuses none).
 
     python bench/adversarial.py [--seconds 8] [--queued-max-mib 200] [--only ATTACK ...]
     python bench/adversarial.py --only "none (new clients)" connection-flood "none (metrics)" mechanism-names \
-        "none (1.2 MiB bystander)" frame-holders "none (SASL new clients)" plain-brute-force-16
+        "none (1.2 MiB bystander)" frame-holders "none (SASL new clients)" plain-brute-force-16 \
+        "none (bystander from 127.0.0.2)" metadata-10k
 """
 
 from __future__ import annotations
@@ -547,6 +550,15 @@ def attack_frame_holders(port: int, stop: threading.Event, connections: int) -> 
         thread.join()
 
 
+def attack_metadata_10k(port: int, stop: threading.Event, connections: int) -> None:
+    names = b"".join(struct.pack(">h", 40) + f"topic-{i:05d}".ljust(40, "x").encode() for i in range(10_000))
+    data = _framed(_header(3, 1, 1, False) + struct.pack(">i", 10_000) + names)
+    with socket.create_connection((HOST, port), timeout=60, source_address=(FLOOD_SOURCES[0], 0)) as sock:
+        while not stop.is_set():  # back to back: the next as soon as the answer came
+            sock.sendall(data)
+            _read_frame(sock)
+
+
 def large_bystander() -> bytes:
     return _encoded(ApiVersionsRequest(version=3, client_software_name="b" * 1_200_000, client_software_version="1"))
 
@@ -578,10 +590,13 @@ ATTACKS: dict[str, Callable[[int, threading.Event, int], None]] = {
     "frame-holders": attack_frame_holders,
     "none (SASL new clients)": attack_none,
     "plain-brute-force-16": attack_plain_brute_force_16,
+    "none (bystander from 127.0.0.2)": attack_none,
+    "metadata-10k": attack_metadata_10k,
 }
 # the third round's: the bystander from another address; new clients connect for each request
 THIRD_ROUND = {"none (new clients)", "connection-flood", "none (metrics)", "mechanism-names",
-               "none (1.2 MiB bystander)", "frame-holders", "none (SASL new clients)", "plain-brute-force-16"}
+               "none (1.2 MiB bystander)", "frame-holders", "none (SASL new clients)", "plain-brute-force-16",
+               "none (bystander from 127.0.0.2)", "metadata-10k"}
 NEW_CLIENTS = {"none (new clients)", "connection-flood"}
 # attacks whose bystander sends something else than a small ApiVersions
 BYSTANDER_FRAMES: dict[str, Callable[[], bytes]] = {

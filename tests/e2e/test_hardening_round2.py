@@ -6,6 +6,7 @@ never with an absolute time."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 import subprocess
@@ -755,3 +756,33 @@ def test_a_large_frame_that_stalls_while_others_wait_is_closed() -> None:
     assert during < before + 3 * STALL_S, (during, before)
     assert [line["reason"] for line in logs if line.get("event") == "connection_closed" and "reason" in line] == [
         "large frame stalled"]
+
+
+def test_metadata_at_the_topic_limit_is_answered_off_the_loop(server) -> None:
+    """Issue 32: a Metadata request at the 10,000-topic limit was decoded and answered on the loop,
+    and one client sending them back to back took other clients' p99 from 63 to 795 ms. From
+    OFF_LOOP_TOPICS names on it is decoded and answered in a thread: the handler gives the loop a
+    coroutine, the answer names every topic, and one that does not decode still closes its
+    connection."""
+    from kafka_replica_assignor.protocol.frame import RequestHeaderPeek
+    from kafka_replica_assignor.protocol.messages import MetadataResponse, decode_body
+    from kafka_replica_assignor.server.handlers import metadata
+
+    body = _metadata_naming(metadata.OFF_LOOP_TOPICS)[4 + 16:]
+    header = RequestHeaderPeek(api_key=3, api_version=1, correlation_id=1, client_id="round2", body_offset=16)
+    answer = metadata.handle(server.server.state, header, memoryview(body))
+    assert asyncio.iscoroutine(answer)
+    answer.close()
+    small = metadata.handle(server.server.state, header, memoryview(_metadata_naming(10)[4 + 16:]))
+    assert isinstance(small, bytes)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        sock.sendall(_metadata_naming(10_000, correlation_id=9))
+        answer_frame = read_frame(sock)
+    assert struct.unpack_from(">i", answer_frame) == (9,)
+    response = decode_body(MetadataResponse, memoryview(answer_frame)[4:], 1)
+    assert [t.name for t in response.topics] == ["a"] * 10_000
+    truncated = _metadata_naming(10_000)
+    truncated = struct.pack(">i", len(truncated) - 6) + truncated[4:-2]  # the last name cut short
+    with capture_logs() as logs:
+        _refusal_time(server.port, truncated)
+    assert [line for line in logs if line["event"] == "connection_closed"], logs

@@ -300,3 +300,21 @@ def test_the_per_address_rate_is_off_by_default_and_refuses_over_it() -> None:
     assert [rate.address_refuses("a", 100.0) for _ in range(3)] == [False, False, True]
     assert not rate.address_refuses("b", 100.0)
     assert not rate.address_refuses("a", 100.5)  # a token back after half a second
+
+
+async def test_a_turn_awaited_and_cancelled_takes_none() -> None:
+    """max.failed.authentication.rate: a failure waits for its turn in a coroutine; a connection gone
+    meanwhile (its coroutine cancelled) leaves the queue, and the next address gets the turn."""
+    from kafka_replica_assignor.server.connection_rate import ConnectionRate, take_turn
+
+    rate = ConnectionRate(rate=20, per_ip=-1)
+    for _ in range(20):  # the burst
+        assert await take_turn(rate, "a") is True
+    gone = asyncio.ensure_future(take_turn(rate, "a"))
+    await asyncio.sleep(0)
+    assert rate.waiting == 1
+    gone.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await gone
+    assert rate.waiting == 0
+    assert await asyncio.wait_for(take_turn(rate, "b"), 5) is True
