@@ -39,7 +39,28 @@ The second round (docs/security.md, "Second round"):
   failed authentication closes it), on a SASL_PLAINTEXT listener with the default limits; the attacker
   prints the guesses per second and the server's CPU share.
 
+The third round (issue 32; the bystander comes from ``--bystander-address``, 127.0.0.2 by default
+for these, the attackers from 127.0.1.x):
+
+- ``connection-flood``: open-and-close from 100 addresses as fast as four processes can; the
+  bystander opens a new connection for each ApiVersions (every 250 ms), as a new client does;
+- ``mechanism-names``: SaslHandshake with a new made-up mechanism name each time, from 16
+  threads, metrics on and scraped every second; the table gives ``/metrics``'s size at the end
+  (each name once became a label); the bystander connects for each ApiVersions (SASL listener);
+- ``frame-holders``: eight connections each sending the 4-byte size of a 100 MiB frame, one of
+  them reopened every 0.5 s, and one sending 60 MiB of its frame then stopping, reopened every
+  2 s; the bystander sends a 1.2 MiB ApiVersions;
+- ``plain-brute-force-16``: ``plain-brute-force`` from 16 addresses; the bystander connects for
+  each ApiVersions (SASL listener);
+- ``metadata-10k``: one client sending Metadata v1 naming 10,000 topics (40-character names) back
+  to back, the next as soon as the answer came.
+
+The table's ``refused`` counts ``connection_refused`` lines (a quiet server refuses none).
+
     python bench/adversarial.py [--seconds 8] [--queued-max-mib 200] [--only ATTACK ...]
+    python bench/adversarial.py --only "none (new clients)" connection-flood "none (metrics)" mechanism-names \
+        "none (1.2 MiB bystander)" frame-holders "none (SASL new clients)" plain-brute-force-16 \
+        "none (bystander from 127.0.0.2)" metadata-10k
 """
 
 from __future__ import annotations
@@ -94,9 +115,13 @@ class Server:
             argv += ["--override", f"{key}={value}"]
         self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.port = 0
+        self.metrics_port = 0
         self.rejected = 0
+        self.refused = 0
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
+            if '"metrics_started"' in line:
+                self.metrics_port = json.loads(line)["port"]
             if '"server_started"' in line:
                 self.port = json.loads(line)["port"]
                 break
@@ -112,6 +137,17 @@ class Server:
         for line in self.proc.stdout:
             if '"frame_rejected"' in line:
                 self.rejected += 1
+            elif '"connection_refused"' in line:
+                self.refused += 1
+
+    def metrics_bytes(self) -> int:
+        """The size of a ``/metrics`` scrape (0 without metrics)."""
+        if not self.metrics_port:
+            return 0
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://{HOST}:{self.metrics_port}/metrics", timeout=60) as response:
+            return len(response.read())
 
     def _status(self, key: str) -> int:
         try:
@@ -406,8 +442,8 @@ def attack_near_max_frames(port: int, stop: threading.Event, connections: int) -
     _until(stop, lambda: _send_until_answered_or_closed(port, data))
 
 
-def _plain_guess(port: int) -> None:
-    with socket.create_connection((HOST, port), timeout=30) as sock:
+def _plain_guess(port: int, source: str | None = None) -> None:
+    with socket.create_connection((HOST, port), timeout=30, source_address=(source, 0) if source else None) as sock:
         sock.sendall(_framed(_header(17, 1, 1, False) + struct.pack(">h", 5) + b"PLAIN"))
         _read_frame(sock)
         token = b"\0alice\0wrong"
@@ -415,13 +451,14 @@ def _plain_guess(port: int) -> None:
         _read_frame(sock)
 
 
-def attack_plain_brute_force(port: int, stop: threading.Event, connections: int) -> None:
+def attack_plain_brute_force(port: int, stop: threading.Event, connections: int, addresses: int = 0) -> None:
     counts = [0] * min(50, connections)
 
     def guesser(i: int) -> None:
+        source = FLOOD_SOURCES[i % addresses] if addresses else None
         while not stop.is_set():
             try:
-                _plain_guess(port)
+                _plain_guess(port, source)
                 counts[i] += 1
             except OSError:
                 time.sleep(0.01)
@@ -433,11 +470,97 @@ def attack_plain_brute_force(port: int, stop: threading.Event, connections: int)
     for thread in threads:
         thread.join()
     print(f"# plain-brute-force: {sum(counts) / (time.perf_counter() - started):.0f} guesses/s "
-          f"from {len(counts)} connections", flush=True)
+          f"from {len(counts)} connections, {addresses or 1} addresses", flush=True)
+
+
+def attack_plain_brute_force_16(port: int, stop: threading.Event, connections: int) -> None:
+    attack_plain_brute_force(port, stop, connections, addresses=16)
 
 
 def attack_none(port: int, stop: threading.Event, connections: int) -> None:
     stop.wait()
+
+
+# --- the third round (issue 32) ---------------------------------------------------------------
+FLOOD_SOURCES = [f"127.0.1.{i}" for i in range(1, 101)]
+
+
+_FLOOD = """
+import socket, sys
+port, sources = int(sys.argv[1]), sys.argv[2:]
+while True:
+    for source in sources:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0)).close()
+        except OSError:
+            pass
+"""
+
+
+def attack_connection_flood(port: int, stop: threading.Event, connections: int) -> None:
+    # four interpreters (the attacker is a daemon process, which may not start others of multiprocessing)
+    flood = [subprocess.Popen([sys.executable, "-c", _FLOOD, str(port), *FLOOD_SOURCES[i::4]]) for i in range(4)]
+    stop.wait()
+    for process in flood:
+        process.kill()
+        process.wait()
+
+
+def _made_up_mechanism(port: int, n: int, source: str) -> None:
+    name = f"MADE-UP-{n}".encode()
+    with socket.create_connection((HOST, port), timeout=30, source_address=(source, 0)) as sock:
+        sock.sendall(_framed(_header(17, 1, 1, False) + struct.pack(">h", len(name)) + name))
+        _read_frame(sock)
+
+
+def attack_mechanism_names(port: int, stop: threading.Event, connections: int) -> None:
+    counter = iter(range(1 << 30))
+
+    def guesser(i: int) -> None:
+        while not stop.is_set():
+            try:
+                _made_up_mechanism(port, next(counter), FLOOD_SOURCES[i])
+            except OSError:
+                time.sleep(0.01)
+
+    threads = [threading.Thread(target=guesser, args=(i,), daemon=True) for i in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def _holder(port: int, stop: threading.Event, part: int, every: float, source: str) -> None:
+    while not stop.is_set():
+        try:
+            with socket.create_connection((HOST, port), timeout=30, source_address=(source, 0)) as sock:
+                sock.sendall(struct.pack(">i", 100 << 20) + b"\0" * part)
+                stop.wait(every)
+        except OSError:
+            time.sleep(0.05)
+
+
+def attack_frame_holders(port: int, stop: threading.Event, connections: int) -> None:
+    threads = [threading.Thread(target=_holder, args=(port, stop, 0, 0.5 if i == 0 else 60.0, FLOOD_SOURCES[i]),
+                                daemon=True) for i in range(8)]
+    threads.append(threading.Thread(target=_holder, args=(port, stop, 60 << 20, 2.0, FLOOD_SOURCES[8]), daemon=True))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def attack_metadata_10k(port: int, stop: threading.Event, connections: int) -> None:
+    names = b"".join(struct.pack(">h", 40) + f"topic-{i:05d}".ljust(40, "x").encode() for i in range(10_000))
+    data = _framed(_header(3, 1, 1, False) + struct.pack(">i", 10_000) + names)
+    with socket.create_connection((HOST, port), timeout=60, source_address=(FLOOD_SOURCES[0], 0)) as sock:
+        while not stop.is_set():  # back to back: the next as soon as the answer came
+            sock.sendall(data)
+            _read_frame(sock)
+
+
+def large_bystander() -> bytes:
+    return _encoded(ApiVersionsRequest(version=3, client_software_name="b" * 1_200_000, client_software_version="1"))
 
 
 ATTACKS: dict[str, Callable[[int, threading.Event, int], None]] = {
@@ -459,12 +582,29 @@ ATTACKS: dict[str, Callable[[int, threading.Event, int], None]] = {
     "node-id-echo": attack_node_id_echo,
     "plain-brute-force": attack_plain_brute_force,
     "near-max-frames": attack_near_max_frames,
+    "none (new clients)": attack_none,
+    "connection-flood": attack_connection_flood,
+    "none (metrics)": attack_none,
+    "mechanism-names": attack_mechanism_names,
+    "none (1.2 MiB bystander)": attack_none,
+    "frame-holders": attack_frame_holders,
+    "none (SASL new clients)": attack_none,
+    "plain-brute-force-16": attack_plain_brute_force_16,
+    "none (bystander from 127.0.0.2)": attack_none,
+    "metadata-10k": attack_metadata_10k,
 }
+# the third round's: the bystander from another address; new clients connect for each request
+THIRD_ROUND = {"none (new clients)", "connection-flood", "none (metrics)", "mechanism-names",
+               "none (1.2 MiB bystander)", "frame-holders", "none (SASL new clients)", "plain-brute-force-16",
+               "none (bystander from 127.0.0.2)", "metadata-10k"}
+NEW_CLIENTS = {"none (new clients)", "connection-flood"}
 # attacks whose bystander sends something else than a small ApiVersions
 BYSTANDER_FRAMES: dict[str, Callable[[], bytes]] = {
     "frame-headers": large_api_versions,
     "unread-answers": placement_2000,
     "none (placement bystander)": placement_2000,
+    "none (1.2 MiB bystander)": large_bystander,
+    "frame-holders": large_bystander,
 }
 
 
@@ -477,18 +617,31 @@ def run(name: str, seconds: float, queued_max: int, connections: int, users_file
         bystander_address: str | None = None) -> dict:
     # placements off the loop run as a server runs them by default: in worker processes
     overrides = {"queued.max.request.bytes": str(queued_max), "max.connections": str(connections + 10)}
-    if name == "plain-brute-force":
+    if name in ("plain-brute-force", "plain-brute-force-16", "none (SASL new clients)"):
         overrides.update({"listeners": f"SASL_PLAINTEXT://{HOST}:0", "sasl.users.file": users_file,
                           "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256"})
+    if name in ("none (metrics)", "mechanism-names"):
+        overrides.update({"listeners": f"SASL_PLAINTEXT://{HOST}:0", "sasl.users.file": users_file,
+                          "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+                          "metrics.listener": f"http://{HOST}:0"})
     if name == "varint-before-sasl":
         overrides.update({"listeners": f"SASL_PLAINTEXT://{HOST}:0", "sasl.users.file": users_file,
                           "sasl.enabled.mechanisms": "SCRAM-SHA-256"})
     server = Server(overrides)
     try:
         frame = BYSTANDER_FRAMES[name]() if name in BYSTANDER_FRAMES else None
-        bystander = Bystander(server.port, reconnect=name in ("varint-before-sasl", "plain-brute-force"), frame=frame,
-                              timeout=max(seconds, 5.0), source=bystander_address)
+        if name in THIRD_ROUND and bystander_address is None:
+            bystander_address = "127.0.0.2"
+        bystander = Bystander(server.port, reconnect=name in ("varint-before-sasl", "plain-brute-force", "none (metrics)",
+                                                         "mechanism-names", "plain-brute-force-16",
+                                                         "none (SASL new clients)", *NEW_CLIENTS),
+                              frame=frame, timeout=max(seconds, 5.0), source=bystander_address,
+                              interval=0.25 if name in NEW_CLIENTS else 0.05)
         bystander.start()
+        scraping = threading.Event()
+        if server.metrics_port:  # a Prometheus scrape every second, as a server with metrics on gets
+            threading.Thread(target=_until, args=(scraping, lambda: (server.metrics_bytes(), scraping.wait(1.0))),
+                             daemon=True).start()
         time.sleep(0.5)
         # the attacker in its own process: its client work must not hold the bystander's interpreter
         spawn = mp.get_context("spawn")
@@ -500,14 +653,17 @@ def run(name: str, seconds: float, queued_max: int, connections: int, users_file
         cpu_share = (server.cpu_seconds() - cpu_before) / (time.perf_counter() - started)
         stop.set()
         bystander.stop_event.set()
+        scraping.set()
         attacker.join(30)
         if attacker.is_alive():
             attacker.kill()
         bystander.join(30)
+        metrics_bytes = server.metrics_bytes()
     finally:
         code = server.stop()
     lat = bystander.latencies
-    return {"attack": name, "requests": len(lat), "p99_ms": _percentile(lat, 0.99) * 1e3,
+    return {"attack": name, "requests": len(lat), "p50_ms": _percentile(lat, 0.5) * 1e3,
+            "p99_ms": _percentile(lat, 0.99) * 1e3, "refused": server.refused, "metrics_kib": metrics_bytes / 1024,
             "max_ms": max(lat, default=float("nan")) * 1e3, "rss_mib": server.peak_rss / 2**20,
             "rejected": server.rejected, "bystander_errors": bystander.errors, "exit": code,
             "cpu_pct": cpu_share * 100}
@@ -532,13 +688,15 @@ def main(argv: list[str] | None = None) -> None:
         write_users_file(users, {"alice": {"SCRAM-SHA-256": scram_credential("SCRAM-SHA-256", "x", iterations=4096)}})
         print(f"# adversarial: {seconds:g} s per attack, bystander ApiVersions every 50 ms, "
               f"queued.max.request.bytes={queued_max // 2**20} MiB, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
-        print("| attack | bystander requests | p99 ms | max ms | server peak RSS MiB | frames rejected | server CPU % |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| attack | bystander requests | p50 ms | p99 ms | max ms | server peak RSS MiB | frames rejected "
+              "| refused | /metrics KiB | server CPU % |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for name in args.only or list(ATTACKS):
             r = run(name, seconds, queued_max, connections, users, args.bystander_address)
             note = f" ({r['bystander_errors']} bystander errors)" if r["bystander_errors"] else ""
-            print(f"| {r['attack']}{note} | {r['requests']} | {r['p99_ms']:.1f} | {r['max_ms']:.1f} | "
-                  f"{r['rss_mib']:.0f} | {r['rejected']} | {r['cpu_pct']:.0f} |", flush=True)
+            print(f"| {r['attack']}{note} | {r['requests']} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
+                  f"{r['max_ms']:.1f} | {r['rss_mib']:.0f} | {r['rejected']} | {r['refused']} | "
+                  f"{r['metrics_kib']:.0f} | {r['cpu_pct']:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -4,10 +4,13 @@ One :class:`Admission` per connection, enforcing what a Kafka broker enforces be
 connection's requests, each with a log line (``connection_refused`` / ``connection_closed`` with
 a ``reason``):
 
-- ``max.connections`` and ``max.connections.per.ip``: a connection over either is closed as soon
-  as it is accepted, unless a connection idle long enough makes room for it (below);
-- ``max.connection.creation.rate`` (and ``.per.ip``, :mod:`kafka_replica_assignor.server.connection_rate`): a connection
-  over the rate waits, unread, for its turn (its address's first, then the overall one);
+- ``max.connection.creation.rate`` (:mod:`kafka_replica_assignor.server.connection_rate`): a connection over the
+  rate waits for its turn (reading at most ``EARLY_BYTES`` meanwhile, so that a client that gives up is
+  seen to go), holding a socket but no slot; one served that closes without sending a byte gives its
+  turn back; ``.per.ip`` (off by default): a connection over it is refused;
+- ``max.connections`` and ``max.connections.per.ip``, counted from the connection's turn: a connection
+  over either is closed then, unless a connection idle long enough makes room for it (below), and its
+  turn is given back;
 - ``connections.max.idle.ms``: a connection with nothing in flight and nothing received for that
   long is closed (one timer per connection, re-armed for what is left).
 """
@@ -15,11 +18,11 @@ a ``reason``):
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from .connection_rate import Ticket
 from .shared_state import ServerState
 
 if TYPE_CHECKING:
@@ -28,13 +31,16 @@ if TYPE_CHECKING:
 log = structlog.get_logger("replica_assignor")
 # at max.connections (per ip), a connection idle at least this long makes room for a new one
 _EVICT_AFTER_S = 10.0
+# bytes a connection waiting for its turn reads before it stops reading (a Kafka client's first request
+# is an ApiVersions of a few dozen bytes, a TLS ClientHello a few hundred)
+EARLY_BYTES = 16 * 1024
 
 
 class Admission:
-    """The admission of one connection: capacity (with idle eviction), the creation rate's turn,
-    the idle timeout. The connection is let in by :meth:`KafkaConnection.admitted`."""
+    """The admission of one connection: the creation rate's turn, then capacity (with idle eviction),
+    then the idle timeout. The connection is let in by :meth:`KafkaConnection.admitted`."""
 
-    __slots__ = ("_connection", "_state", "_loop", "ip", "_counted", "_timer")
+    __slots__ = ("_connection", "_state", "_loop", "ip", "_counted", "_timer", "_ticket")
 
     def __init__(self, connection: KafkaConnection, state: ServerState) -> None:
         self._connection = connection
@@ -42,16 +48,73 @@ class Admission:
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by enter
         self.ip = ""
         self._counted = False
-        self._timer: asyncio.TimerHandle | None = None  # the turn awaited, then the idle check
+        self._timer: asyncio.TimerHandle | None = None  # the idle check
+        self._ticket: Ticket | None = None  # its place among the connections waiting for their turn
 
     def enter(self, loop: asyncio.AbstractEventLoop, ip: str) -> bool:
-        """A new connection from ``ip``: False when it may not stay (the caller aborts it)."""
+        """A new connection from ``ip``: False when it may not stay (the caller aborts it); else it is
+        served now or in its turn (``max.connection.creation.rate``), waiting unread until then."""
         self._loop = loop
         self.ip = ip
         state = self._state
         if state.stopping:
             return False
+        rate = state.connection_rate
+        if rate.address_refuses(ip, loop.time()):
+            self._refused("max.connection.creation.rate.per.ip reached", rate_per_ip=rate.per_ip)
+            return False
+        self._ticket = rate.arrive(self, ip, loop)
+        if self._ticket is not None:
+            self._connection.hold_for_admission()
+        elif not self._take_slot():
+            return False
+        else:
+            self._connection.admitted()
+        return True
+
+    @property
+    def waiting(self) -> bool:
+        """Waiting for its turn (``max.connection.creation.rate``)."""
+        return self._ticket is not None
+
+    def turn_came(self) -> None:
+        """:class:`ConnectionRate`: the connection's turn has come."""
+        self._ticket = None
+        connection = self._connection
+        if connection.closing:
+            self._state.connection_rate.give_back()
+            return
+        if not self._take_slot():
+            connection.closing = True
+            connection.transport.abort()
+            return
+        connection.admitted()
+
+    def wait_refused(self) -> None:
+        """:class:`ConnectionRate`: it waited too long (or longest while too many wait)."""
+        ticket, self._ticket = self._ticket, None
+        connection = self._connection
+        if connection.closing:
+            return
+        if self._state.stopping:
+            connection.closing = True
+            connection.transport.abort()
+            return
+        waited_ms = round((self._loop.time() - ticket.since) * 1000) if ticket is not None else 0
+        self._refused("max.connection.creation.rate reached", waited_ms=waited_ms,
+                      waiting=self._state.connection_rate.waiting)
+        connection.closing = True
+        connection.transport.abort()
+
+    def _take_slot(self) -> bool:
+        """``max.connections`` (``.per.ip``): the connection counts from its turn on; False when it
+        may not (its turn is given back)."""
+        state = self._state
         cfg = state.config
+        ip = self.ip
+        if state.stopping:
+            state.connection_rate.give_back()
+            return False
         per_ip = state.connections_by_ip.get(ip, 0)
         full = len(state.connections) >= cfg.max_connections
         if (full or per_ip >= cfg.max_connections_per_ip) and self._evict_idle(same_ip=not full):
@@ -59,47 +122,18 @@ class Admission:
         if full or per_ip >= cfg.max_connections_per_ip:
             reason = ("max.connections reached" if len(state.connections) >= cfg.max_connections
                       else "max.connections.per.ip reached")
-            connection = self._connection
-            log.warning("connection_refused", conn_id=connection.conn_id, peer=connection.peer, reason=reason,
-                        connections=len(state.connections), connections_from_ip=per_ip,
-                        max_connections=cfg.max_connections, max_connections_per_ip=cfg.max_connections_per_ip)
-            state.metrics.connection_refused(reason)
+            self._refused(reason, connections=len(state.connections), connections_from_ip=per_ip,
+                          max_connections=cfg.max_connections, max_connections_per_ip=cfg.max_connections_per_ip)
+            state.connection_rate.give_back()
             return False
         state.connection_opened(self._connection, ip)
         self._counted = True
         return True
 
-    def await_turn(self) -> None:
-        """``max.connection.creation.rate(.per.ip)``: the connection is served (read, or its TLS
-        handshake run) in its turn."""
-        rate, now = self._state.connection_rate, self._loop.time()
-        delay = rate.address_delay(self.ip, now)
-        if delay > 0:
-            self._wait(delay, self._address_turn)
-        elif (delay := rate.delay(now)) > 0:
-            self._wait(delay, self._admit)
-        else:
-            self._connection.admitted()
-
-    def _wait(self, delay: float, then: Callable[[], None]) -> None:
-        self._connection.hold_for_admission()
-        self._timer = self._loop.call_later(delay, then)
-
-    def _address_turn(self) -> None:
-        """The turn of the connection's address has come; now its turn overall."""
-        self._timer = None
-        if self._connection.closing:
-            return
-        delay = self._state.connection_rate.delay(self._loop.time())
-        if delay > 0:
-            self._timer = self._loop.call_later(delay, self._admit)
-            return
-        self._admit()
-
-    def _admit(self) -> None:
-        self._timer = None
-        if not self._connection.closing:
-            self._connection.admitted()
+    def _refused(self, reason: str, **fields: Any) -> None:
+        connection = self._connection
+        log.warning("connection_refused", conn_id=connection.conn_id, peer=connection.peer, reason=reason, **fields)
+        self._state.metrics.connection_refused(reason)
 
     def _evict_idle(self, same_ip: bool) -> bool:
         """At ``max.connections`` (``max.connections.per.ip``: from the same address), the connection
@@ -143,10 +177,15 @@ class Admission:
         connection.close()
 
     def leave(self) -> None:
-        """The connection is gone: it no longer counts, and no timer of its runs."""
+        """The connection is gone: it no longer counts or waits, and no timer of its runs."""
+        if self._ticket is not None:
+            self._state.connection_rate.left(self._ticket)
+            self._ticket = None
         if self._counted:
             self._counted = False
             self._state.connection_closed(self._connection, self.ip)
+            if not self._connection.heard:  # opened and closed: it cost nothing, its turn is back
+                self._state.connection_rate.give_back()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

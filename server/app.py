@@ -286,7 +286,8 @@ class ReplicaAssignorServer:
         """Close every connection and wait (for the state's event, no polling) until they are
         gone or ``deadline``; abort the rest. Every answer handed to a transport goes out whole:
         close() writes what is buffered first, and connection_lost (which takes the connection
-        out of the state) comes after."""
+        out of the state) comes after; connections still waiting for their turn are refused."""
+        state.connection_rate.refuse_all()
         for conn in list(state.connections):
             conn.close()
         if state.connections:

@@ -350,13 +350,15 @@ class ServerConfig:
         "max.connections", _Int(1), 2_000, "a new connection over it is closed at once")
     max_connection_creation_rate: int = _setting(
         "max.connection.creation.rate", _Int(1, unbounded=-1), 100,
-        "new connections per second, after a burst of as many (KIP-612): a connection over the rate waits, "
-        "unread, for its turn; it bounds "
-        "password guesses, since a failed authentication closes its connection (docs/security.md)")
+        "new connections per second, after a burst of as many (KIP-612): a connection over the rate waits for "
+        "its turn as in a listen backlog (a socket, not a `max.connections` slot; at most 10 s, and at most "
+        "`max.connections` of them), the address served least recently first; one that closes while it "
+        "waits, or is refused in its turn, takes no turn (docs/security.md)")
     max_connection_creation_rate_per_ip: int = _setting(
-        "max.connection.creation.rate.per.ip", _Int(1, unbounded=-1), 20,
-        "the same, per client address (Kafka's connection_creation_rate quota of an address), counted first: "
-        "a brute force from one address does not make new connections from others wait (docs/security.md)")
+        "max.connection.creation.rate.per.ip", _Int(1, unbounded=-1), -1,
+        "the same, per client address (Kafka's connection_creation_rate quota of an address, unbounded there "
+        "by default too): a connection over it is refused at once. Clients behind one address (NAT, a "
+        "Kubernetes node) share it (docs/security.md)")
     max_connections_per_ip: int = _setting(
         "max.connections.per.ip", _Int(1), 1_000, "the same, per client address")
     connections_max_idle_ms: int = _setting(
@@ -453,6 +455,12 @@ class ServerConfig:
     connection_failed_authentication_delay_ms: int = _setting(
         "connection.failed.authentication.delay.ms", _Int(0), 100,
         "a failed authentication is answered (then the connection closed) after this delay", security=True)
+    max_failed_authentication_rate: int = _setting(
+        "max.failed.authentication.rate", _Int(1, unbounded=-1), 20,
+        "failed authentications answered per second, all addresses together (after a burst of as many): a "
+        "failure over it is answered (then its connection closed) in its turn, the address served least "
+        "recently first, after at most 10 s; so a password guesser gets that many answers however many "
+        "addresses it has (not a Kafka key)", security=True)
 
     @property
     def advertised(self) -> tuple[Listener, ...]:

@@ -55,7 +55,7 @@ from typing import Any
 
 import structlog
 
-from .admission import Admission
+from .admission import EARLY_BYTES, Admission
 from .binding import client_host
 from .config import Listener
 from .flow_control import FlowControl
@@ -74,7 +74,7 @@ log = structlog.get_logger("replica_assignor")
 
 class KafkaConnection(asyncio.Protocol):
     __slots__ = ("state", "transport", "conn_id", "peer", "principal", "sasl", "gate", "flow", "frames",
-                 "responses", "admission", "requests", "turns", "closing", "blocked", "failing", "last_active",
+                 "responses", "admission", "requests", "turns", "closing", "blocked", "failing", "last_active", "heard",
                  "_loop", "_listener", "_ssl_context", "_tls", "_lost")
 
     def __init__(self, state: ServerState, ssl_context: ssl.SSLContext | None = None,
@@ -97,6 +97,7 @@ class KafkaConnection(asyncio.Protocol):
         self.responses = ResponseQueue()
         self.closing = False
         self.last_active = 0.0
+        self.heard = False  # the client sent something (a connection that never did gives its turn back)
         # reading waits: for the connection's admission, or for an authentication step to be done
         self.blocked = False
         # authentication failed: the pending answer is the last one, then the connection closes
@@ -107,7 +108,7 @@ class KafkaConnection(asyncio.Protocol):
         self.flow = FlowControl(memory, self.update_reading)
         cfg = state.config
         self.frames = FrameReader(self.flow, cfg.socket_request_max_bytes, cfg.request_receive_timeout_ms,
-                                  self._receive_timeout, self.update_reading)
+                                  self._receive_timeout, self.update_reading, self._stalled)
         self.admission = Admission(self, state)
         self.requests = RequestPipeline(self, state)
         self.turns = self.requests.turns = Turns(self, state, self.frames, self.requests, advertised)
@@ -124,18 +125,12 @@ class KafkaConnection(asyncio.Protocol):
         if not self.admission.enter(self._loop, host):
             self.closing = True
             transport.abort()  # type: ignore[attr-defined]
-            return
-        self.admission.await_turn()
 
     def hold_for_admission(self) -> None:
-        """:class:`Admission`: what arrives before the connection's turn waits in the buffer, unread."""
+        """:class:`Admission`: what arrives before the connection's turn waits in the buffer, not handled;
+        reading goes on until ``EARLY_BYTES`` came, so that a client that gives up is seen to go (its
+        place among the waiting given back)."""
         self.blocked = True
-        self.flow.update(True)
-        self._loop.call_soon(self._still_paused)  # (uvloop starts reading after connection_made)
-
-    def _still_paused(self) -> None:
-        if self.blocked and not self.closing and self.flow.reading_paused:
-            self.transport.pause_reading()
 
     def admitted(self) -> None:
         """:class:`Admission`: the connection's turn has come; serve it (its TLS handshake first)."""
@@ -215,6 +210,11 @@ class KafkaConnection(asyncio.Protocol):
             self.close("request receive timeout", received=received,
                        request_receive_timeout_ms=self.state.config.request_receive_timeout_ms)
 
+    def _stalled(self, received: int) -> None:
+        """:class:`FrameReader`: a large frame's bytes stopped coming while others wait to stream theirs."""
+        if not self.closing:
+            self.close("large frame stalled", received=received)
+
     @property
     def idle(self) -> bool:
         return not self.responses
@@ -270,12 +270,18 @@ class KafkaConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.closing:
             return
+        self.heard = True
         tls = self._tls
         if tls is not None and tls.early is not None:  # before the TLS layer took over: its bytes
             tls.early += data
             self.transport.pause_reading()
             return
         self.last_active = self._loop.time()
+        if self.blocked and self.transport is not None and self.admission.waiting:
+            self.frames.buf += data  # before its turn: kept, not handled, not counted as a request yet
+            if len(self.frames.buf) >= EARLY_BYTES:
+                self.flow.update(True)
+            return
         if not self.frames.feed(data):
             self.turns.read_large(len(data))  # a large frame being read
         elif not self.blocked and self.failing is None and self.turns.scheduled is None and tls is None:

@@ -10,7 +10,7 @@ client) while any of these holds:
   mark: ``pause_writing``);
 - the frame being read waits for its bytes in ``queued.max.request.bytes``
   (:class:`kafka_replica_assignor.server.request_memory.RequestMemory`, shared by every connection), or, a large
-  frame, for its turn to stream in.
+  frame, for its turn to stream on.
 
 It resumes as soon as none holds. The connection's buffer is counted in the shared budget;
 once the budget is short, so is the whole of a frame whose size is read but not its body
@@ -43,7 +43,7 @@ class FlowControl:
         self.writing_paused = False  # the peer does not read what it is sent
         self.charged = 0  # bytes of the buffer and of the frame being read, counted in the budget
         self.memory_wait = False  # waiting for the budget to reserve the frame being read (or to stream it)
-        self.streaming = 0  # bytes of the large frame being read, counted in the memory's streaming budget
+        self.streaming = 0  # bytes of the large frame being read that arrived, in the memory's streaming budget
 
     def attach(self, transport: asyncio.BaseTransport) -> None:
         """The transport to pause (the TLS layer's after the handshake)."""
@@ -80,21 +80,20 @@ class FlowControl:
         budget and stalled every request that needed a second read). ``gathered``: bytes of the
         frame read but kept aside (the connection joins a large frame's reads once it is whole).
 
-        A large frame being read streams in only when its turn has come
-        (:meth:`kafka_replica_assignor.server.request_memory.RequestMemory.stream`); until then reading pauses."""
+        The bytes of a large frame being read count in the streaming budget as they arrive; when it is
+        spent, reading pauses until the frame's turn comes
+        (:meth:`kafka_replica_assignor.server.request_memory.RequestMemory.stream`)."""
         need = len(buf) + gathered
-        if len(buf) >= 4:
-            (size,) = _LEN.unpack_from(buf, 0)
-            if not 0 <= size <= max_frame:
-                size = -1
-            large = size >= LARGE_FRAME_BYTES and 4 + size > len(buf)
-            if large != bool(self.streaming) and not self.memory_wait and self._large(large, 4 + size, need):
+        size = _LEN.unpack_from(buf, 0)[0] if len(buf) >= 4 else -1
+        if not 0 <= size <= max_frame:
+            size = -1
+        if size >= LARGE_FRAME_BYTES and 4 + size > len(buf):  # a large frame being read
+            if not self.memory_wait and self._stream(need):
                 return True
-            if size >= 0 and self._memory.short:
-                need = max(need, 4 + size)
-        elif self.streaming:
-            self._memory.streamed(self.streaming)
-            self.streaming = 0
+        else:
+            self.end_stream()
+        if size >= 0 and self._memory.short:
+            need = max(need, 4 + size)
         delta = need - self.charged
         if delta < 0:
             self.charged = need
@@ -107,21 +106,32 @@ class FlowControl:
                 return True
         return False
 
-    def _large(self, large: bool, size: int, held: int) -> bool:
-        """A large frame starts or ends streaming; True when it must wait for its turn."""
-        if not large:
-            self._memory.streamed(self.streaming)
-            self.streaming = 0
+    def _stream(self, arrived: int) -> bool:
+        """``arrived`` bytes of the large frame being read came: they count in the streaming budget
+        (what arrived only: a size prefix reserves nothing). True when it must wait for its turn."""
+        more = arrived - self.streaming
+        if more <= 0:
             return False
-        if self._memory.stream(self, size, held):
-            self.streaming = size
+        self.streaming = arrived
+        if self._memory.stream(self, more, self.charged):
             return False
         self.memory_wait = True
         return True
 
-    def stream_granted(self, n: int) -> None:
-        """:class:`kafka_replica_assignor.server.request_memory.MemoryWaiter`: the large frame being read may stream in."""
-        self.streaming = n
+    def end_stream(self) -> None:
+        """The large frame being read is whole: its bytes leave the streaming budget."""
+        if self.streaming:
+            self.streaming = 0
+            self._memory.streamed(self)
+
+    @property
+    def stalls_others(self) -> bool:
+        """A large frame is being read, reading is not paused by the server, and other large frames
+        wait for the streaming budget: if no bytes come, the stream holds them up."""
+        return bool(self.streaming) and not self.reading_paused and self._memory.streams_waiting
+
+    def stream_granted(self) -> None:
+        """:class:`kafka_replica_assignor.server.request_memory.MemoryWaiter`: the large frame being read may stream on."""
         self.memory_wait = False
         self._on_granted()
 
@@ -136,9 +146,7 @@ class FlowControl:
         if self.memory_wait:
             self.memory_wait = False
             self._memory.cancel(self)
-        if self.streaming:
-            streaming, self.streaming = self.streaming, 0
-            self._memory.streamed(streaming)
+        self.end_stream()
         if self.charged:
             charged, self.charged = self.charged, 0
             self._memory.release(charged)

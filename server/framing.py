@@ -9,6 +9,9 @@ things are the reader's own:
   page faults are spread over the reads, and the memory goes back to the system as soon as the
   request is handled (``whole``). Growing one buffer read by read copied it again and again;
   cutting the payload out of it copied it twice more (a 99 MiB frame held the loop 0.5-0.7 s).
+- **A large frame that stalls**: while other large frames wait for the streaming budget
+  (:mod:`kafka_replica_assignor.server.request_memory`), one whose bytes stop coming for ``STALL_S`` (reading not
+  paused by the server) is closed, so that what it holds goes back.
 - **``request.receive.timeout.ms``**: a frame started and not whole has that long from its
   first bytes to arrive; more bytes of the same frame do not move the deadline, waiting for
   the request-memory budget counts. When it passes, ``on_timeout`` closes the connection.
@@ -25,6 +28,7 @@ import struct
 from collections.abc import Callable
 
 from .flow_control import FlowControl
+from .request_memory import STALL_S
 
 _LEN = struct.Struct(">i")
 # a frame at least this large has the reads of its rest gathered and joined once
@@ -35,10 +39,12 @@ class FrameReader:
     """The received bytes of one connection, not yet cut into requests."""
 
     __slots__ = ("buf", "whole", "limit", "_frame", "_chunked", "_need", "_received", "_partial_at",
-                 "_deadline", "_flow", "_timeout_s", "_on_timeout", "_on_wait")
+                 "_deadline", "_flow", "_timeout_s", "_on_timeout", "_on_wait", "_on_stall", "_last_read",
+                 "_stall_check")
 
     def __init__(self, flow: FlowControl, limit: int, timeout_ms: int,
-                 on_timeout: Callable[[int], None], on_wait: Callable[[], None]) -> None:
+                 on_timeout: Callable[[int], None], on_wait: Callable[[], None],
+                 on_stall: Callable[[int], None] | None = None) -> None:
         self.buf = bytearray()
         # a large frame's payload (without its size), whole and not handled yet: it comes before buf
         self.whole: mmap.mmap | None = None
@@ -57,6 +63,11 @@ class FrameReader:
         self._timeout_s = timeout_ms / 1000.0
         self._on_timeout = on_timeout  # called with the bytes of the frame received so far
         self._on_wait = on_wait  # the frame being read waits for request memory: the connection pauses reading
+        # a large frame that receives nothing for STALL_S while others wait for the streaming budget: called
+        # with the bytes of it received (the connection closes); when its bytes last came, and the check
+        self._on_stall = on_stall or on_timeout
+        self._last_read = 0.0
+        self._stall_check: asyncio.TimerHandle | None = None
 
     @property
     def held(self) -> int:
@@ -69,6 +80,7 @@ class FrameReader:
         rest of a large frame is being gathered (or it waits for request memory)."""
         self._received += len(data)
         if self._need:
+            self._last_read = asyncio.get_running_loop().time()
             return self._gather(data)
         buf = self.buf
         buf += data
@@ -99,6 +111,7 @@ class FrameReader:
         self.whole, self._frame = frame, None
         self.buf = bytearray(data[fits:]) if fits < len(data) else bytearray()
         self._chunked, self._need = 0, 0
+        self._flow.end_stream()
         self._flow.received(self.held)
         self.watch()
         return True
@@ -126,6 +139,7 @@ class FrameReader:
             if size >= GATHER_BYTES and 4 + size > len(buf):  # its rest is gathered, not appended read by read
                 self._need = 4 + size - len(buf)
                 self._frame = mmap.mmap(-1, size)  # (pages are touched, and counted, as bytes arrive)
+                self._watch_stall()
         self.watch()
         return waits
 
@@ -134,9 +148,31 @@ class FrameReader:
         self.buf = bytearray()
         self.whole = self._frame = None
         self._chunked, self._need = 0, 0
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
+        for timer in (self._deadline, self._stall_check):
+            if timer is not None:
+                timer.cancel()
+        self._deadline = self._stall_check = None
+
+    # -- a large frame that stalls ---------------------------------------------------------
+    def _watch_stall(self) -> None:
+        """A large frame starts to be gathered: check, every :data:`STALL_S`, that its bytes come while
+        other large frames wait for the streaming budget."""
+        loop = asyncio.get_running_loop()
+        self._last_read = loop.time()
+        if self._stall_check is None:
+            self._stall_check = loop.call_later(STALL_S, self._check_stall)
+
+    def _check_stall(self) -> None:
+        self._stall_check = None
+        if not self._need:
+            return  # whole: the next large frame starts its own watch
+        loop = asyncio.get_running_loop()
+        quiet = loop.time() - self._last_read
+        if quiet >= STALL_S and self._flow.stalls_others:
+            self._on_stall(len(self.buf) + self._chunked)
+            return
+        self._stall_check = loop.call_later(max(STALL_S - quiet, 0.05) if quiet < STALL_S else STALL_S,
+                                            self._check_stall)
 
     # -- request.receive.timeout.ms ----------------------------------------------------
     def _partial_start(self) -> int:

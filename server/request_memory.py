@@ -12,13 +12,17 @@ counted, never dropped. When every byte held belongs to connections that are wai
 would ever be given back, so the first of them gets its frame anyway (the overshoot is at
 most one frame, at most ``socket.request.max.bytes``).
 
-Large frames (``LARGE_FRAME_BYTES`` and more) also take a share of a second, smaller budget
-while they stream in: ``streaming_limit`` bytes of large frames being read at once (half the
-budget by default), reserved whole from the frame's size prefix. A connection whose large frame
-does not fit waits, first come first served, with reading paused, until a frame being streamed
-is whole; when no large frame streams, the first waiting one always gets its turn. Counting bytes
-as they arrive let ten 99 MiB frames stream at once (about 300 MiB in the first second), and
-copying that much on two cores delayed every other client; frames below the size stream freely.
+Large frames (``LARGE_FRAME_BYTES`` and more) also count, while they stream in, in a second, smaller
+budget: ``streaming_limit`` bytes of large frames read at once (half the budget by default). Only
+bytes that arrived count: a size prefix alone reserves nothing (it once reserved the whole frame it
+announced, so a few 4-byte headers held the budget and a 3.5 MB request waited 37-44 s). While
+the large frames being read hold the budget, a connection that reads more of its own waits, first
+come first served, with reading paused, until one of them is whole; the frame that started
+streaming first always reads on, so the frames being read always finish. A stream that stops
+sending while others wait is closed (:data:`STALL_S`, :class:`kafka_replica_assignor.server.framing.FrameReader`),
+so what it holds goes back. Counting bytes as they arrive with no such budget let ten 99 MiB
+frames stream at once (about 300 MiB in the first second), and copying that much on two cores
+delayed every other client; frames below the size stream freely.
 """
 
 from __future__ import annotations
@@ -26,31 +30,36 @@ from __future__ import annotations
 from collections import deque
 from typing import Protocol
 
-# a frame at least this large needs a share of the streaming budget before its rest is read
+# a frame at least this large counts in the streaming budget while it is read
 LARGE_FRAME_BYTES = 1 << 20
+# a large frame that receives nothing for this long while others wait for the streaming budget is
+# closed (its bytes given back)
+STALL_S = 1.0
 
 
 class MemoryWaiter(Protocol):
     def memory_granted(self, n: int) -> None:
         """The reservation it waited for is made: read on."""
 
-    def stream_granted(self, n: int) -> None:
-        """Its large frame may stream in: read on."""
+    def stream_granted(self) -> None:
+        """Its large frame may stream on: read on."""
 
 
 class RequestMemory:
     """The bytes of requests buffered by all connections, against ``limit`` (-1: unbounded)."""
 
-    __slots__ = ("limit", "used", "_waiters", "_held_by_waiters", "streaming_limit", "streaming", "_streams")
+    __slots__ = ("limit", "used", "_waiters", "_held_by_waiters", "streaming_limit", "streaming", "_streams",
+                 "_active")
 
     def __init__(self, limit: int, streaming_limit: int | None = None) -> None:
         self.limit = limit
         self.used = 0
-        # bytes of large frames being read at once (-1: unbounded), those streaming now, and the
-        # connections waiting to stream theirs (as _waiters)
+        # bytes of large frames read at once (-1: unbounded), those that arrived, each stream's in the order
+        # the streams started, and the streams waiting to read on (first come first served)
         self.streaming_limit = (limit // 2 if limit >= 0 else -1) if streaming_limit is None else streaming_limit
         self.streaming = 0
-        self._streams: deque[tuple[MemoryWaiter, int, int]] = deque()
+        self._active: dict[MemoryWaiter, int] = {}
+        self._streams: deque[tuple[MemoryWaiter, int, int]] = deque()  # (stream, 0, bytes it holds)
         # (connection, bytes it asks for, bytes it holds while it waits), first come first served
         self._waiters: deque[tuple[MemoryWaiter, int, int]] = deque()
         self._held_by_waiters = 0
@@ -92,32 +101,46 @@ class RequestMemory:
             self._wake()
 
     # -- large frames -------------------------------------------------------------------
-    def stream(self, waiter: MemoryWaiter, n: int, held: int) -> bool:
-        """Let ``waiter`` (which holds ``held`` bytes) stream in a large frame of ``n`` bytes: True when
-        it may now; else it waits its turn and :meth:`MemoryWaiter.stream_granted` is called then."""
-        if not self._streams and self._may_stream(n):
-            self.streaming += n
+    def stream(self, waiter: MemoryWaiter, arrived: int, held: int) -> bool:
+        """``arrived`` more bytes of ``waiter``'s large frame came (it holds ``held`` request bytes): True
+        when it may read on; else it waits its turn and :meth:`MemoryWaiter.stream_granted` is called then."""
+        active = self._active
+        active[waiter] = active.get(waiter, 0) + arrived
+        self.streaming += arrived
+        if self._may_stream(waiter):
             return True
-        self._streams.append((waiter, n, held))
+        self._streams.append((waiter, 0, held))
         self._held_by_waiters += held  # (what a waiting stream holds is not given back soon either)
         return False
 
-    def streamed(self, n: int) -> None:
-        """A large frame of ``n`` bytes is whole (or its connection gone): the next may stream."""
-        self.streaming -= n
-        while self._streams:
-            waiter, size, held = self._streams[0]
-            if not self._may_stream(size):
-                break
-            self._streams.popleft()
+    def streamed(self, waiter: MemoryWaiter) -> None:
+        """``waiter``'s large frame is whole (or its connection gone): its bytes leave the streaming budget."""
+        self.streaming -= self._active.pop(waiter, 0)
+        streams = self._streams
+        while streams and self._may_stream(streams[0][0]):
+            first, _, held = streams.popleft()
             self._held_by_waiters -= held
-            self.streaming += size
-            waiter.stream_granted(size)
+            first.stream_granted()
+        oldest = next(iter(self._active), None)
+        for entry in streams:  # the stream that started first now, if it waits (it may always read on)
+            if entry[0] is oldest:
+                streams.remove(entry)
+                self._held_by_waiters -= entry[2]
+                entry[0].stream_granted()
+                break
         if self._waiters:
             self._wake()
 
-    def _may_stream(self, n: int) -> bool:
-        return self.streaming_limit < 0 or self.streaming == 0 or self.streaming + n <= self.streaming_limit
+    def _may_stream(self, waiter: MemoryWaiter) -> bool:
+        """Within the budget, or the stream that started first (it always finishes)."""
+        if self.streaming_limit < 0 or self.streaming <= self.streaming_limit:
+            return True
+        return next(iter(self._active), None) is waiter
+
+    @property
+    def streams_waiting(self) -> bool:
+        """Large frames wait for the streaming budget: a stalled one is closed."""
+        return bool(self._streams)
 
     @property
     def short(self) -> bool:

@@ -81,6 +81,8 @@ class ServerState:
     placement_slots: PlacementSlots = field(init=False)
     # max.connection.creation.rate, overall and per address (kafka_replica_assignor.server.connection_rate)
     connection_rate: ConnectionRate = field(init=False)
+    # max.failed.authentication.rate (the same turns)
+    failed_authentications: ConnectionRate = field(init=False)
 
     # the assignor is one of ours (assignors.*): small requests may run it on the event loop,
     # and it needs no worker processes ready at start-up
@@ -98,8 +100,11 @@ class ServerState:
         if self.listener is None:
             self.listener = self.advertised
         self.answer_memory = AnswerMemory(self.config.queued_max_response_bytes)
+        # as many connections may wait for their turn as may be open (a socket each, not a slot)
         self.connection_rate = ConnectionRate(cfg.max_connection_creation_rate,
-                                              cfg.max_connection_creation_rate_per_ip)
+                                              cfg.max_connection_creation_rate_per_ip, cfg.max_connections)
+        # max.failed.authentication.rate: failed authentications answered per second, in turns
+        self.failed_authentications = ConnectionRate(cfg.max_failed_authentication_rate, -1, cfg.max_connections)
         self.placement_slots = PlacementSlots(self.config.assignor_max_workers,
                                               self.config.assignor_max_queued_placements)
         if self.memo is None and self.config.memo_max_entries > 0:

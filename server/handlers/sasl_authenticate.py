@@ -26,6 +26,7 @@ from kafka_replica_assignor.protocol.messages import SaslAuthenticateRequest, Sa
 
 from ..security import AuthenticationFailed, SaslSession
 from ..shared_state import ServerState
+from .sasl_handshake import after_failure
 
 if TYPE_CHECKING:
     from ..connection import KafkaConnection
@@ -77,14 +78,13 @@ def _exchange(state: ServerState, conn: KafkaConnection, token: bytes, answer: A
     session = conn.sasl
     assert session is not None and session.mechanism is not None  # after SaslHandshake
     mechanism = session.mechanism.name
-    delay_s = state.config.connection_failed_authentication_delay_ms / 1000.0
 
     async def later(pending: bool, response: bytes | None, failure: AuthenticationFailed | None) -> bytes:
         if pending:
             response, failure = await asyncio.to_thread(_evaluate, session, token)
             _record(conn, mechanism, failure)
         if failure is not None:
-            await asyncio.sleep(delay_s)
+            await after_failure(state, conn)
         return answer(response, failure)
 
     if session.mechanism.blocking:

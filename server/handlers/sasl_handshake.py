@@ -22,6 +22,7 @@ import kafka.errors as kafka_errors
 from kafka_replica_assignor.protocol.frame import RequestHeaderPeek, frame
 from kafka_replica_assignor.protocol.messages import SaslHandshakeRequest, SaslHandshakeResponse, decode_body
 
+from ..connection_rate import take_turn
 from ..shared_state import ServerState
 
 if TYPE_CHECKING:
@@ -41,8 +42,17 @@ def _response(state: ServerState, header: RequestHeaderPeek, error: type[kafka_e
                  flexible_header=SaslHandshakeResponse.flexible_version_q(header.api_version))
 
 
-async def _after(delay_s: float, response: bytes) -> bytes:
-    await asyncio.sleep(delay_s)
+async def after_failure(state: ServerState, conn: KafkaConnection) -> None:
+    """A failed authentication is answered after ``connection.failed.authentication.delay.ms``, then in
+    its turn of ``max.failed.authentication.rate`` (all addresses together, the one served least
+    recently first); refused a turn (10 s waited), its connection closes unanswered."""
+    await asyncio.sleep(state.config.connection_failed_authentication_delay_ms / 1000.0)
+    if not await take_turn(state.failed_authentications, conn.admission.ip):
+        conn.close("failed authentications over their rate")
+
+
+async def _after_failure(state: ServerState, conn: KafkaConnection, response: bytes) -> bytes:
+    await after_failure(state, conn)
     return response
 
 
@@ -55,6 +65,6 @@ def handle(state: ServerState, header: RequestHeaderPeek, body: memoryview,
     enabled = list(state.config.sasl_enabled_mechanisms)
     if not session.start(request.mechanism, raw=header.api_version == 0):
         conn.authentication_failed("unsupported SASL mechanism", mechanism=request.mechanism)
-        return _after(state.config.connection_failed_authentication_delay_ms / 1000.0,
-                      _response(state, header, kafka_errors.UnsupportedSaslMechanismError, enabled))
+        return _after_failure(state, conn,
+                              _response(state, header, kafka_errors.UnsupportedSaslMechanismError, enabled))
     return _response(state, header, kafka_errors.NoError, enabled)

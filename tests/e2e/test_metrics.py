@@ -194,6 +194,35 @@ def test_authentications_are_counted(tmp_path):
     assert samples[("replica_assignor_requests_total", (("api", "SaslAuthenticate"), ("error_code", "58")))] == 1
 
 
+def _handshake(port: int, mechanism: str) -> None:
+    name = mechanism.encode()
+    request = struct.pack(">hhih", 17, 1, 1, 1) + b"m" + struct.pack(">h", len(name)) + name
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(_LEN.pack(len(request)) + request)
+        while sock.recv(65536):  # answered, then closed: an unsupported mechanism fails authentication
+            pass
+
+
+def test_mechanism_names_a_client_makes_up_are_one_unknown_label(tmp_path):
+    """Mechanism names are the client's input: each made-up name once became a label of its own
+    (2,015 in 20 s grew /metrics to 121 MB). The labels are a fixed set; a scrape stays as large as
+    after the first made-up name, however many more come."""
+    users = tmp_path / "users.json"
+    write_users_file(users, {"alice": {"SCRAM-SHA-256": scram_credential("SCRAM-SHA-256", "pw")}})
+    with ServerThread({"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.users.file": str(users),
+                       "connection.failed.authentication.delay.ms": "0",
+                       "metrics.listener": "http://127.0.0.1:0"}) as server:
+        _handshake(server.port, "made-up-0")
+        first = _scrape(server)
+        for i in range(1, 40):
+            _handshake(server.port, f"made-up-{i}")
+        samples = _scrape(server)
+    mechanisms = {dict(labels)["mechanism"]: value for (name, labels), value in samples.items()
+                  if name == "replica_assignor_authentications_total"}
+    assert mechanisms == {"unknown": 40}
+    assert len(samples) == len(first)
+
+
 def test_health_endpoint(server):
     with urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/health", timeout=5) as response:
         assert response.status == 200

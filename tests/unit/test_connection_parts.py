@@ -101,35 +101,52 @@ def test_an_oversize_frame_is_not_reserved() -> None:
     assert memory.used == 4
 
 
-def test_large_frames_stream_in_turn_within_their_budget() -> None:
-    """Frames of 1 MiB and more stream in only while the streaming budget has room (the first
-    always does); the next waits, reading paused, until the first is whole; small frames never wait."""
+def test_large_frames_count_what_arrived_and_stream_in_turn_within_their_budget() -> None:
+    """Frames of 1 MiB and more count in the streaming budget as their bytes arrive: a size prefix
+    alone reserves nothing (it once reserved the whole frame it announced). Over the budget, a frame
+    that did not start first waits, reading paused, until one streaming is whole; small frames never wait."""
     memory = RequestMemory(-1, streaming_limit=3 << 20)
     woken: list[bool] = []
     first, second = FlowControl(memory, lambda: None), FlowControl(memory, lambda: woken.append(True))
     small = FlowControl(memory, lambda: None)
-    head = _frame_head(2 << 20) + bytearray(100)
+    header = _frame_head(8 << 20)
     for flow in (first, second):
-        flow.received(len(head))
-    assert first.account(head, max_frame=10 << 20) is False and first.streaming == 4 + (2 << 20)
-    assert second.account(head, max_frame=10 << 20) is True  # 2 MiB more would pass the 3 MiB
-    assert second.memory_wait and memory.waiting == 1
+        flow.received(4)
+        assert flow.account(header, max_frame=10 << 20) is False
+    assert memory.streaming == 8 and memory.waiting == 0  # two headers of 8 MiB hold 8 bytes
+    part = header + bytearray(2 << 20)
+    first.received(len(part))
+    assert first.account(part, max_frame=10 << 20) is False and first.streaming == len(part)
+    second.received(len(part))
+    assert second.account(part, max_frame=10 << 20) is True  # over the 3 MiB, and not the first stream
+    assert second.memory_wait and memory.waiting == 1 and memory.streams_waiting
     small_head = _frame_head(500_000) + bytearray(10)
     small.received(len(small_head))
     assert small.account(small_head, max_frame=10 << 20) is False and small.streaming == 0
-    assert first.account(bytearray(), max_frame=10 << 20) is False  # its frame is whole and handled
-    assert woken == [True] and second.streaming == 4 + (2 << 20) and not second.memory_wait
-    assert memory.streaming == second.streaming and memory.waiting == 0
+    first.end_stream()  # its frame is whole
+    assert woken == [True] and not second.memory_wait and memory.waiting == 0
+    assert memory.streaming == second.streaming == len(part)
     second.release()
     assert memory.streaming == 0
 
 
 def test_the_first_large_frame_streams_even_over_the_budget() -> None:
+    """The stream that started first always reads on, so the frames being read always finish; when it
+    goes, the next oldest reads on even if it waits behind another."""
     memory = RequestMemory(-1, streaming_limit=1 << 20)
-    flow = FlowControl(memory, lambda: None)
-    head = _frame_head(5 << 20)
-    flow.received(4)
-    assert flow.account(head, max_frame=10 << 20) is False and memory.streaming == 4 + (5 << 20)
+    woken: list[str] = []
+    flows = [FlowControl(memory, lambda name=name: woken.append(name)) for name in "abc"]
+    for flow in flows:  # each starts a frame: its header
+        flow.received(4)
+        flow.account(_frame_head(5 << 20), max_frame=10 << 20)
+    part = _frame_head(5 << 20) + bytearray(2 << 20)
+    a, b, c = flows
+    for flow in (a, c, b):
+        flow.received(len(part))
+    assert a.account(part, max_frame=10 << 20) is False  # the first, over the budget
+    assert c.account(part, max_frame=10 << 20) is True and b.account(part, max_frame=10 << 20) is True
+    a.release()
+    assert woken == ["b"] and c.memory_wait  # b started before c: its turn, though c waited first
 
 
 # -- answers in request order -------------------------------------------------------------
@@ -199,19 +216,105 @@ async def test_no_connections_is_set_exactly_while_none_is_open() -> None:
 
 
 # -- max.connection.creation.rate(.per.ip) ---------------------------------------------------
-def test_an_address_over_its_rate_waits_without_taking_the_others_turns() -> None:
+class _Clock:
+    """A fake loop: its time, and the one timer the rate arms."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.timer: tuple[float, Any] | None = None
+
+    def time(self) -> float:
+        return self.now
+
+    def call_later(self, delay: float, callback: Any) -> None:
+        self.timer = (self.now + delay, callback)
+
+    def run_until(self, until: float) -> None:
+        while self.timer is not None and self.timer[0] <= until:
+            (self.now, callback), self.timer = self.timer, None
+            callback()
+        self.now = until
+
+
+class _Waiter:
+    def __init__(self, log: list[str], name: str) -> None:
+        self.log, self.name = log, name
+
+    def turn_came(self) -> None:
+        self.log.append(self.name)
+
+    def wait_refused(self) -> None:
+        self.log.append(f"refused {self.name}")
+
+
+def test_a_connection_that_leaves_while_it_waits_takes_no_turn() -> None:
+    """Turns were reserved on arrival: open-and-close booked a minute of turns ahead, and every new
+    client waited behind them. Now a waiting connection holds no turn, and one that leaves takes none."""
     from kafka_replica_assignor.server.connection_rate import ConnectionRate
 
-    rate = ConnectionRate(rate=10, per_ip=2)
-    now = 100.0
-    # the burst of a second's worth (turns from a second ago to now), then one per half second
-    assert [rate.address_delay("a", now) for _ in range(4)] == [0.0, 0.0, 0.0, 0.5]
-    for _ in range(3):
-        assert rate.delay(now) == 0.0  # (the fourth has not had its address's turn: it takes no turn overall)
-    # another address is served at once: the queue of the first does not hold it up
-    assert rate.address_delay("b", now) == 0.0 and rate.delay(now) == 0.0
-    # overall: a burst of a second's worth (turns from a second ago to now), then one per tenth of a second
-    delays = [rate.delay(now) for _ in range(8)]
-    assert delays[:7] == [0.0] * 7 and delays[7] == pytest.approx(0.1)
-    unlimited = ConnectionRate(rate=-1, per_ip=-1)
-    assert unlimited.address_delay("a", now) == unlimited.delay(now) == 0.0
+    clock, served = _Clock(), []
+    rate = ConnectionRate(rate=10, per_ip=-1)
+    # the burst of a second's worth is served at once
+    assert all(rate.arrive(_Waiter(served, "burst"), "10.0.0.1", clock) is None for _ in range(10))
+    tickets = [rate.arrive(_Waiter(served, f"gone{i}"), "10.0.0.1", clock) for i in range(1000)]
+    for ticket in tickets:
+        assert ticket is not None
+        rate.left(ticket)  # opened and closed at once
+    assert rate.waiting == 0
+    assert rate.arrive(_Waiter(served, "new"), "10.0.0.2", clock) is not None
+    clock.run_until(100.09)
+    assert served == []
+    clock.run_until(100.11)
+    assert served == ["new"]  # its turn is the next one, a tenth of a second on
+
+
+def test_the_address_served_least_recently_goes_first_and_waiting_is_bounded() -> None:
+    from kafka_replica_assignor.server.connection_rate import MAX_WAIT_S, ConnectionRate
+
+    clock, served = _Clock(), []
+    rate = ConnectionRate(rate=10, per_ip=-1, max_waiting=5)
+    for _ in range(10):
+        rate.arrive(_Waiter(served, "burst"), "flood", clock)
+    served.clear()
+    for i in range(4):
+        rate.arrive(_Waiter(served, f"flood{i}"), "flood", clock)
+    rate.arrive(_Waiter(served, "other"), "other", clock)
+    clock.run_until(100.25)
+    assert served == ["other", "flood0"]  # the other address first, though it came last
+    for i in range(4, 8):  # over max_waiting: the one waiting longest is refused
+        rate.arrive(_Waiter(served, f"flood{i}"), "flood", clock)
+    assert served[2:] == ["refused flood1", "refused flood2"] and rate.waiting == 5
+    clock.run_until(100.0 + MAX_WAIT_S + 0.01)
+    assert rate.waiting == 0 and "refused flood7" not in served and "flood7" in served
+    # a turn given back (refused at max.connections) is served again at once
+    rate.give_back()
+    assert rate.arrive(_Waiter(served, "again"), "x", clock) is None
+
+
+def test_the_per_address_rate_is_off_by_default_and_refuses_over_it() -> None:
+    from kafka_replica_assignor.server.config import load_config
+    from kafka_replica_assignor.server.connection_rate import ConnectionRate
+
+    assert load_config(overrides={}).max_connection_creation_rate_per_ip == -1
+    rate = ConnectionRate(rate=-1, per_ip=2)
+    assert [rate.address_refuses("a", 100.0) for _ in range(3)] == [False, False, True]
+    assert not rate.address_refuses("b", 100.0)
+    assert not rate.address_refuses("a", 100.5)  # a token back after half a second
+
+
+async def test_a_turn_awaited_and_cancelled_takes_none() -> None:
+    """max.failed.authentication.rate: a failure waits for its turn in a coroutine; a connection gone
+    meanwhile (its coroutine cancelled) leaves the queue, and the next address gets the turn."""
+    from kafka_replica_assignor.server.connection_rate import ConnectionRate, take_turn
+
+    rate = ConnectionRate(rate=20, per_ip=-1)
+    for _ in range(20):  # the burst
+        assert await take_turn(rate, "a") is True
+    gone = asyncio.ensure_future(take_turn(rate, "a"))
+    await asyncio.sleep(0)
+    assert rate.waiting == 1
+    gone.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await gone
+    assert rate.waiting == 0
+    assert await asyncio.wait_for(take_turn(rate, "b"), 5) is True
