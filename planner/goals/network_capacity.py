@@ -35,6 +35,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, Goal, ReportView, Target, blame
 from kafka_replica_assignor.planner.goals.traffic import (
     Tracker,
@@ -67,6 +69,7 @@ class NetworkCapacityGoal(Goal):
         super().__init__(work, request)
         self.cap_in, self.cap_out = capacities(work)
         self.traffic: Tracker | None = None
+        self.floors: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def applies(cls, snapshot: ClusterSnapshot) -> bool:
@@ -167,8 +170,10 @@ class NetworkCapacityGoal(Goal):
 
     def bound_rows(self, program: BoundProgram) -> None:
         if self.cap_in:
-            rin, _ = rates(self.work)
-            program.require_floors(*rate_floors(self.work, rin, None, self.cap_in))
+            if self.floors is None:     # the same for every program the bound solves
+                rin, _ = rates(self.work)
+                self.floors = rate_floors(self.work, rin, None, self.cap_in)
+            program.require_floors(*self.floors)
 
     @staticmethod
     def targets(view: ReportView) -> tuple[Target, ...]:

@@ -219,6 +219,7 @@ def rate_floors(work: Working, weights: Sequence[int], low: int | None,
     order = np.argsort(size / np.maximum(rate, 1.0), kind="stable")
     out_floor, in_floor = np.zeros(n), np.zeros(n)
     shut = [b in work.excluded for b in eligible]
+    held = positions(holders, n)
     for k, b in enumerate(eligible):
         above = value[k] - high.get(b, math.inf)
         below = (low or 0) - value[k]
@@ -227,7 +228,8 @@ def rate_floors(work: Working, weights: Sequence[int], low: int | None,
         if shut[k]:
             (out_floor if above > 0 else in_floor)[k] = math.inf
             continue
-        here = np.array([k in h for h in holders], dtype=bool)
+        here = np.zeros(len(movable), dtype=bool)
+        here[held[k]] = True
         if above > 0:
             pick = order[here[order]]
             out_floor[k] = knapsack(above, rate[pick], size[pick])
@@ -236,3 +238,12 @@ def rate_floors(work: Working, weights: Sequence[int], low: int | None,
             pick = order[may[order]]
             in_floor[k] = knapsack(below, rate[pick], size[pick])
     return out_floor, in_floor
+
+
+def positions(holders: Sequence[Sequence[int]], n: int) -> list[list[int]]:
+    """Per broker position (of ``n``), the positions in ``holders`` of the lists naming it."""
+    held: list[list[int]] = [[] for _ in range(n)]
+    for j, on in enumerate(holders):
+        for k in on:
+            held[k].append(j)
+    return held
