@@ -96,3 +96,33 @@ def test_exact_path_keeps_the_band_and_moves_at_least_the_bound() -> None:
                 for a, b in zip(plan.after.partitions, plan.before.partitions, strict=True))
     assert bound <= moved
     assert bound >= 30          # the floors see that busy replicas must leave 1 and 3
+
+
+def test_charts_show_network_in_and_out_with_their_band_only_with_rates() -> None:
+    from kafka_replica_assignor.planner.report.charts import chart_figures
+    from tests.planning import request_of
+
+    request = request_of("cluster", threshold=10)
+    plan = make_plan_of(skewed(), request)
+    charts = chart_figures(plan, request)
+    assert {"network-in.png", "network-out.png"} <= set(charts)
+    lo, hi = band_of(plan, "network_in")
+    for name, fig in (("network-in.png", "network_in"), ("network-out.png", "network_out")):
+        ax = charts[name].axes[0]
+        assert ax.get_ylabel() == "MB/s per broker"
+        assert ax.get_title(loc="left").startswith(("Network-in (MB/s)", "Network-out (MB/s)"))
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert "band at threshold 10%" in labels, labels
+        bars = ax.collections[0].get_paths()        # one bar per broker, after the plan, in MB/s
+        assert sorted(round(b.vertices[:, 1].max() * 1e6 * UNIT) for b in bars) == sorted(figure(plan, fig).values())
+        shaded = [p.get_path().transformed(p.get_patch_transform()).vertices[:, 1] for p in ax.patches]
+        if fig == "network_in":         # the band, shaded: 90-110 B/s
+            assert [(round(v.min() * 1e6), round(v.max() * 1e6)) for v in shaded] == [(lo // UNIT, hi // UNIT)]
+    plain = make_plan_of(skewed(rates=False), request)
+    assert not {"network-in.png", "network-out.png"} & set(chart_figures(plain, request))
+
+
+def make_plan_of(snapshot: ClusterSnapshot, request: PlanRequest) -> Plan:
+    from kafka_replica_assignor.planner.solving.planning import make_plan
+
+    return make_plan(snapshot, request)
