@@ -86,6 +86,7 @@ class LeaderState:
         self.counts = per_broker(work.replicas, [1] * len(work.replicas), work.eligible, leaders=True)
         self.cap_out = capacities(work)[1]
         self.changes = 0
+        self.count_band: tuple[int, int] | None = None
 
     @classmethod
     def of(cls, work: Working, candidates: Callable[[Sequence[int]], tuple[int, ...]] | None) -> LeaderState:
@@ -103,10 +104,12 @@ class LeaderState:
         """``x`` giving ``y`` ``moved`` leaderships keeps the leader band no further out."""
         if not moved:
             return True
-        bounds = self.work.bounds
-        n = max(1, len(self.work.eligible))
-        floor = bounds.get("leaders_floor", sum(self.counts.values()) // n)
-        ceil = bounds.get("leaders_ceil", -(-sum(self.counts.values()) // n))
+        if self.count_band is None:     # the leader flow's band; changes keep the total
+            bounds = self.work.bounds
+            n = max(1, len(self.work.eligible))
+            total = sum(self.counts.values())
+            self.count_band = (bounds.get("leaders_floor", total // n), bounds.get("leaders_ceil", -(-total // n)))
+        floor, ceil = self.count_band
         cx, cy = self.counts[x], self.counts[y]
         return gap(cx - moved, floor, ceil) <= gap(cx, floor, ceil) and gap(cy + moved, floor, ceil) <= gap(cy, floor, ceil)
 
@@ -253,9 +256,11 @@ class LeadershipPass:
         want = max(1, min((vx - vy) // 2, max(gb, 1)))
         found: Found | None = None
         s = self.s
+        low, tx, ty, bx = self.low, self.top[x], self.top[y], b == x
         for delta, p, q in self.options(x, y, want):
-            gx, gy = self.gap(x, vx - delta), self.gap(y, vy + delta)
-            if gx > gx0 or gy > gy0 or (gx if b == x else gy) >= gb:
+            ax, ay = vx - delta, vy + delta     # gap() inline: the pass's hot loop
+            gx, gy = max(0, ax - tx, low - ax), max(0, ay - ty, low - ay)
+            if gx > gx0 or gy > gy0 or (gx if bx else gy) >= gb:
                 continue
             rank = (gx + gy - before, int(q is not None))
             if found is not None and rank >= found[0]:
