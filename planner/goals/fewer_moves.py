@@ -353,26 +353,29 @@ class FewerMovesGoal(Goal):
 
     def take_back(self, moves: list[Move], before: list[int]) -> list[Move] | None:
         """``moves`` made, the earlier goals' distances ``before`` them: take moves back, last
-        first, each whose return lessens the distance added; the moves kept once none is added,
-        or None with every move taken back."""
+        first, each whose return lessens the distance added (the goals further out are asked
+        first, the others only when those come closer); the moves kept once none is added, or
+        None with every move taken back."""
         m = self.m
         earlier = self.earlier()
-
-        def excess() -> int:
-            return sum(max(0, g.distance() - was) for g, was in zip(earlier, before, strict=True))
-        worse = excess()
+        now = [g.distance() for g in earlier]
+        worse = sum(max(0, d - was) for d, was in zip(now, before, strict=True))
         kept = list(moves)
         for move in reversed(moves):
             if not worse:
                 break
             i, b, a = move
             m.do_move(i, a, b)
-            now = excess()
-            if now < worse:
-                worse = now
-                kept.remove(move)
-            else:
-                m.do_move(i, b, a)
+            out = [k for k, (d, was) in enumerate(zip(now, before, strict=True)) if d > was]
+            seen = {k: earlier[k].distance() for k in out}
+            if sum(max(0, d - before[k]) for k, d in seen.items()) < worse:
+                seen.update((k, g.distance()) for k, g in enumerate(earlier) if k not in seen)
+                total = sum(max(0, d - before[k]) for k, d in seen.items())
+                if total < worse:
+                    worse, now = total, [seen[k] for k in range(len(earlier))]
+                    kept.remove(move)
+                    continue
+            m.do_move(i, b, a)
         if not worse:
             return kept
         for i, b, a in reversed(kept):
