@@ -235,7 +235,8 @@ def rate_index(work: Working, weights: Sequence[int]) -> RateIndex:
     bytes per rate, and per broker the positions of those it holds."""
     hit = work.memo.get("rate_index")
     if isinstance(hit, tuple) and hit[0] is weights:
-        return hit[1]
+        known: RateIndex = hit[1]
+        return known
     n = len(work.eligible)
     pos = {b: k for k, b in enumerate(work.eligible)}
     parts = work.snapshot.partitions
