@@ -68,6 +68,7 @@ class NetworkCapacityGoal(Goal):
     def __init__(self, work: Working, request: PlanRequest) -> None:
         super().__init__(work, request)
         self.cap_in, self.cap_out = capacities(work)
+        self.limited = bool(self.cap_in or self.cap_out)
         self.traffic: Tracker | None = None
         self.floors: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -85,6 +86,8 @@ class NetworkCapacityGoal(Goal):
         return self.traffic.sync()
 
     def accepts(self, i: int, source: int, destination: int) -> bool:
+        if not self.limited:        # asked on every move of every goal: no capacity, no work
+            return True
         t = self.t
         limit = self.cap_in.get(destination)
         if limit is not None and t.rin[i] and t.net_in[destination] + t.rin[i] > limit:
@@ -94,6 +97,8 @@ class NetworkCapacityGoal(Goal):
             or t.net_out[destination] + t.rout[i] <= limit
 
     def accepts_swap(self, a: int, x: int, b: int, y: int) -> bool:
+        if not self.limited:
+            return True
         t = self.t
         return (self._fits(t.net_in, self.cap_in, y, t.rin[a] - t.rin[b])
                 and self._fits(t.net_in, self.cap_in, x, t.rin[b] - t.rin[a])
