@@ -14,7 +14,9 @@ Constraints
       (:mod:`.network_out`, :mod:`.leader_bytes_in`), and bring a broker above it under it.
     - Rates adding up to more than the brokers' capacities are refused before planning
       ("network capacity infeasible", exit 2); a broker the plan leaves above a capacity ends
-      the command ("network capacity not met", exit 1).
+      the command ("network capacity not met", exit 1), but for a figure the mode does not
+      change (network-in in ``leader`` mode, network-out in ``replica`` mode) a broker above
+      it before the plan and no higher after is a note.
     - Inert without rates (:func:`.traffic.rated`).
 
 Algorithm
@@ -131,18 +133,31 @@ class NetworkCapacityGoal(Goal):
             + sum(max(0, t.net_out[b] - limit) for b, limit in self.cap_out.items())
 
     def final_check(self) -> None:
-        """A broker left above a network capacity ends the command: a capacity is a link."""
+        """A broker left above a network capacity ends the command: a capacity is a link. A
+        figure the mode does not change (network-in in ``leader`` mode, network-out in
+        ``replica`` mode: no goal there moves it, and every move keeps it no higher) is named
+        in a note when a broker was above its capacity before the plan and still is."""
         work = self.work
         rin, rout = rates(work)
-        for label, limits, weights, leaders in (("network_in_capacity", self.cap_in, rin, False),
-                                                ("network_out_capacity", self.cap_out, rout, True)):
+        mode = self.request.mode
+        for label, limits, weights, leaders, acts in (
+                ("network_in_capacity", self.cap_in, rin, False, mode != "leader"),
+                ("network_out_capacity", self.cap_out, rout, True, mode != "replica")):
             values = per_broker(work.replicas, weights, work.eligible, leaders=leaders)
+            start = per_broker(work.original, weights, work.eligible, leaders=leaders)
             for b, limit in sorted(limits.items()):
-                if values[b] > limit:
-                    stop = ("the move budget is spent" if self.request.max_moves is not None else
-                            "no move, swap or leadership change found keeps the hard rules")
-                    raise PlanError(f"network capacity not met: broker {b} would still carry "
-                                    f"{values[b] / 1000:.0f} bytes/s, above its {label} {limit / 1000:.0f}: {stop}")
+                if values[b] <= limit:
+                    continue
+                if not acts and values[b] <= start[b]:
+                    work.notes.append(
+                        f"broker {b} carries {values[b] / 1000:.0f} bytes/s, above its {label} "
+                        f"{limit / 1000:.0f}, as before the plan: --mode {mode} does not change "
+                        f"{'leaders' if leaders else 'replica placement'} (--mode cluster does)")
+                    continue
+                stop = ("the move budget is spent" if self.request.max_moves is not None else
+                        "no move, swap or leadership change found keeps the hard rules")
+                raise PlanError(f"network capacity not met: broker {b} would still carry "
+                                f"{values[b] / 1000:.0f} bytes/s, above its {label} {limit / 1000:.0f}: {stop}")
 
     def move_rows(self, program: Any) -> None:
         """A broker ends within its network-in capacity, or no further above it than it is."""

@@ -126,3 +126,20 @@ def make_plan_of(snapshot: ClusterSnapshot, request: PlanRequest) -> Plan:
     from kafka_replica_assignor.planner.solving.planning import make_plan
 
     return make_plan(snapshot, request)
+
+
+def test_a_capacity_the_mode_does_not_change_is_a_note_not_a_failure() -> None:
+
+    # leader mode moves no replica: brokers 1 and 3 take 160 B/s in against 130, as before
+    plan = plan_of(skewed(cap=130.0), "leader")
+    assert sorted(n.split(" carries")[0] for n in plan.notes if "as before the plan" in n) == ["broker 1", "broker 3"]
+    assert "--mode leader does not change replica placement" in " ".join(plan.notes)
+    # replica mode changes no leader: broker 1 leads a partition sending 200 B/s against 150
+    # everywhere; moving that replica would only move the excess
+    brokers = tuple(BrokerEntry(b, network_out_capacity=150.0) for b in (1, 2, 3))
+    parts = tuple(PartitionEntry("t", k, reps, size_bytes=10, bytes_in_per_s=10.0, bytes_out_per_s=out)
+                  for k, (reps, out) in enumerate((((1, 2), 190.0), ((2, 3), 10.0), ((3, 1), 10.0))))
+    plan = plan_of(ClusterSnapshot(brokers, parts), "replica", threshold=10)
+    assert [n for n in plan.notes if "as before the plan" in n] == [
+        "broker 1 carries 200 bytes/s, above its network_out_capacity 150, as before the plan: --mode replica "
+        "does not change leaders (--mode cluster does)"]
