@@ -50,9 +50,12 @@ if TYPE_CHECKING:
 APP_NAME = "replica-assignor-planner"
 
 BROKER_TYPE = ("struct<id:long,rack:string,alive:boolean,host:string,port:long,capacity_bytes:long,"
-               "log_dirs:array<string>>")
+               "log_dirs:array<string>,network_in_capacity:double,network_out_capacity:double>")
 PARTITION_TYPE = ("struct<topic:string,partition:long,replicas:array<long>,leader:long,"
-                  "isr:array<long>,size_bytes:long,log_dirs:array<string>>")
+                  "isr:array<long>,size_bytes:long,log_dirs:array<string>,bytes_in_per_s:double,"
+                  "bytes_out_per_s:double>")
+BROKER_RATES = ("network_in_capacity", "network_out_capacity")
+PARTITION_RATES = ("bytes_in_per_s", "bytes_out_per_s")
 SNAPSHOT_SCHEMA = (f"cluster_id string, brokers array<{BROKER_TYPE}>, "
                    f"partitions array<{PARTITION_TYPE}>, _corrupt_record string")
 
@@ -157,7 +160,7 @@ def normalise(raw: DataFrame) -> DataFrame:
         F.when(F.trim(b["rack"]) == "", None).otherwise(b["rack"]).alias("rack"),
         F.coalesce(b["alive"], F.lit(True)).alias("alive"),
         b["host"].alias("host"), b["port"].alias("port"), b["capacity_bytes"].alias("capacity_bytes"),
-        b["log_dirs"].alias("log_dirs")))
+        b["log_dirs"].alias("log_dirs"), *(b[c].alias(c) for c in BROKER_RATES)))
     return (raw.withColumn("cluster_id", F.trim("cluster_id"))
             .withColumn("brokers", brokers))
 
@@ -168,7 +171,7 @@ def broker_rows(clusters: DataFrame) -> DataFrame:
     return (clusters.select("cluster_id", F.explode_outer("brokers").alias("b"))
             .where(F.col("b").isNotNull())
             .select("cluster_id", "b.id", "b.rack", "b.alive", "b.host", "b.port", "b.capacity_bytes",
-                    "b.log_dirs"))
+                    "b.log_dirs", *(f"b.{c}" for c in BROKER_RATES)))
 
 
 def partition_rows(clusters: DataFrame) -> DataFrame:
@@ -176,7 +179,7 @@ def partition_rows(clusters: DataFrame) -> DataFrame:
 
     return (clusters.select("cluster_id", F.explode("partitions").alias("p"))
             .select("cluster_id", "p.topic", "p.partition", "p.replicas", "p.leader", "p.isr",
-                    "p.size_bytes", "p.log_dirs"))
+                    "p.size_bytes", "p.log_dirs", *(f"p.{c}" for c in PARTITION_RATES)))
 
 
 def validation_errors(clusters: DataFrame, brokers: DataFrame, partitions: DataFrame) -> DataFrame:
@@ -225,10 +228,24 @@ def validation_errors(clusters: DataFrame, brokers: DataFrame, partitions: DataF
         .select("cluster_id", F.concat(F.lit("duplicate partition "), F.col("topic"), F.lit("-"),
                                        F.col("partition").cast("string")).alias("error")),
     ]
+    problems += [frame.where(_bad_rate(F.col(c))).select("cluster_id", F.concat(*label, F.lit(
+        f" {c} must be a finite number >= 0 (bytes per second)")).alias("error"))
+        for frame, label, columns in (
+            (brokers, (F.lit("broker "), F.col("id").cast("string")), BROKER_RATES),
+            (partitions, (F.col("topic"), F.lit("-"), F.col("partition").cast("string")), PARTITION_RATES))
+        for c in columns]
     out = problems[0]
     for df in problems[1:]:
         out = out.unionByName(df)
     return out
+
+
+def _bad_rate(value: Column) -> Column:
+    """A rate or a network capacity that is negative, NaN or infinite (the JSON reader takes
+    ``NaN`` and ``Infinity``); null is "not given"."""
+    from pyspark.sql import functions as F
+
+    return value.isNotNull() & ((value < 0) | F.isnan(value) | (F.abs(value) == float("inf")))
 
 
 def broker_state(brokers: DataFrame, partitions: DataFrame) -> DataFrame:
@@ -282,6 +299,18 @@ def _optional(value: Any) -> int | None:
     return None if value is None or (isinstance(value, float) and value != value) else int(value)
 
 
+def _rate(value: Any) -> float | None:
+    """A nullable double column's value: a rate or a capacity in bytes/s."""
+    return None if value is None or value != value else float(value)
+
+
+def _rates(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[tuple[float | None, ...]]:
+    """Per row, the rates of ``columns`` (None each when the frame has not got them)."""
+    if not all(c in frame for c in columns):
+        return [(None,) * len(columns)] * len(frame)
+    return list(zip(*([_rate(v) for v in frame[c].tolist()] for c in columns), strict=True))
+
+
 def _ids(values: Any) -> tuple[int, ...]:
     return tuple(int(x) for x in values)
 
@@ -307,18 +336,19 @@ def cluster_snapshot(brokers: pd.DataFrame, partitions: pd.DataFrame) -> Cluster
                                          else [None] * len(partitions))]
     return ClusterSnapshot(
         tuple(BrokerEntry(int(i), text(rack), bool(alive), text(host), _optional(port), _optional(capacity),
-                          dirs)   # validated: no null in a broker's list
-              for i, rack, alive, host, port, capacity, dirs in zip(
+                          dirs, *net)   # validated: no null in a broker's list
+              for i, rack, alive, host, port, capacity, dirs, net in zip(
                   brokers["id"].tolist(), brokers["rack"].tolist(), brokers["alive"].tolist(),
                   brokers["host"].tolist(), brokers["port"].tolist(), brokers["capacity_bytes"].tolist(),
-                  broker_dirs, strict=True)),
+                  broker_dirs, _rates(brokers, BROKER_RATES), strict=True)),
         tuple(PartitionEntry(topic, int(number), _ids(replicas), _optional(leader),
                              None if isr is None else _ids(isr), _optional(size),
-                             checked(topic, int(number), _ids(replicas), dirs))
-              for topic, number, replicas, leader, isr, size, dirs in zip(
+                             checked(topic, int(number), _ids(replicas), dirs), *rate)
+              for topic, number, replicas, leader, isr, size, dirs, rate in zip(
                   partitions["topic"].tolist(), partitions["partition"].tolist(),
                   partitions["replicas"].tolist(), partitions["leader"].tolist(),
-                  partitions["isr"].tolist(), partitions["size_bytes"].tolist(), partition_dirs, strict=True)),
+                  partitions["isr"].tolist(), partitions["size_bytes"].tolist(), partition_dirs,
+                  _rates(partitions, PARTITION_RATES), strict=True)),
     )
 
 

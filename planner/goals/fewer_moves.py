@@ -40,8 +40,10 @@ Algorithm
        rack-tree node its replicas at most the cap as it stands; maximise the gain. The candidates it takes at more than one half are made one
        by one where each keeps every rule on its own, in passes; those left (a rotation whose
        every step breaks a band) are made together and kept only if a check of the whole
-       passes (bands, caps at every node touched, diversity, capacities), else undone. Then the
-       greedy again.
+       passes (bands, caps at every node touched, diversity, capacities); when it does not,
+       they are taken back one at a time, last first, each whose return lessens how far the goals
+       before are from where they were, and the rest kept once the check passes (else all are
+       undone). Then the greedy again.
 
     This goal also owns the plan's cost, the figure it lowers: bytes moved (the sizes of the
     replicas a broker receives), then replica moves, then leader replicas moved. The exact
@@ -329,7 +331,8 @@ class FewerMovesGoal(Goal):
 
     def together(self, left: list[Move]) -> int:
         """Make ``left`` (one move per partition) at once, and keep them only when no goal
-        ranked before this one is further from its target (its own ``distance``); the gain kept."""
+        ranked before this one is further from its target (its own ``distance``); when one is,
+        take moves back (module doc, step 3) until none is; the gain kept."""
         m = self.m
         seen: set[int] = set()
         moves = []
@@ -340,15 +343,44 @@ class FewerMovesGoal(Goal):
         gain = sum(self.gain(i) for i, _, a in moves if a in m.work.original[i])
         if not gain:
             return 0
-        earlier = self.earlier()
-        before = [g.distance() for g in earlier]
+        before = [g.distance() for g in self.earlier()]
         for i, b, a in moves:
             m.do_move(i, b, a)
-        if all(g.distance() <= was for g, was in zip(earlier, before, strict=True)):
-            return gain
-        for i, b, a in reversed(moves):
-            m.do_move(i, a, b)
+        kept = self.take_back(moves, before)
+        if kept is not None:
+            return sum(self.gain(i) for i, _, a in kept if a in m.work.original[i])
         return 0
+
+    def take_back(self, moves: list[Move], before: list[int]) -> list[Move] | None:
+        """``moves`` made, the earlier goals' distances ``before`` them: take moves back, last
+        first, each whose return lessens the distance added (the goals further out are asked
+        first, the others only when those come closer); the moves kept once none is added, or
+        None with every move taken back."""
+        m = self.m
+        earlier = self.earlier()
+        now = [g.distance() for g in earlier]
+        worse = sum(max(0, d - was) for d, was in zip(now, before, strict=True))
+        kept = list(moves)
+        for move in reversed(moves):
+            if not worse:
+                break
+            i, b, a = move
+            m.do_move(i, a, b)
+            out = [k for k, (d, was) in enumerate(zip(now, before, strict=True)) if d > was]
+            seen = {k: earlier[k].distance() for k in out}
+            if sum(max(0, d - before[k]) for k, d in seen.items()) < worse:
+                seen.update((k, g.distance()) for k, g in enumerate(earlier) if k not in seen)
+                total = sum(max(0, d - before[k]) for k, d in seen.items())
+                if total < worse:
+                    worse, now = total, [seen[k] for k in range(len(earlier))]
+                    kept.remove(move)
+                    continue
+            m.do_move(i, b, a)
+        if not worse:
+            return kept
+        for i, b, a in reversed(kept):
+            m.do_move(i, a, b)
+        return None
 
     def _rows(self, h: Any, columns: list[Move]) -> None:
         """At most one per partition; then every goal before this one adds its own rows on the

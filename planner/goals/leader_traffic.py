@@ -23,7 +23,11 @@ Algorithm
     trades with every broker it shares partitions with: a single change of the weight nearest
     what evens the pair (binary search), or a swap of two partitions between the pair (one led
     by each) whose difference is nearest it; the change that brings the two closest to the band
-    is made. Each change lowers the sum of the brokers' distances, so the pass ends.
+    is made. Each change lowers the sum of the brokers' distances, so the pass ends. Indexes:
+    each broker's partners (the pairs it gives to and takes from) are kept as the pairs are
+    made, and a pair's best change is kept until one of its two brokers changes (it reads only
+    their figures, counts and leaderships), so a step searches again only the pairs of the two
+    brokers it changed.
 
 Example
     Broker 1 leads ``a`` (60 B/s out) and ``b`` (20), broker 2 leads ``c`` (10), both hold
@@ -55,6 +59,9 @@ if TYPE_CHECKING:
 NEAR = 2            # weights tried on each side of a binary search
 SWAPS = 8           # partitions of the busier side tried for a swap, heaviest first
 
+Found = tuple[tuple[int, int], int, int, int, int | None]
+"""A change found: ``(rank, p, x, y, q)``, ``p`` going from ``x`` to ``y`` (and ``q`` back)."""
+
 Keeps = Callable[[int, int, int, int], bool]
 """``keeps(x, y, out_moved, weight_moved)``: a goal before accepts ``x`` handing ``y`` leaderships worth these."""
 
@@ -79,6 +86,7 @@ class LeaderState:
         self.counts = per_broker(work.replicas, [1] * len(work.replicas), work.eligible, leaders=True)
         self.cap_out = capacities(work)[1]
         self.changes = 0
+        self.count_band: tuple[int, int] | None = None
 
     @classmethod
     def of(cls, work: Working, candidates: Callable[[Sequence[int]], tuple[int, ...]] | None) -> LeaderState:
@@ -96,10 +104,12 @@ class LeaderState:
         """``x`` giving ``y`` ``moved`` leaderships keeps the leader band no further out."""
         if not moved:
             return True
-        bounds = self.work.bounds
-        n = max(1, len(self.work.eligible))
-        floor = bounds.get("leaders_floor", sum(self.counts.values()) // n)
-        ceil = bounds.get("leaders_ceil", -(-sum(self.counts.values()) // n))
+        if self.count_band is None:     # the leader flow's band; changes keep the total
+            bounds = self.work.bounds
+            n = max(1, len(self.work.eligible))
+            total = sum(self.counts.values())
+            self.count_band = (bounds.get("leaders_floor", total // n), bounds.get("leaders_ceil", -(-total // n)))
+        floor, ceil = self.count_band
         cx, cy = self.counts[x], self.counts[y]
         return gap(cx - moved, floor, ceil) <= gap(cx, floor, ceil) and gap(cy + moved, floor, ceil) <= gap(cy, floor, ceil)
 
@@ -137,7 +147,12 @@ class LeadershipPass:
         self.capacity_first = capacity_first
         work = state.work
         self.value = per_broker(work.replicas, weight, work.eligible, leaders=True)
+        self.top = {b: high(b) for b in self.value}
         self.pairs: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        self.gives_to: dict[int, set[int]] = {b: set() for b in self.value}
+        self.takes_from: dict[int, set[int]] = {b: set() for b in self.value}
+        self.version = dict.fromkeys(self.value, 0)
+        self.cache: dict[tuple[int, int], tuple[int, int, Found | None]] = {}
         for i in state.cand:
             if weight[i]:
                 self.index(i, add=True)
@@ -146,14 +161,18 @@ class LeadershipPass:
         x = self.s.leader(i)
         for y in self.s.cand[i]:
             if y != x:
-                entries = self.pairs.setdefault((x, y), [])
+                entries = self.pairs.get((x, y))
+                if entries is None:
+                    entries = self.pairs[(x, y)] = []
+                    self.gives_to[x].add(y)
+                    self.takes_from[y].add(x)
                 if add:
                     insort(entries, (self.weight[i], i))
                 else:
                     del entries[bisect_left(entries, (self.weight[i], i))]
 
     def gap(self, b: int, value: int) -> int:
-        return gap(value, self.low, self.high(b))
+        return gap(value, self.low, self.top[b])
 
     def distance(self) -> int:
         return sum(self.gap(b, v) for b, v in self.value.items())
@@ -165,6 +184,8 @@ class LeadershipPass:
         self.value[x] -= self.weight[i]
         self.value[y] += self.weight[i]
         self.s.change(i, y)
+        self.version[x] += 1
+        self.version[y] += 1
         if self.weight[i]:
             self.index(i, add=True)
 
@@ -174,8 +195,12 @@ class LeadershipPass:
         stuck: set[int] = set()
         limit = 2 * len(self.s.cand)
         while made < limit:
-            worst = max((b for b, v in self.value.items() if b not in stuck and self.gap(b, v) > 0),
-                        key=lambda b: (self.gap(b, self.value[b]), -b), default=None)
+            low, top = self.low, self.top
+            worst, far = None, 0
+            for b, v in self.value.items():
+                d = max(0, v - top[b], low - v)
+                if d and b not in stuck and (d > far or d == far and worst is not None and b < worst):
+                    worst, far = b, d
             if worst is None:
                 break
             best = self.best(worst)
@@ -202,29 +227,47 @@ class LeadershipPass:
             return False
         return all(keep(x, y, out_moved, weight_moved) for keep in self.earlier)
 
-    def best(self, b: int) -> tuple[tuple[int, int], int, int, int, int | None] | None:
+    def best(self, b: int) -> Found | None:
         """The change that brings ``b`` and its partner closest to the band: ``(rank, p, x, y, q)``,
-        ``p`` going from ``x`` to ``y`` (and ``q`` back)."""
-        heavy = self.value[b] > self.high(b)
-        partners = {y for (x, y) in self.pairs if x == b} if heavy else {x for (x, y) in self.pairs if y == b}
-        found: tuple[tuple[int, int], int, int, int, int | None] | None = None
-        for other in sorted(partners):
-            x, y = (b, other) if heavy else (other, b)
-            vx, vy = self.value[x], self.value[y]
-            before = self.gap(x, vx) + self.gap(y, vy)
-            want = max(1, min((vx - vy) // 2, max(self.gap(b, self.value[b]), 1)))
-            for delta, p, q in self.options(x, y, want):
-                gx, gy = self.gap(x, vx - delta), self.gap(y, vy + delta)
-                if gx > self.gap(x, vx) or gy > self.gap(y, vy) or (gx if b == x else gy) >= self.gap(b, self.value[b]):
-                    continue
-                rank = (gx + gy - before, int(q is not None))
-                if found is not None and rank >= found[0]:
-                    continue
-                s = self.s
-                out_moved = s.rout[p] - (s.rout[q] if q is not None else 0)
-                weight_moved = delta
-                if self.allowed(x, y, 0 if q is not None else 1, out_moved, weight_moved, b):
-                    found = (rank, p, x, y, q)
+        ``p`` going from ``x`` to ``y`` (and ``q`` back); the first of the lowest rank, partners
+        in id order. A pair's best is kept until either broker changes (:attr:`version`): it reads
+        only the two brokers' figures, counts, network-out and leaderships."""
+        heavy = self.value[b] > self.top[b]
+        found: Found | None = None
+        version, cache = self.version, self.cache
+        for other in sorted(self.gives_to[b] if heavy else self.takes_from[b]):
+            hit = cache.get((b, other))
+            if hit is not None and hit[0] == version[b] and hit[1] == version[other]:
+                pick = hit[2]
+            else:
+                pick = self.pair_best(b, other, heavy)
+                cache[(b, other)] = (version[b], version[other], pick)
+            if pick is not None and (found is None or pick[0] < found[0]):
+                found = pick
+        return found
+
+    def pair_best(self, b: int, other: int, heavy: bool) -> Found | None:
+        """:meth:`best` between ``b`` and one partner."""
+        x, y = (b, other) if heavy else (other, b)
+        vx, vy = self.value[x], self.value[y]
+        gx0, gy0 = self.gap(x, vx), self.gap(y, vy)
+        gb = gx0 if b == x else gy0
+        before = gx0 + gy0
+        want = max(1, min((vx - vy) // 2, max(gb, 1)))
+        found: Found | None = None
+        s = self.s
+        low, tx, ty, bx = self.low, self.top[x], self.top[y], b == x
+        for delta, p, q in self.options(x, y, want):
+            ax, ay = vx - delta, vy + delta     # gap() inline: the pass's hot loop
+            gx, gy = max(0, ax - tx, low - ax), max(0, ay - ty, low - ay)
+            if gx > gx0 or gy > gy0 or (gx if bx else gy) >= gb:
+                continue
+            rank = (gx + gy - before, int(q is not None))
+            if found is not None and rank >= found[0]:
+                continue
+            out_moved = s.rout[p] - (s.rout[q] if q is not None else 0)
+            if self.allowed(x, y, 0 if q is not None else 1, out_moved, delta, b):
+                found = (rank, p, x, y, q)
         return found
 
     def options(self, x: int, y: int, want: int) -> list[tuple[int, int, int | None]]:

@@ -14,7 +14,9 @@ Constraints
       (:mod:`.network_out`, :mod:`.leader_bytes_in`), and bring a broker above it under it.
     - Rates adding up to more than the brokers' capacities are refused before planning
       ("network capacity infeasible", exit 2); a broker the plan leaves above a capacity ends
-      the command ("network capacity not met", exit 1).
+      the command ("network capacity not met", exit 1), but for a figure the mode does not
+      change (network-in in ``leader`` mode, network-out in ``replica`` mode) a broker above
+      it before the plan and no higher after is a note.
     - Inert without rates (:func:`.traffic.rated`).
 
 Algorithm
@@ -34,6 +36,8 @@ from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, Goal, ReportView, Target, blame
 from kafka_replica_assignor.planner.goals.traffic import (
@@ -66,7 +70,9 @@ class NetworkCapacityGoal(Goal):
     def __init__(self, work: Working, request: PlanRequest) -> None:
         super().__init__(work, request)
         self.cap_in, self.cap_out = capacities(work)
+        self.limited = bool(self.cap_in or self.cap_out)
         self.traffic: Tracker | None = None
+        self.floors: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def applies(cls, snapshot: ClusterSnapshot) -> bool:
@@ -82,6 +88,8 @@ class NetworkCapacityGoal(Goal):
         return self.traffic.sync()
 
     def accepts(self, i: int, source: int, destination: int) -> bool:
+        if not self.limited:        # asked on every move of every goal: no capacity, no work
+            return True
         t = self.t
         limit = self.cap_in.get(destination)
         if limit is not None and t.rin[i] and t.net_in[destination] + t.rin[i] > limit:
@@ -91,6 +99,8 @@ class NetworkCapacityGoal(Goal):
             or t.net_out[destination] + t.rout[i] <= limit
 
     def accepts_swap(self, a: int, x: int, b: int, y: int) -> bool:
+        if not self.limited:
+            return True
         t = self.t
         return (self._fits(t.net_in, self.cap_in, y, t.rin[a] - t.rin[b])
                 and self._fits(t.net_in, self.cap_in, x, t.rin[b] - t.rin[a])
@@ -123,18 +133,31 @@ class NetworkCapacityGoal(Goal):
             + sum(max(0, t.net_out[b] - limit) for b, limit in self.cap_out.items())
 
     def final_check(self) -> None:
-        """A broker left above a network capacity ends the command: a capacity is a link."""
+        """A broker left above a network capacity ends the command: a capacity is a link. A
+        figure the mode does not change (network-in in ``leader`` mode, network-out in
+        ``replica`` mode: no goal there moves it, and every move keeps it no higher) is named
+        in a note when a broker was above its capacity before the plan and still is."""
         work = self.work
         rin, rout = rates(work)
-        for label, limits, weights, leaders in (("network_in_capacity", self.cap_in, rin, False),
-                                                ("network_out_capacity", self.cap_out, rout, True)):
+        mode = self.request.mode
+        for label, limits, weights, leaders, acts in (
+                ("network_in_capacity", self.cap_in, rin, False, mode != "leader"),
+                ("network_out_capacity", self.cap_out, rout, True, mode != "replica")):
             values = per_broker(work.replicas, weights, work.eligible, leaders=leaders)
+            start = per_broker(work.original, weights, work.eligible, leaders=leaders)
             for b, limit in sorted(limits.items()):
-                if values[b] > limit:
-                    stop = ("the move budget is spent" if self.request.max_moves is not None else
-                            "no move, swap or leadership change found keeps the hard rules")
-                    raise PlanError(f"network capacity not met: broker {b} would still carry "
-                                    f"{values[b] / 1000:.0f} bytes/s, above its {label} {limit / 1000:.0f}: {stop}")
+                if values[b] <= limit:
+                    continue
+                if not acts and values[b] <= start[b]:
+                    work.notes.append(
+                        f"broker {b} carries {values[b] / 1000:.0f} bytes/s, above its {label} "
+                        f"{limit / 1000:.0f}, as before the plan: --mode {mode} does not change "
+                        f"{'leaders' if leaders else 'replica placement'} (--mode cluster does)")
+                    continue
+                stop = ("the move budget is spent" if self.request.max_moves is not None else
+                        "no move, swap or leadership change found keeps the hard rules")
+                raise PlanError(f"network capacity not met: broker {b} would still carry "
+                                f"{values[b] / 1000:.0f} bytes/s, above its {label} {limit / 1000:.0f}: {stop}")
 
     def move_rows(self, program: Any) -> None:
         """A broker ends within its network-in capacity, or no further above it than it is."""
@@ -167,8 +190,10 @@ class NetworkCapacityGoal(Goal):
 
     def bound_rows(self, program: BoundProgram) -> None:
         if self.cap_in:
-            rin, _ = rates(self.work)
-            program.require_floors(*rate_floors(self.work, rin, None, self.cap_in))
+            if self.floors is None:     # the same for every program the bound solves
+                rin, _ = rates(self.work)
+                self.floors = rate_floors(self.work, rin, None, self.cap_in)
+            program.require_floors(*self.floors)
 
     @staticmethod
     def targets(view: ReportView) -> tuple[Target, ...]:

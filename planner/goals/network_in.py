@@ -38,6 +38,8 @@ from __future__ import annotations
 import heapq
 from typing import Any, ClassVar
 
+import numpy as np
+
 from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, Goal, ReportView, Target, blame
 from kafka_replica_assignor.planner.goals.lost_replicas import settled_replicas
 from kafka_replica_assignor.planner.goals.network_capacity import capacities
@@ -76,6 +78,8 @@ class NetworkInGoal(Goal):
         self.cap = capacities(work)[0]
         self.traffic: Tracker | None = None
         self.failed: dict[tuple[int, int], tuple[int, int, int, int]] = {}
+        self.cols: tuple[Any, np.ndarray, np.ndarray] | None = None
+        self.floors: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def applies(cls, snapshot: Any) -> bool:
@@ -150,10 +154,12 @@ class NetworkInGoal(Goal):
                         [rin[i] / scale for i in cols_of], self.key)
 
     def bound_rows(self, program: BoundProgram) -> None:
-        lo, hi = self.band()
-        rin, _ = rates(self.work)
-        tops = {b: hi if b not in self.cap else min(hi, self.cap[b]) for b in self.work.eligible}
-        program.require_floors(*rate_floors(self.work, rin, lo, tops))
+        if self.floors is None:     # the same for every program the bound solves
+            lo, hi = self.band()
+            rin, _ = rates(self.work)
+            tops = {b: hi if b not in self.cap else min(hi, self.cap[b]) for b in self.work.eligible}
+            self.floors = rate_floors(self.work, rin, lo, tops)
+        program.require_floors(*self.floors)
 
     def explain(self) -> None:
         t = self.t
@@ -228,12 +234,25 @@ class NetworkInGoal(Goal):
         gx, gz = self.gap(x, vx), self.gap(z, vz)
         return min(vx - self.lo + gx - (b == x), self.upper(z) + gz - vz - (b == z))
 
+    def columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per partition, its rate and its size in bytes (as floats) for the vector searches,
+        made once per model."""
+        if self.cols is None or self.cols[0] is not self.m:
+            rin = np.array(self.t.rin, dtype=np.int64)
+            self.cols = (self.m, rin, np.array(self.m.size, dtype=float))
+        return self.cols[1], self.cols[2]
+
     def cheapest(self, x: int, need: int) -> list[int]:
-        """``x``'s movable replicas with a rate, fewest bytes per useful rate first."""
-        m, t = self.m, self.t
-        rin, size = t.rin, m.size
-        on = [i for i in m.on(x) if rin[i]]
-        return heapq.nsmallest(SCAN, on, key=lambda i: (size[i] / min(rin[i], need), m.slot[i]))
+        """``x``'s movable replicas with a rate, fewest bytes per useful rate first (ties: the
+        model's order, smallest first)."""
+        rin, size = self.columns()
+        on = np.array(self.m.on(x), dtype=np.intp)
+        rate = rin[on]
+        busy = rate > 0
+        on, rate = on[busy], rate[busy]
+        key = size[on] / np.minimum(rate, need)
+        out: list[int] = on[np.argsort(key, kind="stable")[:SCAN]].tolist()
+        return out
 
     def single(self, x: int, z: int, most: int, need: int, order: list[int]) -> tuple[float, int, None] | None:
         m, rin = self.m, self.t.rin
@@ -247,8 +266,12 @@ class NetworkInGoal(Goal):
         m, rin = self.m, self.t.rin
         if not m.budget_left(extra=1):
             return None
-        gives = heapq.nlargest(SWAP, (i for i in m.on(x) if rin[i]), key=lambda i: (rin[i], -m.slot[i]))
-        takes = heapq.nsmallest(SWAP, m.on(z), key=lambda i: (rin[i], m.slot[i]))
+        rates_of, _ = self.columns()
+        give = np.array(m.on(x), dtype=np.intp)
+        give = give[rates_of[give] > 0]
+        gives = give[np.argsort(-rates_of[give], kind="stable")[:SWAP]].tolist()
+        take = np.array(m.on(z), dtype=np.intp)
+        takes = take[np.argsort(rates_of[take], kind="stable")[:SWAP]].tolist()
         pairs = []
         for a in gives:
             for c in takes:

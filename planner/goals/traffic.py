@@ -201,7 +201,44 @@ def rate_floors(work: Working, weights: Sequence[int], low: int | None,
     (``--add-brokers``) takes only repaired replicas."""
     eligible = work.eligible
     n = len(eligible)
-    pos = {b: k for k, b in enumerate(eligible)}
+    value, rate, size, damaged, order, held = rate_index(work, weights)
+    out_floor, in_floor = np.zeros(n), np.zeros(n)
+    shut = [b in work.excluded for b in eligible]
+    for k, b in enumerate(eligible):
+        above = value[k] - high.get(b, math.inf)
+        below = (low or 0) - value[k]
+        if above <= 0 and below <= 0:
+            continue
+        if shut[k]:
+            (out_floor if above > 0 else in_floor)[k] = math.inf
+            continue
+        here = np.zeros(len(rate), dtype=bool)
+        here[held[k]] = True
+        if above > 0:
+            pick = order[here[order]]
+            out_floor[k] = knapsack(above, rate[pick], size[pick])
+        if below > 0:
+            may = ~here if not work.takers or b in work.takers else ~here & damaged
+            pick = order[may[order]]
+            in_floor[k] = knapsack(below, rate[pick], size[pick])
+    return out_floor, in_floor
+
+
+RateIndex = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[int]]]
+
+
+def rate_index(work: Working, weights: Sequence[int]) -> RateIndex:
+    """What :func:`rate_floors` reads of the input's lists, once per working copy and weights
+    (the network-in and network capacity goals ask for the same): per eligible broker
+    (position) its ``weights`` held; per partition that may move (a weight, in scope, no wider
+    than the eligible brokers) its weight, its size, whether it lost a replica, the order of
+    bytes per rate, and per broker the positions of those it holds."""
+    hit = work.memo.get("rate_index")
+    if isinstance(hit, tuple) and hit[0] is weights:
+        known: RateIndex = hit[1]
+        return known
+    n = len(work.eligible)
+    pos = {b: k for k, b in enumerate(work.eligible)}
     parts = work.snapshot.partitions
     value = np.zeros(n)
     holders: list[list[int]] = []
@@ -217,22 +254,15 @@ def rate_floors(work: Working, weights: Sequence[int], low: int | None,
     size = np.array([parts[i].size_bytes or 0 for i in movable], dtype=float)
     damaged = np.array([len(h) < len(work.original[i]) for h, i in zip(holders, movable, strict=True)], dtype=bool)
     order = np.argsort(size / np.maximum(rate, 1.0), kind="stable")
-    out_floor, in_floor = np.zeros(n), np.zeros(n)
-    shut = [b in work.excluded for b in eligible]
-    for k, b in enumerate(eligible):
-        above = value[k] - high.get(b, math.inf)
-        below = (low or 0) - value[k]
-        if above <= 0 and below <= 0:
-            continue
-        if shut[k]:
-            (out_floor if above > 0 else in_floor)[k] = math.inf
-            continue
-        here = np.array([k in h for h in holders], dtype=bool)
-        if above > 0:
-            pick = order[here[order]]
-            out_floor[k] = knapsack(above, rate[pick], size[pick])
-        if below > 0:
-            may = ~here if not work.takers or b in work.takers else ~here & damaged
-            pick = order[may[order]]
-            in_floor[k] = knapsack(below, rate[pick], size[pick])
-    return out_floor, in_floor
+    out = (value, rate, size, damaged, order, positions(holders, n))
+    work.memo["rate_index"] = (weights, out)
+    return out
+
+
+def positions(holders: Sequence[Sequence[int]], n: int) -> list[list[int]]:
+    """Per broker position (of ``n``), the positions in ``holders`` of the lists naming it."""
+    held: list[list[int]] = [[] for _ in range(n)]
+    for j, on in enumerate(holders):
+        for k in on:
+            held[k].append(j)
+    return held

@@ -1,4 +1,5 @@
-"""PNG charts of a plan: replicas, preferred leaders and (with sizes) disk per broker, before and after.
+"""PNG charts of a plan: replicas, preferred leaders, (with sizes) disk and (with rates) network-in and
+network-out per broker, before and after.
 
 Made to be read at a glance, at any size of cluster:
 
@@ -13,7 +14,7 @@ Made to be read at a glance, at any size of cluster:
   extremes: brokers outside the band after the plan are marked at the axis (a red triangle at
   their value, or at the edge when beyond it) and named with their value, furthest out first,
   and before-values off the axis are counted in the legend;
-- integer ticks on counts, axis labels with their unit (replicas, leaders, GiB), the balance
+- integer ticks on counts, axis labels with their unit (replicas, leaders, GiB, MB/s), the balance
   band (at the plan's threshold) shaded, the legend outside the plot, and a title naming the
   cluster (the input's file name) and the mode.
 
@@ -30,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kafka_replica_assignor.planner.goals.traffic import UNIT, rated, snapshot_figures
 from kafka_replica_assignor.planner.plan import Plan
 from kafka_replica_assignor.planner.report.figures import Figures, plan_figures
 from kafka_replica_assignor.planner.request import PlanRequest
@@ -39,11 +41,15 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
+
 __all__ = ["PER_BROKER", "HistogramView", "chart_figures", "histogram_view", "render_charts"]
 
 PER_BROKER = 120          # brokers drawn one bar each; beyond, a histogram
 OUTLIERS_NAMED = 12       # brokers outside the band named on a histogram
 GIB = float(1 << 30)
+MB = 1e6                  # network charts in MB/s (decimal, as link speeds are)
+NETWORK = {"network_in": ("MB/s", "Network-in (MB/s)"), "network_out": ("MB/s", "Network-out (MB/s)")}
 BAND = "#2ca02c"
 COLOURS = {"alive": "#1f77b4", "dead": "#d62728", "forgotten": "#ff7f0e", "unknown": "#7f7f7f"}
 MARKS = {"alive": "", "dead": "\u2020", "forgotten": "\u2021", "unknown": "?"}
@@ -232,10 +238,13 @@ def _chart(fig_before: Figures, fig_after: Figures, plan: Plan, request: PlanReq
     extra = [b.id for b in fig_after.unknown_brokers if b.id not in known]
     ids += extra
     status += ["unknown"] * len(extra)
-    before, after = _values(fig_before, ids, which), _values(fig_after, ids, which)
+    if which in NETWORK:
+        before, after = _rates(plan.before, ids, which), _rates(plan.after, ids, which)
+    else:
+        before, after = _values(fig_before, ids, which), _values(fig_after, ids, which)
     unit, what = {"replicas": ("replicas", "Replicas"), "leaders": ("preferred leaders", "Preferred leaders"),
-                  "bytes": ("GiB", "Disk (GiB)")}[which]
-    integer = which != "bytes"
+                  "bytes": ("GiB", "Disk (GiB)"), **NETWORK}[which]
+    integer = which in ("replicas", "leaders")
     n = len(ids)
     per_broker = n <= PER_BROKER
     figure = _new_figure(n, rotated=per_broker and n > 16)
@@ -272,8 +281,15 @@ def _chart(fig_before: Figures, fig_after: Figures, plan: Plan, request: PlanReq
     return figure
 
 
+def _rates(snapshot: ClusterSnapshot, ids: Sequence[int], which: str) -> list[float]:
+    """A network figure (:mod:`kafka_replica_assignor.planner.goals.traffic`) per broker of
+    ``ids``, in MB/s."""
+    values = snapshot_figures(snapshot, ids)[which]
+    return [values[b] / UNIT / MB for b in ids]
+
+
 def _band(fig: Figures, plan: Plan, request: PlanRequest, which: str) -> tuple[float, float, str] | None:
-    """The band to shade: the plan's replica or byte band, or the ideal leader band."""
+    """The band to shade: the plan's replica, byte or network band, or the ideal leader band."""
     if which == "replicas":
         lo, hi = plan.bound("replicas_band_lo"), plan.bound("replicas_band_hi")
         if lo is None or hi is None:
@@ -283,20 +299,25 @@ def _band(fig: Figures, plan: Plan, request: PlanRequest, which: str) -> tuple[f
     if which == "leaders":
         s = fig.leaders_spread
         return float(s.floor), float(s.ceil), "ideal band"
-    lo, hi = plan.bound("bytes_band_lo"), plan.bound("bytes_band_hi")
+    name, scale = ("bytes", GIB) if which == "bytes" else (which, UNIT * MB)
+    lo, hi = plan.bound(f"{name}_band_lo"), plan.bound(f"{name}_band_hi")
     if lo is None or hi is None:
         return None
-    return lo / GIB, hi / GIB, f"band at threshold {request.threshold_text}"
+    return lo / scale, hi / scale, f"band at threshold {request.threshold_text}"
 
 
 def chart_figures(plan: Plan, request: PlanRequest, *,
                   figures: tuple[Figures, Figures] | None = None) -> dict[str, Figure]:
-    """The charts as matplotlib figures, by file name (``disk.png`` only with sizes)."""
+    """The charts as matplotlib figures, by file name (``disk.png`` only with sizes,
+    ``network-in.png`` and ``network-out.png`` only with rates)."""
     before, after = figures if figures is not None else plan_figures(plan, request.scope.removed)
     out = {"replicas.png": _chart(before, after, plan, request, "replicas"),
            "leaders.png": _chart(before, after, plan, request, "leaders")}
     if before.sized:
         out["disk.png"] = _chart(before, after, plan, request, "bytes")
+    if rated(plan.before):
+        out["network-in.png"] = _chart(before, after, plan, request, "network_in")
+        out["network-out.png"] = _chart(before, after, plan, request, "network_out")
     return out
 
 

@@ -16,7 +16,8 @@
 - ``leader-election.json``: ``kafka-leader-election.sh --election-type preferred
   --path-to-json-file`` input: the partitions whose preferred leader changes.
 - ``moves.csv``: every move (kind, topic, partition, source, destination).
-- ``report.md``, ``replicas.png``, ``leaders.png``, ``disk.png`` (sized partitions): see
+- ``report.md``, ``replicas.png``, ``leaders.png``, ``disk.png`` (sized partitions),
+  ``network-in.png`` and ``network-out.png`` (partitions with rates): see
   :mod:`kafka_replica_assignor.planner.report.plan_report`, :mod:`kafka_replica_assignor.planner.report.charts`.
 
 :func:`render_outputs` is pure and deterministic (byte-identical for the same plan), so the
@@ -44,7 +45,8 @@ from kafka_replica_assignor.planner.request import PlanRequest
 from kafka_replica_assignor.planner.solving.disks import ANY, intra_only, report_lines
 
 BATCH = re.compile(r"reassignment-\d{4}\.json")
-OPTIONAL = frozenset({"disk.png"})   # written by some plans only: an older copy is removed
+# written by some plans only: an older copy is removed
+OPTIONAL = frozenset({"disk.png", "network-in.png", "network-out.png"})
 
 
 def _lines(head: str, items: Iterable[str], tail: str) -> str:

@@ -194,3 +194,52 @@ def test_log_dirs_plan_like_the_core_and_are_validated_alike(spark, tmp_path):
     for cluster, message in errors:      # the snapshot file's own check says the same
         with pytest.raises(ValueError, match=message.split(": ", 1)[1].replace("(", r"\(").replace(")", r"\)")):
             ClusterSnapshot.from_dict(json.loads(next(x for x in lines if f'"{cluster}"' in x)))
+
+
+def rated_dict(seed: int) -> dict:
+    """A generated cluster with skewed produce and consume rates and network capacities."""
+    data = generate(SnapshotSpec(brokers=8, partitions=160, racks=2, new=1, dead=0, hot=2, seed=seed))
+    for k, p in enumerate(data["partitions"]):
+        rate = 1000.5 * (k % 7 + 1) * (10 if k % 23 == 0 else 1)
+        p["bytes_in_per_s"] = rate
+        p["bytes_out_per_s"] = 2 * rate
+    total_in = sum(p["bytes_in_per_s"] * len(p["replicas"]) for p in data["partitions"])
+    for b in data["brokers"]:
+        b["network_in_capacity"] = round(2 * total_in / len(data["brokers"]))
+        b["network_out_capacity"] = 1e12
+    return data
+
+
+def test_fleet_carries_rates_and_network_capacities_like_the_single_cluster_path(spark, tmp_path):
+    """bytes_in_per_s, bytes_out_per_s and the network capacities reach the planner on the --fleet
+    path (each cluster's files are the single-cluster command's, and differ from a plan without
+    rates); a negative rate or capacity is refused by name, as a snapshot file's is."""
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    good = rated_dict(4)
+    bad = rated_dict(5)
+    bad["partitions"][3]["bytes_in_per_s"] = -1.0
+    bad["brokers"][1]["network_out_capacity"] = -5
+    (fleet / "rated.json").write_text(json.dumps(good))
+    (fleet / "bad.json").write_text(json.dumps(bad))
+    request = request_of("cluster", threshold=10)
+    out = tmp_path / "plans"
+    summary = run_pipeline(str(fleet), str(out), request, charts=False, spark=spark)
+    assert "1 of 2 cluster(s) planned" in summary
+    core = make_plan(ClusterSnapshot.from_dict(good), request)
+    expected = render_outputs(core, request, charts=False)
+    assert {f: (out / "rated" / f).read_bytes() for f in os.listdir(out / "rated")} == expected
+    assert b"network-in" in expected["report.md"]
+    plain = {"brokers": [{k: v for k, v in b.items() if not k.startswith("network")} for b in good["brokers"]],
+             "partitions": [{k: v for k, v in p.items() if not k.startswith("bytes_")} for p in good["partitions"]]}
+    assert make_plan(ClusterSnapshot.from_dict(plain), request).after != core.after
+    errors = sorted(e.error for e in spark.read.parquet(str(out / "_tables" / "errors")).collect())
+    p3 = bad["partitions"][3]
+    assert errors == [f"broker {bad['brokers'][1]['id']} network_out_capacity must be a finite number >= 0 "
+                      "(bytes per second)",
+                      f"{p3['topic']}-{p3['partition']} bytes_in_per_s must be a finite number >= 0 (bytes per second)"]
+    for where, field in (("partitions", "bytes_in_per_s"), ("brokers", "network_out_capacity")):
+        one = json.loads(json.dumps(good))      # the snapshot file's own check says the same
+        one[where][1][field] = -1
+        with pytest.raises(ValueError, match=f"{field} must be a finite number >= 0"):
+            ClusterSnapshot.from_dict(one)

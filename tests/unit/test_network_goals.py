@@ -96,3 +96,50 @@ def test_exact_path_keeps_the_band_and_moves_at_least_the_bound() -> None:
                 for a, b in zip(plan.after.partitions, plan.before.partitions, strict=True))
     assert bound <= moved
     assert bound >= 30          # the floors see that busy replicas must leave 1 and 3
+
+
+def test_charts_show_network_in_and_out_with_their_band_only_with_rates() -> None:
+    from kafka_replica_assignor.planner.report.charts import chart_figures
+    from tests.planning import request_of
+
+    request = request_of("cluster", threshold=10)
+    plan = make_plan_of(skewed(), request)
+    charts = chart_figures(plan, request)
+    assert {"network-in.png", "network-out.png"} <= set(charts)
+    lo, hi = band_of(plan, "network_in")
+    for name, fig in (("network-in.png", "network_in"), ("network-out.png", "network_out")):
+        ax = charts[name].axes[0]
+        assert ax.get_ylabel() == "MB/s per broker"
+        assert ax.get_title(loc="left").startswith(("Network-in (MB/s)", "Network-out (MB/s)"))
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert "band at threshold 10%" in labels, labels
+        bars = ax.collections[0].get_paths()        # one bar per broker, after the plan, in MB/s
+        assert sorted(round(b.vertices[:, 1].max() * 1e6 * UNIT) for b in bars) == sorted(figure(plan, fig).values())
+        shaded = [p.get_path().transformed(p.get_patch_transform()).vertices[:, 1] for p in ax.patches]
+        if fig == "network_in":         # the band, shaded: 90-110 B/s
+            assert [(round(v.min() * 1e6), round(v.max() * 1e6)) for v in shaded] == [(lo // UNIT, hi // UNIT)]
+    plain = make_plan_of(skewed(rates=False), request)
+    assert not {"network-in.png", "network-out.png"} & set(chart_figures(plain, request))
+
+
+def make_plan_of(snapshot: ClusterSnapshot, request: PlanRequest) -> Plan:
+    from kafka_replica_assignor.planner.solving.planning import make_plan
+
+    return make_plan(snapshot, request)
+
+
+def test_a_capacity_the_mode_does_not_change_is_a_note_not_a_failure() -> None:
+
+    # leader mode moves no replica: brokers 1 and 3 take 160 B/s in against 130, as before
+    plan = plan_of(skewed(cap=130.0), "leader")
+    assert sorted(n.split(" carries")[0] for n in plan.notes if "as before the plan" in n) == ["broker 1", "broker 3"]
+    assert "--mode leader does not change replica placement" in " ".join(plan.notes)
+    # replica mode changes no leader: broker 1 leads a partition sending 200 B/s against 150
+    # everywhere; moving that replica would only move the excess
+    brokers = tuple(BrokerEntry(b, network_out_capacity=150.0) for b in (1, 2, 3))
+    parts = tuple(PartitionEntry("t", k, reps, size_bytes=10, bytes_in_per_s=10.0, bytes_out_per_s=out)
+                  for k, (reps, out) in enumerate((((1, 2), 190.0), ((2, 3), 10.0), ((3, 1), 10.0))))
+    plan = plan_of(ClusterSnapshot(brokers, parts), "replica", threshold=10)
+    assert [n for n in plan.notes if "as before the plan" in n] == [
+        "broker 1 carries 200 bytes/s, above its network_out_capacity 150, as before the plan: --mode replica "
+        "does not change leaders (--mode cluster does)"]
