@@ -300,10 +300,7 @@ class Watcher:
 
         from .execute import _report, load_plan
 
-        options = argparse.Namespace(plan=plan_dir, throttle=self.args.throttle,
-                                     max_moves_per_broker=self.args.max_moves_per_broker, max_concurrent_moves=None,
-                                     order="plan", no_leader_election=False,
-                                     poll_interval_ms=min(1000, self.args.refresh_interval_ms))
+        options = execute_options(plan_dir, self.args)
         status, error = "failed", None
         self.status.executing(kind, subject, plan_dir)
         try:
@@ -350,6 +347,20 @@ class Watcher:
         self.say("executed", kind=kind, subject=subject, plan_dir=plan_dir, status=status, moves=moves,
                  **({"error": error} if error else {}))
         return status
+
+
+def execute_options(plan_dir: str, args: argparse.Namespace) -> argparse.Namespace:
+    """``execute --plan DIR`` as its own parser reads it (every default of execute, so an option
+    execute gains is never missing here), with the watcher's throttle, cap and poll interval."""
+    from . import execute
+
+    parser = argparse.ArgumentParser(add_help=False)
+    execute.add_parser(parser.add_subparsers())
+    line = ["execute", "--plan", plan_dir, "--max-moves-per-broker", str(args.max_moves_per_broker),
+            "--poll-interval-ms", str(min(1000, args.refresh_interval_ms))]
+    if args.throttle:
+        line += ["--throttle", str(args.throttle)]
+    return parser.parse_args(line)
 
 
 def seen(view: View) -> dict[str, Any]:
