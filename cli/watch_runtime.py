@@ -37,6 +37,8 @@ from kafka_replica_assignor.watcher.status import WatchStatus
 from .common import error_message, kafka_admin_configs, security_options
 
 LOST_EVERY_S = 60.0     # how often a lost cluster is said again
+MISSING_S = 300.0       # an intent record's topic missing this long (and made this long ago) is dropped
+RETRY_S = 60.0          # a fill that did not finish is tried again after this
 
 
 class Watcher:
@@ -49,10 +51,13 @@ class Watcher:
         self.stop = threading.Event()
         self.executor: Any = None
         self.cluster: Any = None
+        self.metrics_server: Any = None
         self.first_seen: dict[str, float] = {}
-        self.said: dict[tuple[str, str], tuple[str, str]] = {}
+        self.said: dict[tuple[str, str], tuple[Any, ...]] = {}
         self.lost_since: float | None = None
         self.lost_said = 0.0
+        self.missing_since: dict[str, float] = {}
+        self.fill_retry_at: dict[str, float] = {}
 
     # ---- life ------------------------------------------------------------------------------
     def serve(self) -> int:
@@ -75,6 +80,9 @@ class Watcher:
                 signal.signal(s, handler)
             self.say("stopped")
             self.audit.close()
+            if self.metrics_server is not None:
+                self.metrics_server.shutdown()
+                self.metrics_server.server_close()
             if self.cluster is not None:
                 self.cluster.close()
         return 0
@@ -87,8 +95,8 @@ class Watcher:
         host, _, port = self.args.metrics_listener.rpartition(":")
         registry = CollectorRegistry()
         registry.register(self.status.collector())
-        server, _thread = start_http_server(int(port), addr=host.strip("[]"), registry=registry)
-        return int(server.server_port)
+        self.metrics_server, _thread = start_http_server(int(port), addr=host.strip("[]"), registry=registry)
+        return int(self.metrics_server.server_port)
 
     def say(self, event: str, **fields: Any) -> dict[str, Any]:
         record = self.audit.write(event, **fields)
@@ -207,37 +215,63 @@ class Watcher:
         return {t.topic for t in read_record(self.args.intent_file, missing_ok=True)}
 
     def fill(self, view: View) -> bool:
-        """Placeholders of the intent record whose brokers are back (``repair --intent-file --execute``)."""
+        """Placeholders of the intent record whose brokers are back (``repair --intent-file
+        --execute``), one topic a round. A complete topic leaves the record, and so does one gone
+        from the cluster for :data:`MISSING_S` (create-topic writes the record before it creates
+        the topic); in a dry run the record is never rewritten. A fill that does not finish is
+        tried again :data:`RETRY_S` later."""
         if self.args.intent_file is None:
             return False
-        from .intent import plan_completion, read_record, write_record
+        from .common import CommandError
+        from .intent import plan_completion, read_record
 
-        intents = read_record(self.args.intent_file, missing_ok=True)
-        for intent in intents:
+        now = time.time()
+        for intent in read_record(self.args.intent_file, missing_ok=True):
+            topic = intent.topic
             try:
                 completion = plan_completion(intent, view.snapshot, view.fenced)
-            except Exception as exc:  # noqa: BLE001 - a deleted topic: said, then dropped from the record
-                self.decide(Decision("placeholders", "refuse", intent.topic, error_message(exc)), view)
-                write_record(self.args.intent_file, [i for i in intents if i.topic != intent.topic])
-                return True
+            except CommandError as exc:      # partitions missing: not created yet, or deleted
+                since = self.missing_since.setdefault(topic, now)
+                if now - max(since, created_at(intent.created_at, 0.0)) < MISSING_S:
+                    self.decide(Decision("placeholders", "wait", topic, f"{exc}: not acted on before it is "
+                                         f"missing for {MISSING_S:.0f} s"), view)
+                    continue
+                self.decide(Decision("placeholders", "refuse", topic, f"{exc}: dropped from the record"), view)
+                self.forget_intent(topic)
+                continue
+            self.missing_since.pop(topic, None)
             if not completion.waiting and not completion.targets:
-                write_record(self.args.intent_file, [i for i in intents if i.topic != intent.topic])
-                self.decide(Decision("placeholders", "leave", intent.topic, "complete: removed from the record"), view)
-                return True
+                self.decide(Decision("placeholders", "leave", topic, "complete: removed from the record"), view)
+                self.forget_intent(topic)
+                continue
             if not completion.filled:
                 continue
+            if now < self.fill_retry_at.get(topic, 0.0):
+                continue
             current = {(p.topic, p.partition): tuple(p.replicas) for p in view.snapshot.partitions}
-            targets = {(intent.topic, p): tuple(r) for p, r in completion.targets.items()}
+            targets = {(topic, p): tuple(r) for p, r in completion.targets.items()}
             brokers = tuple(sorted({b for f in completion.filled.values() for b in f}))
-            decision = Decision("placeholders", "fill", intent.topic,
+            decision = Decision("placeholders", "fill", topic,
                                 f"broker(s) {list(brokers)} back: {sum(map(len, completion.filled.values()))} "
                                 f"placeholder(s) to fill", targets, {k: current[k] for k in targets}, brokers)
-            if self.decide(decision, view) == "done":
-                left = read_record(self.args.intent_file, missing_ok=True)
-                if not plan_completion(intent, self.cluster.read(with_sizes=False).snapshot).waiting:
-                    write_record(self.args.intent_file, [i for i in left if i.topic != intent.topic])
-            return True
+            status = self.decide(decision, view)
+            if status == "dry_run":
+                continue        # decided and logged; the next intent is judged too
+            if status != "done":
+                self.fill_retry_at[topic] = time.time() + RETRY_S
+            return True         # the next round's view says whether the topic is complete
         return False
+
+    def forget_intent(self, topic: str) -> None:
+        """``topic`` out of the intent record (read again just before: create-topic may have
+        added one since); never in a dry run."""
+        if self.args.dry_run:
+            return
+        from .intent import read_record, write_record
+
+        left = read_record(self.args.intent_file, missing_ok=True)
+        if any(i.topic == topic for i in left):
+            write_record(self.args.intent_file, [i for i in left if i.topic != topic])
 
     def heal(self, view: View) -> bool:
         decision = judge_heal(view, self.ledger.down_since, self.ledger.healed, self.rules, time.time())
@@ -274,9 +308,10 @@ class Watcher:
         """Log ``decision`` (a repeated non-acting one only when it changes) and act on it:
         the executor's final status, ``dry_run``, or ``logged``."""
         key = (decision.kind, decision.subject)
-        if not decision.acts and self.said.get(key) == (decision.action, decision.reason):
-            return "logged"
-        self.said[key] = (decision.action, decision.reason)
+        said = (decision.action, decision.reason, tuple(sorted(decision.targets.items())))
+        if self.said.get(key) == said and (not decision.acts or self.args.dry_run):
+            return "dry_run" if decision.acts else "logged"     # a dry run repeats no decision either
+        self.said[key] = said
         self.say("decided", **decision.to_json(), seen=seen(view), dry_run=self.args.dry_run)
         if not decision.acts:
             return "logged"
@@ -363,6 +398,16 @@ def execute_options(plan_dir: str, args: argparse.Namespace) -> argparse.Namespa
     return parser.parse_args(line)
 
 
+def created_at(stamp: str, default: float) -> float:
+    """An intent record's ``created_at`` in seconds since the epoch (``default`` when absent)."""
+    from datetime import UTC, datetime
+
+    try:
+        return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return default
+
+
 def seen(view: View) -> dict[str, Any]:
     """What the view showed, for the audit log."""
     return {"brokers": sorted(view.registered()), "fenced": sorted(view.fenced), "down": sorted(view.down()),
@@ -372,29 +417,38 @@ def seen(view: View) -> dict[str, Any]:
 
 def write_plan(plan_dir: str, view: View, decision: Decision, made: Any = None) -> None:
     """A plan directory exactly as ``balance --out`` writes it (the planner's own writer), moving
-    ``decision.targets``; the heal's plan is the planner's own."""
-    from kafka_replica_assignor.planner.plan import MoveKind, Working
+    ``decision.targets``; the heal's plan is the planner's own. A fill grows a replica list
+    (``[2, 0]`` to ``[2, 0, 4]``), which the planner's working lists cannot hold: the plan is
+    the snapshot before, the snapshot after and one move per replica that came (a ``repair``
+    from a placeholder id when none left), as the planner's repair mode writes them."""
+    from dataclasses import replace
+
+    from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
+    from kafka_replica_assignor.planner.plan import Move, MoveKind, Plan
     from kafka_replica_assignor.planner.report.outputs import render_outputs, write_outputs
     from kafka_replica_assignor.planner.request import PlanRequest
 
     if made is not None:
         plan, request = made
     else:
-        work = Working(view.snapshot)
-        index = {(p.topic, p.partition): i for i, p in enumerate(view.snapshot.partitions)}
-        for key, target in decision.targets.items():
-            i = index[key]
-            old = list(work.original[i])
+        before = view.snapshot
+        after = list(before.partitions)
+        index = {(p.topic, p.partition): i for i, p in enumerate(after)}
+        moves = []
+        for (topic, partition), target in sorted(decision.targets.items()):
+            i = index[(topic, partition)]
+            old = list(after[i].replicas)
             came = [b for b in target if b not in old]
             went = [b for b in old if b not in target]
             went += list(range(-1, -1 - (len(came) - len(went)), -1))   # placeholders filled
-            for source, destination in zip(went, came, strict=True):
+            # a shrink (a partition of the record back to its alive replicas) has no destination
+            for source, destination in zip(went, came, strict=False):
                 kind = MoveKind.REPAIR if source < 0 else MoveKind.REPLICA
-                work.record(i, source, destination, kind)
+                moves.append(Move(topic, partition, source, destination, kind))
             if not came and old[0] != target[0]:
-                work.record(i, old[0], target[0], MoveKind.LEADER)
-            work.replicas[i] = list(target)
-        plan = work.plan()
+                moves.append(Move(topic, partition, old[0], target[0], MoveKind.LEADER))
+            after[i] = replace(after[i], replicas=tuple(target), leader=None, isr=None, log_dirs=None)
+        plan = Plan(before, ClusterSnapshot(before.brokers, tuple(after)), tuple(moves))
         request = PlanRequest("repair" if decision.kind == "placeholders" else "replica",
                               source=f"replica-assignor watch: {decision.kind} {decision.subject}")
     write_outputs(render_outputs(plan, request, charts=False), plan_dir)
