@@ -130,12 +130,13 @@ class Watcher:
             if step(view):
                 return      # one action a round: the next round reads a fresh view
 
-    def read(self) -> View | None:
-        """A view, or None when the cluster cannot be read (said once a minute)."""
+    def read(self, sized: bool = False) -> View | None:
+        """A view (with partition sizes when ``sized``), or None when the cluster cannot be read
+        (said once a minute)."""
         try:
             if self.cluster is None:
                 self.cluster = self.open_cluster()
-            read = self.cluster.read(with_sizes=True)
+            read = self.cluster.read(with_sizes=sized)
             ongoing = frozenset(self.cluster.ongoing())
         except Exception as exc:  # noqa: BLE001 - kafka-python raises many kinds: wait and say so
             self.status.lost()
@@ -156,7 +157,11 @@ class Watcher:
         if self.lost_since is not None:
             self.say("cluster_back", lost_s=round(time.time() - self.lost_since, 1))
             self.lost_since, self.lost_said = None, 0.0
-        return View(read.snapshot, read.fenced, ongoing, time.time())
+        return View(read.snapshot, read.fenced, ongoing, time.time(), sized)
+
+    def sized(self, view: View) -> View | None:
+        """``view`` with partition sizes: read again (a fresh view) when it has none."""
+        return view if view.sized else self.read(sized=True)
 
     def open_cluster(self) -> Any:
         from kafka_replica_assignor.protocol.cluster_reader import open_admin_client
@@ -171,7 +176,14 @@ class Watcher:
     def place(self, view: View) -> bool:
         ours = self.intent_topics()
         assert self.ledger.topics is not None
-        work, self.ledger.topics = placement_work(view, self.ledger.topics, self.rules, ours)
+        work, settled = placement_work(view, self.ledger.topics, self.rules, ours)
+        if work and not view.sized:     # sizes read only when a topic is to be judged
+            sized = self.sized(view)
+            if sized is None:
+                return True
+            view = sized
+            work, settled = placement_work(view, self.ledger.topics, self.rules, ours)
+        self.ledger.topics = settled
         for candidate in work:
             self.first_seen.setdefault(candidate.topic, time.time())
             try:
@@ -222,45 +234,54 @@ class Watcher:
         tried again :data:`RETRY_S` later."""
         if self.args.intent_file is None:
             return False
-        from .common import CommandError
-        from .intent import plan_completion, read_record
+        from .intent import read_record
 
         now = time.time()
         for intent in read_record(self.args.intent_file, missing_ok=True):
-            topic = intent.topic
-            try:
-                completion = plan_completion(intent, view.snapshot, view.fenced)
-            except CommandError as exc:      # partitions missing: not created yet, or deleted
-                since = self.missing_since.setdefault(topic, now)
-                if now - max(since, created_at(intent.created_at, 0.0)) < MISSING_S:
-                    self.decide(Decision("placeholders", "wait", topic, f"{exc}: not acted on before it is "
-                                         f"missing for {MISSING_S:.0f} s"), view)
-                    continue
-                self.decide(Decision("placeholders", "refuse", topic, f"{exc}: dropped from the record"), view)
-                self.forget_intent(topic)
+            completion = self.completion(intent, view, now)
+            if completion is None or not completion.filled or now < self.fill_retry_at.get(intent.topic, 0.0):
                 continue
-            self.missing_since.pop(topic, None)
-            if not completion.waiting and not completion.targets:
-                self.decide(Decision("placeholders", "leave", topic, "complete: removed from the record"), view)
-                self.forget_intent(topic)
-                continue
-            if not completion.filled:
-                continue
-            if now < self.fill_retry_at.get(topic, 0.0):
-                continue
-            current = {(p.topic, p.partition): tuple(p.replicas) for p in view.snapshot.partitions}
-            targets = {(topic, p): tuple(r) for p, r in completion.targets.items()}
-            brokers = tuple(sorted({b for f in completion.filled.values() for b in f}))
-            decision = Decision("placeholders", "fill", topic,
-                                f"broker(s) {list(brokers)} back: {sum(map(len, completion.filled.values()))} "
-                                f"placeholder(s) to fill", targets, {k: current[k] for k in targets}, brokers)
-            status = self.decide(decision, view)
+            if not view.sized:              # the plan's report counts the bytes the fill copies
+                sized = self.sized(view)
+                if sized is None:
+                    return True
+                view = sized
+                completion = self.completion(intent, view, now)
+                if completion is None or not completion.filled:
+                    return True             # changed between the two reads: judged next round
+            status = self.decide(fill_decision(completion, view), view)
             if status == "dry_run":
                 continue        # decided and logged; the next intent is judged too
             if status != "done":
-                self.fill_retry_at[topic] = time.time() + RETRY_S
+                self.fill_retry_at[intent.topic] = time.time() + RETRY_S
             return True         # the next round's view says whether the topic is complete
         return False
+
+    def completion(self, intent: Any, view: View, now: float) -> Any:
+        """What completing ``intent`` means on ``view``; None when there is nothing to fill: a
+        topic missing from the cluster (dropped from the record after :data:`MISSING_S`) or
+        complete (dropped at once)."""
+        from .common import CommandError
+        from .intent import plan_completion
+
+        topic = intent.topic
+        try:
+            completion = plan_completion(intent, view.snapshot, view.fenced)
+        except CommandError as exc:      # partitions missing: not created yet, or deleted
+            since = self.missing_since.setdefault(topic, now)
+            if now - max(since, created_at(intent.created_at, 0.0)) < MISSING_S:
+                self.decide(Decision("placeholders", "wait", topic, f"{exc}: not acted on before it is "
+                                     f"missing for {MISSING_S:.0f} s"), view)
+            else:
+                self.decide(Decision("placeholders", "refuse", topic, f"{exc}: dropped from the record"), view)
+                self.forget_intent(topic)
+            return None
+        self.missing_since.pop(topic, None)
+        if not completion.waiting and not completion.targets:
+            self.decide(Decision("placeholders", "leave", topic, "complete: removed from the record"), view)
+            self.forget_intent(topic)
+            return None
+        return completion
 
     def forget_intent(self, topic: str) -> None:
         """``topic`` out of the intent record (read again just before: create-topic may have
@@ -280,6 +301,10 @@ class Watcher:
         if decision.action != "heal":
             self.decide(decision, view)
             return False
+        sized = self.sized(view)        # the planner weighs bytes
+        if sized is None:
+            return True
+        view = sized
         try:
             targets, starting, made = heal_targets(view, decision.brokers)
         except Exception as exc:  # noqa: BLE001 - the planner refused (RequestError, PlanError): said, retried later
@@ -396,6 +421,18 @@ def execute_options(plan_dir: str, args: argparse.Namespace) -> argparse.Namespa
     if args.throttle:
         line += ["--throttle", str(args.throttle)]
     return parser.parse_args(line)
+
+
+def fill_decision(completion: Any, view: View) -> Decision:
+    """The ``fill`` of a topic's :class:`~kafka_replica_assignor.cli.intent.Completion`: every
+    partition it reassigns, the brokers that take placeholders."""
+    topic = completion.topic
+    current = {(p.topic, p.partition): tuple(p.replicas) for p in view.snapshot.partitions}
+    targets = {(topic, p): tuple(r) for p, r in completion.targets.items()}
+    brokers = tuple(sorted({b for f in completion.filled.values() for b in f}))
+    return Decision("placeholders", "fill", topic, f"broker(s) {list(brokers)} back: "
+                    f"{sum(map(len, completion.filled.values()))} placeholder(s) to fill", targets,
+                    {k: current[k] for k in targets}, brokers)
 
 
 def created_at(stamp: str, default: float) -> float:

@@ -50,8 +50,10 @@ class FakeCluster:
 
     def __init__(self, snapshot: ClusterSnapshot | None, fenced: frozenset[int] = frozenset()) -> None:
         self.snapshot, self.fenced = snapshot, fenced
+        self.reads: list[bool] = []       # with_sizes of each read
 
     def read(self, with_sizes: bool = True) -> Any:
+        self.reads.append(with_sizes)
         if self.snapshot is None:
             raise OSError("Connection refused")
         return SimpleNamespace(snapshot=self.snapshot, fenced=self.fenced)
@@ -261,6 +263,28 @@ def test_a_view_gone_stale_while_deciding_is_not_acted_on(make_watcher: Any, mon
     assert w.decide(decision, view) == "done" and len(plans(w)) == 1
     clock.now += 0.1
     assert w.decide(decision, view) == "stale" and len(plans(w)) == 1
+
+
+def test_at_rest_no_size_is_read(make_watcher: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DescribeLogDirs to every broker is most of a read: a round with nothing to judge reads
+    Metadata only; a new topic in scope gets one read with sizes, and the ledger file is written
+    only when it changes."""
+    w = make_watcher()
+    w.cluster = cluster = FakeCluster(snapshot({"old": {0: (0, 1)}}))
+    for _ in range(3):
+        w.round()
+    assert cluster.reads == [False, False, False]
+    ledger = Path(w.ledger.path)
+    written = ledger.stat().st_mtime_ns
+    w.round()
+    assert ledger.stat().st_mtime_ns == written
+    cluster.snapshot = snapshot({"old": {0: (0, 1)}, "new": {0: (0, 1)}})
+    monkeypatch.setattr(w, "ask", lambda candidate: {0: (1, 0)})     # equivalent: left alone
+    w.round()
+    assert cluster.reads == [False] * 4 + [False, True]
+    assert audit(w)[-1]["action"] == "leave"
+    w.round()
+    assert cluster.reads[-1] is False and json.loads(ledger.read_text())["topics"] == {"old": 1, "new": 1}
 
 
 # ---- the metrics endpoint --------------------------------------------------------------------
