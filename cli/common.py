@@ -175,6 +175,14 @@ def host_port(text: str) -> str:
     return text
 
 
+def listener(text: str) -> str:
+    """A listener of our own (``--metrics-listener``): one ``HOST:PORT``, port 0 for any free port."""
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not host.strip("[]") or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT (port 0: any free port), got {text.strip()!r}")
+    return text.strip()
+
+
 def add_connection_arguments(parser: argparse.ArgumentParser, *, what: str = "the server",
                              config_flag: str = "--command-config", timeout: bool = True) -> None:
     """``--command-config FILE`` (Kafka client properties) and ``--timeout-ms``."""

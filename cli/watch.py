@@ -41,6 +41,7 @@ from .common import (
     fail,
     help_text,
     host_port,
+    listener,
     positive,
     security_options,
 )
@@ -110,7 +111,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                         help="replication throttle on the moving replicas of the watcher's plans")
     parser.add_argument("--max-moves-per-broker", type=positive, default=5, metavar="K",
                         help="moves in flight a broker may be source or destination of (default 5)")
-    parser.add_argument("--metrics-listener", type=host_port, metavar="HOST:PORT",
+    parser.add_argument("--metrics-listener", type=listener, metavar="HOST:PORT",
                         help="serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free port, "
                              "said on start-up)")
     parser.add_argument("--dry-run", action="store_true", help="decide and log; change nothing")

@@ -37,6 +37,8 @@ from kafka_replica_assignor.watcher.status import OPERATOR, WatchStatus
 from .common import error_message, kafka_admin_configs, security_options
 
 LOST_EVERY_S = 60.0     # how often a lost cluster is said again
+MISSING_S = 300.0       # an intent record's topic missing this long (and made this long ago) is dropped
+RETRY_S = 60.0          # a fill that did not finish is tried again after this
 
 
 class Watcher:
@@ -49,12 +51,15 @@ class Watcher:
         self.stop = threading.Event()
         self.executor: Any = None
         self.cluster: Any = None
+        self.metrics_server: Any = None
         self.first_seen: dict[str, float] = {}
-        self.said: dict[tuple[str, str], tuple[str, str]] = {}
+        self.said: dict[tuple[str, str], tuple[Any, ...]] = {}
         self.lost_since: float | None = None
         self.lost_said = 0.0
         self.saying = threading.Lock()         # the web listener's threads say too
         self.operations: Any = None            # the web API's requests (web/operations.py)
+        self.missing_since: dict[str, float] = {}
+        self.fill_retry_at: dict[str, float] = {}
 
     # ---- life ------------------------------------------------------------------------------
     def serve(self) -> int:
@@ -81,6 +86,9 @@ class Watcher:
                 web[0].close()
             self.say("stopped")
             self.audit.close()
+            if self.metrics_server is not None:
+                self.metrics_server.shutdown()
+                self.metrics_server.server_close()
             if self.cluster is not None:
                 self.cluster.close()
         return 0
@@ -93,8 +101,8 @@ class Watcher:
         host, _, port = self.args.metrics_listener.rpartition(":")
         registry = CollectorRegistry()
         registry.register(self.status.collector())
-        server, _thread = start_http_server(int(port), addr=host.strip("[]"), registry=registry)
-        return int(server.server_port)
+        self.metrics_server, _thread = start_http_server(int(port), addr=host.strip("[]"), registry=registry)
+        return int(self.metrics_server.server_port)
 
     def serve_web(self) -> tuple[Any, int] | None:
         """The REST API and the page (web/), started when ``--http-listener`` is given."""
@@ -148,12 +156,13 @@ class Watcher:
             if step(view):
                 return      # one action a round: the next round reads a fresh view
 
-    def read(self) -> View | None:
-        """A view, or None when the cluster cannot be read (said once a minute)."""
+    def read(self, sized: bool = False) -> View | None:
+        """A view (with partition sizes when ``sized``), or None when the cluster cannot be read
+        (said once a minute)."""
         try:
             if self.cluster is None:
                 self.cluster = self.open_cluster()
-            read = self.cluster.read(with_sizes=True)
+            read = self.cluster.read(with_sizes=sized)
             ongoing = frozenset(self.cluster.ongoing())
         except Exception as exc:  # noqa: BLE001 - kafka-python raises many kinds: wait and say so
             self.status.lost()
@@ -174,7 +183,11 @@ class Watcher:
         if self.lost_since is not None:
             self.say("cluster_back", lost_s=round(time.time() - self.lost_since, 1))
             self.lost_since, self.lost_said = None, 0.0
-        return View(read.snapshot, read.fenced, ongoing, time.time())
+        return View(read.snapshot, read.fenced, ongoing, time.time(), sized)
+
+    def sized(self, view: View) -> View | None:
+        """``view`` with partition sizes: read again (a fresh view) when it has none."""
+        return view if view.sized else self.read(sized=True)
 
     def open_cluster(self) -> Any:
         from kafka_replica_assignor.protocol.cluster_reader import open_admin_client
@@ -189,7 +202,14 @@ class Watcher:
     def place(self, view: View) -> bool:
         ours = self.intent_topics()
         assert self.ledger.topics is not None
-        work, self.ledger.topics = placement_work(view, self.ledger.topics, self.rules, ours)
+        work, settled = placement_work(view, self.ledger.topics, self.rules, ours)
+        if work and not view.sized:     # sizes read only when a topic is to be judged
+            sized = self.sized(view)
+            if sized is None:
+                return True
+            view = sized
+            work, settled = placement_work(view, self.ledger.topics, self.rules, ours)
+        self.ledger.topics = settled
         for candidate in work:
             self.first_seen.setdefault(candidate.topic, time.time())
             try:
@@ -233,37 +253,72 @@ class Watcher:
         return {t.topic for t in read_record(self.args.intent_file, missing_ok=True)}
 
     def fill(self, view: View) -> bool:
-        """Placeholders of the intent record whose brokers are back (``repair --intent-file --execute``)."""
+        """Placeholders of the intent record whose brokers are back (``repair --intent-file
+        --execute``), one topic a round. A complete topic leaves the record, and so does one gone
+        from the cluster for :data:`MISSING_S` (create-topic writes the record before it creates
+        the topic); in a dry run the record is never rewritten. A fill that does not finish is
+        tried again :data:`RETRY_S` later."""
         if self.args.intent_file is None:
             return False
-        from .intent import plan_completion, read_record, write_record
+        from .intent import read_record
 
-        intents = read_record(self.args.intent_file, missing_ok=True)
-        for intent in intents:
-            try:
-                completion = plan_completion(intent, view.snapshot, view.fenced)
-            except Exception as exc:  # noqa: BLE001 - a deleted topic: said, then dropped from the record
-                self.decide(Decision("placeholders", "refuse", intent.topic, error_message(exc)), view)
-                write_record(self.args.intent_file, [i for i in intents if i.topic != intent.topic])
-                return True
-            if not completion.waiting and not completion.targets:
-                write_record(self.args.intent_file, [i for i in intents if i.topic != intent.topic])
-                self.decide(Decision("placeholders", "leave", intent.topic, "complete: removed from the record"), view)
-                return True
-            if not completion.filled:
+        now = time.time()
+        for intent in read_record(self.args.intent_file, missing_ok=True):
+            completion = self.completion(intent, view, now)
+            if completion is None or not completion.filled or now < self.fill_retry_at.get(intent.topic, 0.0):
                 continue
-            current = {(p.topic, p.partition): tuple(p.replicas) for p in view.snapshot.partitions}
-            targets = {(intent.topic, p): tuple(r) for p, r in completion.targets.items()}
-            brokers = tuple(sorted({b for f in completion.filled.values() for b in f}))
-            decision = Decision("placeholders", "fill", intent.topic,
-                                f"broker(s) {list(brokers)} back: {sum(map(len, completion.filled.values()))} "
-                                f"placeholder(s) to fill", targets, {k: current[k] for k in targets}, brokers)
-            if self.decide(decision, view) == "done":
-                left = read_record(self.args.intent_file, missing_ok=True)
-                if not plan_completion(intent, self.cluster.read(with_sizes=False).snapshot).waiting:
-                    write_record(self.args.intent_file, [i for i in left if i.topic != intent.topic])
-            return True
+            if not view.sized:              # the plan's report counts the bytes the fill copies
+                sized = self.sized(view)
+                if sized is None:
+                    return True
+                view = sized
+                completion = self.completion(intent, view, now)
+                if completion is None or not completion.filled:
+                    return True             # changed between the two reads: judged next round
+            status = self.decide(fill_decision(completion, view), view)
+            if status == "dry_run":
+                continue        # decided and logged; the next intent is judged too
+            if status != "done":
+                self.fill_retry_at[intent.topic] = time.time() + RETRY_S
+            return True         # the next round's view says whether the topic is complete
         return False
+
+    def completion(self, intent: Any, view: View, now: float) -> Any:
+        """What completing ``intent`` means on ``view``; None when there is nothing to fill: a
+        topic missing from the cluster (dropped from the record after :data:`MISSING_S`) or
+        complete (dropped at once)."""
+        from .common import CommandError
+        from .intent import plan_completion
+
+        topic = intent.topic
+        try:
+            completion = plan_completion(intent, view.snapshot, view.fenced)
+        except CommandError as exc:      # partitions missing: not created yet, or deleted
+            since = self.missing_since.setdefault(topic, now)
+            if now - max(since, created_at(intent.created_at, 0.0)) < MISSING_S:
+                self.decide(Decision("placeholders", "wait", topic, f"{exc}: not acted on before it is "
+                                     f"missing for {MISSING_S:.0f} s"), view)
+            else:
+                self.decide(Decision("placeholders", "refuse", topic, f"{exc}: dropped from the record"), view)
+                self.forget_intent(topic)
+            return None
+        self.missing_since.pop(topic, None)
+        if not completion.waiting and not completion.targets:
+            self.decide(Decision("placeholders", "leave", topic, "complete: removed from the record"), view)
+            self.forget_intent(topic)
+            return None
+        return completion
+
+    def forget_intent(self, topic: str) -> None:
+        """``topic`` out of the intent record (read again just before: create-topic may have
+        added one since); never in a dry run."""
+        if self.args.dry_run:
+            return
+        from .intent import read_record, write_record
+
+        left = read_record(self.args.intent_file, missing_ok=True)
+        if any(i.topic == topic for i in left):
+            write_record(self.args.intent_file, [i for i in left if i.topic != topic])
 
     def heal(self, view: View) -> bool:
         decision = judge_heal(view, self.ledger.down_since, self.ledger.healed, self.rules, time.time())
@@ -272,6 +327,10 @@ class Watcher:
         if decision.action != "heal":
             self.decide(decision, view)
             return False
+        sized = self.sized(view)        # the planner weighs bytes
+        if sized is None:
+            return True
+        view = sized
         try:
             targets, starting, made = heal_targets(view, decision.brokers)
         except Exception as exc:  # noqa: BLE001 - the planner refused (RequestError, PlanError): said, retried later
@@ -326,9 +385,10 @@ class Watcher:
         """Log ``decision`` (a repeated non-acting one only when it changes) and act on it:
         the executor's final status, ``dry_run``, or ``logged``."""
         key = (decision.kind, decision.subject)
-        if not decision.acts and self.said.get(key) == (decision.action, decision.reason):
-            return "logged"
-        self.said[key] = (decision.action, decision.reason)
+        said = (decision.action, decision.reason, tuple(sorted(decision.targets.items())))
+        if self.said.get(key) == said and (not decision.acts or self.args.dry_run):
+            return "dry_run" if decision.acts else "logged"     # a dry run repeats no decision either
+        self.said[key] = said
         self.say("decided", **decision.to_json(), seen=seen(view), dry_run=self.args.dry_run)
         if not decision.acts:
             return "logged"
@@ -350,13 +410,9 @@ class Watcher:
         from kafka_replica_assignor.planner.execution.executor import Executor, Refused
         from kafka_replica_assignor.planner.execution.executor_state import ExecutionState, Locked, hold_lock
 
-        from .execute import DEFAULT_STALL_MS, _report, load_plan
+        from .execute import _report, load_plan
 
-        options = argparse.Namespace(plan=plan_dir, throttle=self.args.throttle,
-                                     max_moves_per_broker=self.args.max_moves_per_broker, max_concurrent_moves=None,
-                                     order="plan", no_leader_election=False,
-                                     poll_interval_ms=min(1000, self.args.refresh_interval_ms),
-                                     stall_timeout_ms=DEFAULT_STALL_MS)
+        options = execute_options(plan_dir, self.args)
         status, error = "failed", None
         self.status.executing(kind, subject, plan_dir)
         try:
@@ -405,6 +461,42 @@ class Watcher:
         return status
 
 
+def execute_options(plan_dir: str, args: argparse.Namespace) -> argparse.Namespace:
+    """``execute --plan DIR`` as its own parser reads it (every default of execute, so an option
+    execute gains is never missing here), with the watcher's throttle, cap and poll interval."""
+    from . import execute
+
+    parser = argparse.ArgumentParser(add_help=False)
+    execute.add_parser(parser.add_subparsers())
+    line = ["execute", "--plan", plan_dir, "--max-moves-per-broker", str(args.max_moves_per_broker),
+            "--poll-interval-ms", str(min(1000, args.refresh_interval_ms))]
+    if args.throttle:
+        line += ["--throttle", str(args.throttle)]
+    return parser.parse_args(line)
+
+
+def fill_decision(completion: Any, view: View) -> Decision:
+    """The ``fill`` of a topic's :class:`~kafka_replica_assignor.cli.intent.Completion`: every
+    partition it reassigns, the brokers that take placeholders."""
+    topic = completion.topic
+    current = {(p.topic, p.partition): tuple(p.replicas) for p in view.snapshot.partitions}
+    targets = {(topic, p): tuple(r) for p, r in completion.targets.items()}
+    brokers = tuple(sorted({b for f in completion.filled.values() for b in f}))
+    return Decision("placeholders", "fill", topic, f"broker(s) {list(brokers)} back: "
+                    f"{sum(map(len, completion.filled.values()))} placeholder(s) to fill", targets,
+                    {k: current[k] for k in targets}, brokers)
+
+
+def created_at(stamp: str, default: float) -> float:
+    """An intent record's ``created_at`` in seconds since the epoch (``default`` when absent)."""
+    from datetime import UTC, datetime
+
+    try:
+        return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return default
+
+
 def seen(view: View) -> dict[str, Any]:
     """What the view showed, for the audit log."""
     return {"brokers": sorted(view.registered()), "fenced": sorted(view.fenced), "down": sorted(view.down()),
@@ -414,29 +506,38 @@ def seen(view: View) -> dict[str, Any]:
 
 def write_plan(plan_dir: str, view: View, decision: Decision, made: Any = None) -> None:
     """A plan directory exactly as ``balance --out`` writes it (the planner's own writer), moving
-    ``decision.targets``; the heal's plan is the planner's own."""
-    from kafka_replica_assignor.planner.plan import MoveKind, Working
+    ``decision.targets``; the heal's plan is the planner's own. A fill grows a replica list
+    (``[2, 0]`` to ``[2, 0, 4]``), which the planner's working lists cannot hold: the plan is
+    the snapshot before, the snapshot after and one move per replica that came (a ``repair``
+    from a placeholder id when none left), as the planner's repair mode writes them."""
+    from dataclasses import replace
+
+    from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
+    from kafka_replica_assignor.planner.plan import Move, MoveKind, Plan
     from kafka_replica_assignor.planner.report.outputs import render_outputs, write_outputs
     from kafka_replica_assignor.planner.request import PlanRequest
 
     if made is not None:
         plan, request = made
     else:
-        work = Working(view.snapshot)
-        index = {(p.topic, p.partition): i for i, p in enumerate(view.snapshot.partitions)}
-        for key, target in decision.targets.items():
-            i = index[key]
-            old = list(work.original[i])
+        before = view.snapshot
+        after = list(before.partitions)
+        index = {(p.topic, p.partition): i for i, p in enumerate(after)}
+        moves = []
+        for (topic, partition), target in sorted(decision.targets.items()):
+            i = index[(topic, partition)]
+            old = list(after[i].replicas)
             came = [b for b in target if b not in old]
             went = [b for b in old if b not in target]
             went += list(range(-1, -1 - (len(came) - len(went)), -1))   # placeholders filled
-            for source, destination in zip(went, came, strict=True):
+            # a shrink (a partition of the record back to its alive replicas) has no destination
+            for source, destination in zip(went, came, strict=False):
                 kind = MoveKind.REPAIR if source < 0 else MoveKind.REPLICA
-                work.record(i, source, destination, kind)
+                moves.append(Move(topic, partition, source, destination, kind))
             if not came and old[0] != target[0]:
-                work.record(i, old[0], target[0], MoveKind.LEADER)
-            work.replicas[i] = list(target)
-        plan = work.plan()
+                moves.append(Move(topic, partition, old[0], target[0], MoveKind.LEADER))
+            after[i] = replace(after[i], replicas=tuple(target), leader=None, isr=None, log_dirs=None)
+        plan = Plan(before, ClusterSnapshot(before.brokers, tuple(after)), tuple(moves))
         request = PlanRequest("repair" if decision.kind == "placeholders" else "replica",
                               source=f"replica-assignor watch: {decision.kind} {decision.subject}")
     write_outputs(render_outputs(plan, request, charts=False), plan_dir)

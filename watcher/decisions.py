@@ -94,13 +94,16 @@ class Rules:
 
 @dataclass(frozen=True, slots=True)
 class View:
-    """One refresh of the cluster: the snapshot (with sizes where known), the fenced brokers,
-    the reassignments in progress, and when it was read (seconds since the epoch)."""
+    """One refresh of the cluster: the snapshot (with sizes where known, when ``sized``), the
+    fenced brokers, the reassignments in progress, and when it was read (seconds since the
+    epoch). A view at rest is read without sizes (DescribeLogDirs to every broker is most of
+    a read's cost); one is read with them when there is something to judge."""
 
     snapshot: ClusterSnapshot
     fenced: frozenset[int] = frozenset()
     ongoing: frozenset[Key] = frozenset()
     read_at: float = 0.0
+    sized: bool = True
 
     def topics(self) -> dict[str, Assignment]:
         out: dict[str, Assignment] = {}

@@ -33,6 +33,7 @@ class Ledger:
     healed: set[int] = field(default_factory=set)
     active: dict[str, Any] | None = None          # {"dir", "kind", "subject", "started_at"}
     plans: int = 0                                # plans made so far (names the next directory)
+    saved: bytes = b""                            # what the file holds, as last written
 
     @classmethod
     def load(cls, state_dir: str) -> Ledger:
@@ -57,10 +58,14 @@ class Ledger:
             raise ValueError(f"{path}: {exc}") from None
 
     def save(self) -> None:
+        """Written when it changed since the last save (a refresh at rest writes nothing)."""
         data = {"version": VERSION, "topics": self.topics,
                 "down_since": {str(b): s for b, s in sorted(self.down_since.items())},
                 "healed": sorted(self.healed), "active": self.active, "plans": self.plans}
-        write_atomic(self.path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
+        text = (json.dumps(data, indent=1, sort_keys=True) + "\n").encode()
+        if text != self.saved:
+            write_atomic(self.path, text)
+            self.saved = text
 
     def next_plan_dir(self, kind: str) -> str:
         self.plans += 1

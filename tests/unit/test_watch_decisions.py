@@ -213,3 +213,36 @@ def test_the_audit_log_appends_and_the_status_counts(tmp_path: Path) -> None:
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for m in names.values() for s in m.samples}
     assert samples[("replica_assignor_watch_decisions_total", (("action", "place"), ("kind", "placement")))] == 1
     assert samples[("replica_assignor_watch_brokers", (("state", "fenced"),))] == 1
+
+
+# ---- ours left alone -------------------------------------------------------------------------
+
+#: a balanced tree: two data centres of two zones of two brokers
+BALANCED = tuple(BrokerEntry(i, f"/dc{i // 4 + 1}/zone-{'ab'[i // 2 % 2]}") for i in range(8))
+
+
+@pytest.mark.parametrize("partitions, rf", [(1, 2), (6, 2), (12, 3), (16, 4), (24, 3)])
+def test_a_topic_our_create_topic_placed_is_left_alone_on_a_balanced_tree(partitions: int, rf: int) -> None:
+    """create-topic placed ``ours`` with the multi-level assignor; the watcher, which sees it as
+    new (no intent record for a topic made with every broker up), asks the assignor again: a
+    different draw over the same cluster (the server leaves the asked topic out of its view, so
+    the cluster is the one create-topic saw). Every answer is equivalent: nothing moves."""
+    import random
+
+    from kafka_replica_assignor.assignors import ClusterView, create_assignor, place
+
+    assignor = create_assignor("multi-level")
+    metadata = tuple(BrokerMetadata(b.id, b.rack) for b in BALANCED)
+    load = {"a": {p: (p % 8, (p + 4) % 8) for p in range(5)}, "b": {p: ((p * 3) % 8, (p * 3 + 5) % 8, (p + 2) % 8)
+                                                                       for p in range(7)}}
+    cluster = ClusterView(metadata, topics=load)
+    ids = list(range(partitions))
+    for seed in range(10):
+        ours = {p: tuple(r) for p, r in place(assignor, "ours", ids, rf, cluster, rng=random.Random(seed)).items()}
+        v = view({**load, "ours": ours}, brokers=BALANCED)
+        (candidate,), _ = placement_work(v, {"a": 5, "b": 7}, Rules())
+        assert candidate.topic == "ours"
+        for other in range(seed + 1, seed + 6):
+            asked = place(assignor, "ours", ids, rf, cluster, rng=random.Random(other))
+            decision = judge_placement(candidate, {p: tuple(r) for p, r in asked.items()}, v, Rules())
+            assert (decision.action, decision.acts) == ("leave", False), (seed, other, ours, asked)
