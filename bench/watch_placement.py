@@ -4,7 +4,7 @@ and what it costs at rest.
 
 - **placement**: ``--samples`` topics (default 20) of 12 partitions, replication factor 2, made
   one at a time by kafka-python's admin client (a client of any kind: the watcher does not care)
-  while ``replica-assignor watch`` follows the cluster (refresh 2 s, its default) and our
+  while ``replica-assignor watch`` follows the cluster (refresh 5 s, its default) and our
   server answers with the multi-level assignor. Seconds from the CreateTopics answer to the
   audit log's ``executed`` record of the topic (status ``done``), or to its ``leave`` decision
   when Kafka's own placement is already equivalent. Target: median under 10 s.
@@ -15,7 +15,7 @@ and what it costs at rest.
   their logs, so its first view holds them all and settles them). Target: under 2 % of a core.
 
     python bench/watch_placement.py [--bootstrap-server HOST:PORT] [--topics 100]
-        [--partitions-per-topic 100] [--samples 20] [--rest-seconds 60] [--refresh-interval-ms 2000]
+        [--partitions-per-topic 100] [--samples 20] [--rest-seconds 60] [--refresh-interval-ms 5000]
         [--state-dir DIR]
 
 Without ``--bootstrap-server`` a 5-node cluster (the Kafka tests' multi-level racks) is started
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions-per-topic", type=int, default=100)
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--rest-seconds", type=float, default=60.0)
-    parser.add_argument("--refresh-interval-ms", type=int, default=2000, help="the watcher's (default 2000, its own)")
+    parser.add_argument("--refresh-interval-ms", type=int, default=5000, help="the watcher's (default 5000, its own)")
     parser.add_argument("--state-dir", help="the watcher's state directory (default: a temporary one), kept to read")
     args = parser.parse_args(argv)
     from kafka.admin import NewTopic

@@ -93,8 +93,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--intent-file", metavar="FILE",
                         help="the KIP-409 intent record of create-topic: placeholders filled when brokers return; "
                              "its topics are already placed")
-    parser.add_argument("--refresh-interval-ms", type=positive, default=2000, metavar="MS",
-                        help="how often the cluster is read (default 2000); a view older than two intervals "
+    parser.add_argument("--refresh-interval-ms", type=positive, default=5000, metavar="MS",
+                        help="how often the cluster is read (default 5000); a view older than two intervals "
                              "is never acted on")
     parser.add_argument("--grace-period-s", type=_seconds, default=1800.0, metavar="S",
                         help="how long a broker may be fenced or gone before its replicas are re-placed "
