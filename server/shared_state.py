@@ -102,9 +102,11 @@ class ServerState:
         self.answer_memory = AnswerMemory(self.config.queued_max_response_bytes)
         # as many connections may wait for their turn as may be open (a socket each, not a slot)
         self.connection_rate = ConnectionRate(cfg.max_connection_creation_rate,
-                                              cfg.max_connection_creation_rate_per_ip, cfg.max_connections)
+                                              cfg.max_connection_creation_rate_per_ip, cfg.max_connections,
+                                              cfg.max_connection_creation_wait_ms / 1000.0)
         # max.failed.authentication.rate: failed authentications answered per second, in turns
-        self.failed_authentications = ConnectionRate(cfg.max_failed_authentication_rate, -1, cfg.max_connections)
+        self.failed_authentications = ConnectionRate(cfg.max_failed_authentication_rate, -1, cfg.max_connections,
+                                                     cfg.max_failed_authentication_wait_ms / 1000.0)
         self.placement_slots = PlacementSlots(self.config.assignor_max_workers,
                                               self.config.assignor_max_queued_placements)
         if self.memo is None and self.config.memo_max_entries > 0:

@@ -731,11 +731,11 @@ def test_frame_headers_alone_reserve_no_streaming_budget() -> None:
 
 def test_a_large_frame_that_stalls_while_others_wait_is_closed() -> None:
     """A stream that sent more than the streaming budget and stopped once held it until its receive
-    timeout (30 s); while another large frame waits it is closed after STALL_S, and the waiting one
-    is answered within that of its time before (same run)."""
-    from kafka_replica_assignor.server.request_memory import STALL_S
-
-    with ServerThread({"socket.request.max.bytes": str(16 << 20), "queued.max.request.bytes": str(16 << 20)}) as srv:
+    timeout (30 s); while another large frame waits it is closed after large.request.stall.timeout.ms,
+    and the waiting one is answered within that of its time before (same run)."""
+    stall_s = 0.5
+    with ServerThread({"socket.request.max.bytes": str(16 << 20), "queued.max.request.bytes": str(16 << 20),
+                       "large.request.stall.timeout.ms": str(int(stall_s * 1000))}) as srv:
         large = _frame(ApiVersionsRequest(version=3, client_software_name="b" * (1_200_000),
                                           client_software_version="1"))
         before = sorted(_answer_time(srv.port, large) for _ in range(3))[1]
@@ -753,7 +753,7 @@ def test_a_large_frame_that_stalls_while_others_wait_is_closed() -> None:
                 assert closed
             finally:
                 holder.close()
-    assert during < before + 3 * STALL_S, (during, before)
+    assert during < before + 3 * stall_s, (during, before)
     assert [line["reason"] for line in logs if line.get("event") == "connection_closed" and "reason" in line] == [
         "large frame stalled"]
 
