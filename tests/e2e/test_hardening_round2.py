@@ -762,8 +762,8 @@ def test_metadata_at_the_topic_limit_is_answered_off_the_loop(server) -> None:
     """Issue 32: a Metadata request at the 10,000-topic limit was decoded and answered on the loop,
     and one client sending them back to back took other clients' p99 from 63 to 795 ms. From
     OFF_LOOP_TOPICS names on it is decoded and answered in a thread: the handler gives the loop a
-    coroutine, the answer names every topic, and one that does not decode still closes its
-    connection."""
+    coroutine, the answer names every topic (the codec's bytes), and one that does not decode still
+    closes its connection."""
     from kafka_replica_assignor.protocol.frame import RequestHeaderPeek
     from kafka_replica_assignor.protocol.messages import MetadataResponse, decode_body
     from kafka_replica_assignor.server.handlers import metadata
@@ -781,6 +781,8 @@ def test_metadata_at_the_topic_limit_is_answered_off_the_loop(server) -> None:
     assert struct.unpack_from(">i", answer_frame) == (9,)
     response = decode_body(MetadataResponse, memoryview(answer_frame)[4:], 1)
     assert [t.name for t in response.topics] == ["a"] * 10_000
+    # written from the names (protocol/fast_metadata.py): the codec's bytes
+    assert answer_frame[4:] == metadata._response(server.server.state, 1, ["a"] * 10_000).encode(version=1)
     truncated = _metadata_naming(10_000)
     truncated = struct.pack(">i", len(truncated) - 6) + truncated[4:-2]  # the last name cut short
     with capture_logs() as logs:
