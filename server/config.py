@@ -351,9 +351,14 @@ class ServerConfig:
     max_connection_creation_rate: int = _setting(
         "max.connection.creation.rate", _Int(1, unbounded=-1), 100,
         "new connections per second, after a burst of as many (KIP-612): a connection over the rate waits for "
-        "its turn as in a listen backlog (a socket, not a `max.connections` slot; at most 10 s, and at most "
+        "its turn as in a listen backlog (a socket, not a `max.connections` slot; at most "
+        "`max.connection.creation.wait.ms`, and at most "
         "`max.connections` of them), the address served least recently first; one that closes while it "
         "waits, or is refused in its turn, takes no turn (docs/security.md)")
+    max_connection_creation_wait_ms: int = _setting(
+        "max.connection.creation.wait.ms", _Int(1), 10_000,
+        "a connection waiting for its turn of `max.connection.creation.rate` is refused after this long (a "
+        "Kafka client gives up on a connection after 10 s, `socket.connection.setup.timeout.ms`)")
     max_connection_creation_rate_per_ip: int = _setting(
         "max.connection.creation.rate.per.ip", _Int(1, unbounded=-1), -1,
         "the same, per client address (Kafka's connection_creation_rate quota of an address, unbounded there "
@@ -367,6 +372,10 @@ class ServerConfig:
         "request.receive.timeout.ms", _Int(1), 30_000,
         "a request frame not received whole that long after its first bytes closes its connection; more "
         "bytes do not extend it, and time waiting for `queued.max.request.bytes` counts (docs/security.md)")
+    large_request_stall_timeout_ms: int = _setting(
+        "large.request.stall.timeout.ms", _Int(1), 1_000,
+        "a request frame of 1 MiB or more whose bytes stop coming for that long while other large frames wait "
+        "for their share of `queued.max.request.bytes` closes its connection (docs/security.md)")
     max_inflight_requests_per_connection: int = _setting(
         "max.inflight.requests.per.connection", _Int(1), 64,
         "the server stops reading a connection with that many requests unanswered")
@@ -459,8 +468,12 @@ class ServerConfig:
         "max.failed.authentication.rate", _Int(1, unbounded=-1), 20,
         "failed authentications answered per second, all addresses together (after a burst of as many): a "
         "failure over it is answered (then its connection closed) in its turn, the address served least "
-        "recently first, after at most 10 s; so a password guesser gets that many answers however many "
-        "addresses it has (not a Kafka key)", security=True)
+        "recently first, after at most `max.failed.authentication.wait.ms`; so a password guesser gets that "
+        "many answers however many addresses it has (not a Kafka key)", security=True)
+    max_failed_authentication_wait_ms: int = _setting(
+        "max.failed.authentication.wait.ms", _Int(1), 10_000,
+        "a failed authentication waiting for its turn of `max.failed.authentication.rate` longer than this "
+        "closes its connection unanswered (not a Kafka key)", security=True)
 
     @property
     def advertised(self) -> tuple[Listener, ...]:

@@ -108,7 +108,8 @@ class KafkaConnection(asyncio.Protocol):
         self.flow = FlowControl(memory, self.update_reading)
         cfg = state.config
         self.frames = FrameReader(self.flow, cfg.socket_request_max_bytes, cfg.request_receive_timeout_ms,
-                                  self._receive_timeout, self.update_reading, self._stalled)
+                                  self._receive_timeout, self.update_reading, self._stalled,
+                                  cfg.large_request_stall_timeout_ms)
         self.admission = Admission(self, state)
         self.requests = RequestPipeline(self, state)
         self.turns = self.requests.turns = Turns(self, state, self.frames, self.requests, advertised)

@@ -16,7 +16,8 @@ Waiting is fair between addresses: the next token goes to the waiting connection
 was served least recently (an address never served, or not for ``_REMEMBER_S``, first), so a
 flood from many addresses does not queue a client from another one behind it. Waiting is bounded:
 at most ``max_waiting`` connections wait (a socket each: ``max.connections`` of them); over it the
-one waiting longest is refused; a connection waits at most ``MAX_WAIT_S``, then is refused
+one waiting longest is refused; a connection waits at most ``max_wait_s``
+(``max.connection.creation.wait.ms``; ``max.failed.authentication.wait.ms`` for failures), then is refused
 (``connection_refused``, reason ``max.connection.creation.rate reached``).
 
 **Per address** (``max.connection.creation.rate.per.ip``, off by default as Kafka's
@@ -34,10 +35,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol
 
-# a waiting connection is refused after this long (a Kafka client's connection set-up timeout is 10 s)
-MAX_WAIT_S = 10.0
 _PRUNE_FROM = 1024  # addresses remembered before those not served lately are forgotten
 _REMEMBER_S = 10.0  # how long an address's last turn counts against it when others wait
+
+
+class Timer(Protocol):
+    def cancel(self) -> None: ...
 
 
 class Clock(Protocol):
@@ -45,7 +48,7 @@ class Clock(Protocol):
 
     def time(self) -> float: ...
 
-    def call_later(self, delay: float, callback: Callable[[], None]) -> object: ...
+    def call_later(self, delay: float, callback: Callable[[], None]) -> Timer: ...
 
 
 class RateWaiter(Protocol):
@@ -55,7 +58,7 @@ class RateWaiter(Protocol):
         """Its turn: serve it (it holds a token; :meth:`ConnectionRate.give_back` if it is refused now)."""
 
     def wait_refused(self) -> None:
-        """It waited ``MAX_WAIT_S``, or longest while too many wait: refuse it."""
+        """It waited ``max_wait_s``, or longest while too many wait: refuse it."""
 
 
 class Ticket:
@@ -70,13 +73,15 @@ class Ticket:
 class ConnectionRate:
     """When each new connection is served: ``rate`` per second overall, ``per_ip`` per address (-1: no limit)."""
 
-    __slots__ = ("rate", "per_ip", "max_waiting", "_tokens", "_stamp", "_by_ip", "_ip_prune_at", "_waiting",
-                 "_oldest", "_order", "_in_order", "_served", "_served_prune_at", "_seq", "_timer", "_clock")
+    __slots__ = ("rate", "per_ip", "max_waiting", "max_wait_s", "_tokens", "_stamp", "_by_ip", "_ip_prune_at", "_waiting",
+                 "_oldest", "_order", "_in_order", "_served", "_served_prune_at", "_seq", "_timer", "_clock",
+                 "_ticking")
 
-    def __init__(self, rate: int, per_ip: int, max_waiting: int = 2_000) -> None:
+    def __init__(self, rate: int, per_ip: int, max_waiting: int = 2_000, max_wait_s: float = 10.0) -> None:
         self.rate = rate
         self.per_ip = per_ip
         self.max_waiting = max_waiting
+        self.max_wait_s = max_wait_s  # a connection waiting longer is refused
         self._tokens = float(rate)  # a burst of one second's worth
         self._stamp = 0.0
         self._by_ip: dict[str, tuple[float, float]] = {}  # per address: tokens, when counted
@@ -88,8 +93,9 @@ class ConnectionRate:
         self._served: dict[str, float] = {}  # when each address was last served
         self._served_prune_at = _PRUNE_FROM
         self._seq = itertools.count()
-        self._timer: object | None = None  # the next turn's, while connections wait
+        self._timer: Timer | None = None  # the next turn's, while connections wait
         self._clock: Clock | None = None  # the loop of the first connection that waited
+        self._ticking = False  # serving the waiting now (a turn given back meanwhile is served by the same tick)
 
     @property
     def waiting(self) -> int:
@@ -157,9 +163,16 @@ class ConnectionRate:
                 self._in_order = {entry[2] for entry in self._order}
 
     def give_back(self) -> None:
-        """A connection served in its turn was refused (``max.connections``): its token is back."""
-        if self.rate >= 0:
-            self._tokens = min(float(self.rate), self._tokens + 1.0)
+        """A connection served in its turn was refused (``max.connections``), or closed without a byte:
+        its token is back, and goes to a waiting connection on the loop's next turn rather than the
+        next token's timer (during a flood of open-and-close, most turns come back)."""
+        if self.rate < 0:
+            return
+        self._tokens = min(float(self.rate), self._tokens + 1.0)
+        if self._oldest and self._tokens >= 1.0 and not self._ticking and self._clock is not None:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = self._clock.call_later(0, self._on_timer)
 
     def refuse_all(self) -> None:
         """The server stops: every waiting connection is refused."""
@@ -170,10 +183,19 @@ class ConnectionRate:
     def tick(self, now: float) -> None:
         """The timer: serve the waiting in their turns, refuse those that waited too long."""
         self._timer = None
+        self._ticking = True
+        try:
+            self._serve(now)
+        finally:
+            self._ticking = False
+        if self._oldest:
+            self._arm(now)
+
+    def _serve(self, now: float) -> None:
         self._refill(now)
         while self._oldest:
             oldest = next(iter(self._oldest))
-            if now - oldest.since < MAX_WAIT_S:
+            if now - oldest.since < self.max_wait_s:
                 break
             self.left(oldest)
             oldest.waiter.wait_refused()
@@ -182,8 +204,6 @@ class ConnectionRate:
             self.left(ticket)
             self._take(ticket.ip, now)
             ticket.waiter.turn_came()
-        if self._oldest:
-            self._arm(now)
 
     def _next(self, now: float) -> Ticket:
         """The first waiting connection of the address served least recently."""
@@ -203,7 +223,7 @@ class ConnectionRate:
 
     def _arm(self, now: float) -> None:
         assert self._clock is not None
-        wait = min((1.0 - self._tokens) / self.rate, next(iter(self._oldest)).since + MAX_WAIT_S - now)
+        wait = min((1.0 - self._tokens) / self.rate, next(iter(self._oldest)).since + self.max_wait_s - now)
         # (at least a millisecond: a token a rounding error short must not spin the loop)
         self._timer = self._clock.call_later(max(wait, 0.001), self._on_timer)
 

@@ -10,7 +10,7 @@ things are the reader's own:
   request is handled (``whole``). Growing one buffer read by read copied it again and again;
   cutting the payload out of it copied it twice more (a 99 MiB frame held the loop 0.5-0.7 s).
 - **A large frame that stalls**: while other large frames wait for the streaming budget
-  (:mod:`kafka_replica_assignor.server.request_memory`), one whose bytes stop coming for ``STALL_S`` (reading not
+  (:mod:`kafka_replica_assignor.server.request_memory`), one whose bytes stop coming for ``large.request.stall.timeout.ms`` (reading not
   paused by the server) is closed, so that what it holds goes back.
 - **``request.receive.timeout.ms``**: a frame started and not whole has that long from its
   first bytes to arrive; more bytes of the same frame do not move the deadline, waiting for
@@ -28,7 +28,6 @@ import struct
 from collections.abc import Callable
 
 from .flow_control import FlowControl
-from .request_memory import STALL_S
 
 _LEN = struct.Struct(">i")
 # a frame at least this large has the reads of its rest gathered and joined once
@@ -40,11 +39,11 @@ class FrameReader:
 
     __slots__ = ("buf", "whole", "limit", "_frame", "_chunked", "_need", "_received", "_partial_at",
                  "_deadline", "_flow", "_timeout_s", "_on_timeout", "_on_wait", "_on_stall", "_last_read",
-                 "_stall_check")
+                 "_stall_check", "_stall_s")
 
     def __init__(self, flow: FlowControl, limit: int, timeout_ms: int,
                  on_timeout: Callable[[int], None], on_wait: Callable[[], None],
-                 on_stall: Callable[[int], None] | None = None) -> None:
+                 on_stall: Callable[[int], None] | None = None, stall_ms: int = 1_000) -> None:
         self.buf = bytearray()
         # a large frame's payload (without its size), whole and not handled yet: it comes before buf
         self.whole: mmap.mmap | None = None
@@ -63,11 +62,13 @@ class FrameReader:
         self._timeout_s = timeout_ms / 1000.0
         self._on_timeout = on_timeout  # called with the bytes of the frame received so far
         self._on_wait = on_wait  # the frame being read waits for request memory: the connection pauses reading
-        # a large frame that receives nothing for STALL_S while others wait for the streaming budget: called
+        # a large frame that receives nothing for stall_ms (large.request.stall.timeout.ms) while others wait
+        # for the streaming budget: called
         # with the bytes of it received (the connection closes); when its bytes last came, and the check
         self._on_stall = on_stall or on_timeout
         self._last_read = 0.0
         self._stall_check: asyncio.TimerHandle | None = None
+        self._stall_s = stall_ms / 1000.0
 
     @property
     def held(self) -> int:
@@ -155,12 +156,12 @@ class FrameReader:
 
     # -- a large frame that stalls ---------------------------------------------------------
     def _watch_stall(self) -> None:
-        """A large frame starts to be gathered: check, every :data:`STALL_S`, that its bytes come while
+        """A large frame starts to be gathered: check, every ``stall_ms``, that its bytes come while
         other large frames wait for the streaming budget."""
         loop = asyncio.get_running_loop()
         self._last_read = loop.time()
         if self._stall_check is None:
-            self._stall_check = loop.call_later(STALL_S, self._check_stall)
+            self._stall_check = loop.call_later(self._stall_s, self._check_stall)
 
     def _check_stall(self) -> None:
         self._stall_check = None
@@ -168,10 +169,11 @@ class FrameReader:
             return  # whole: the next large frame starts its own watch
         loop = asyncio.get_running_loop()
         quiet = loop.time() - self._last_read
-        if quiet >= STALL_S and self._flow.stalls_others:
+        stall_s = self._stall_s
+        if quiet >= stall_s and self._flow.stalls_others:
             self._on_stall(len(self.buf) + self._chunked)
             return
-        self._stall_check = loop.call_later(max(STALL_S - quiet, 0.05) if quiet < STALL_S else STALL_S,
+        self._stall_check = loop.call_later(max(stall_s - quiet, 0.05) if quiet < stall_s else stall_s,
                                             self._check_stall)
 
     # -- request.receive.timeout.ms ----------------------------------------------------

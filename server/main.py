@@ -13,7 +13,7 @@ from .config import ConfigError, load_config
 from .exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .logs import configure_logging
 from .plugin_check import check_constructible
-from .runtime import run_server
+from .runtime import freeze_start_up, run_server
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _serve(server: ReplicaAssignorServer) -> None:
     await server.start()
+    freeze_start_up()
     server.install_signal_handlers()
     await server.serve()
 

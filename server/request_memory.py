@@ -19,7 +19,8 @@ announced, so a few 4-byte headers held the budget and a 3.5 MB request waited 3
 the large frames being read hold the budget, a connection that reads more of its own waits, first
 come first served, with reading paused, until one of them is whole; the frame that started
 streaming first always reads on, so the frames being read always finish. A stream that stops
-sending while others wait is closed (:data:`STALL_S`, :class:`kafka_replica_assignor.server.framing.FrameReader`),
+sending while others wait is closed (``large.request.stall.timeout.ms``,
+:class:`kafka_replica_assignor.server.framing.FrameReader`),
 so what it holds goes back. Counting bytes as they arrive with no such budget let ten 99 MiB
 frames stream at once (about 300 MiB in the first second), and copying that much on two cores
 delayed every other client; frames below the size stream freely.
@@ -32,9 +33,6 @@ from typing import Protocol
 
 # a frame at least this large counts in the streaming budget while it is read
 LARGE_FRAME_BYTES = 1 << 20
-# a large frame that receives nothing for this long while others wait for the streaming budget is
-# closed (its bytes given back)
-STALL_S = 1.0
 
 
 class MemoryWaiter(Protocol):

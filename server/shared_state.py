@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kafka_replica_assignor.assignors import ReplicaAssignor
 from kafka_replica_assignor.assignors.memo import PlacementMemo
 from kafka_replica_assignor.assignors.registry import is_builtin
+from kafka_replica_assignor.protocol.fast_metadata import UnknownTopicsEncoder
 
 from .answer_memory import AnswerMemory
 from .config import Listener, ServerConfig
@@ -52,6 +53,8 @@ class ServerState:
     cluster_id: str = "replica-assignor"
     # pre-encoded responses (ApiVersions per version, Metadata per version), built at start-up
     templates: dict[tuple[int, int], bytes] = field(default_factory=dict)
+    # Metadata answers naming topics, per version and listener (kafka_replica_assignor.server.handlers.metadata)
+    metadata_encoders: dict[tuple[int, Listener], UnknownTopicsEncoder] = field(default_factory=dict)
     connections: set[KafkaConnection] = field(default_factory=set)
     connections_by_ip: dict[str, int] = field(default_factory=dict)
     # set while no connection is open (the graceful shutdown waits for it)
@@ -102,9 +105,11 @@ class ServerState:
         self.answer_memory = AnswerMemory(self.config.queued_max_response_bytes)
         # as many connections may wait for their turn as may be open (a socket each, not a slot)
         self.connection_rate = ConnectionRate(cfg.max_connection_creation_rate,
-                                              cfg.max_connection_creation_rate_per_ip, cfg.max_connections)
+                                              cfg.max_connection_creation_rate_per_ip, cfg.max_connections,
+                                              cfg.max_connection_creation_wait_ms / 1000.0)
         # max.failed.authentication.rate: failed authentications answered per second, in turns
-        self.failed_authentications = ConnectionRate(cfg.max_failed_authentication_rate, -1, cfg.max_connections)
+        self.failed_authentications = ConnectionRate(cfg.max_failed_authentication_rate, -1, cfg.max_connections,
+                                                     cfg.max_failed_authentication_wait_ms / 1000.0)
         self.placement_slots = PlacementSlots(self.config.assignor_max_workers,
                                               self.config.assignor_max_queued_placements)
         if self.memo is None and self.config.memo_max_entries > 0:

@@ -57,7 +57,7 @@ from .config import Listener, ServerConfig
 from .exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .health import remove_status, write_status
 from .logs import configure_logging
-from .runtime import run_server
+from .runtime import freeze_start_up, run_server
 
 log = structlog.get_logger("replica_assignor")
 
@@ -264,6 +264,7 @@ def worker_main() -> None:
 
 async def _serve(server: ReplicaAssignorServer, channel: socket.socket) -> None:
     await server.start()
+    freeze_start_up()
     server.install_signal_handlers()
     loop = asyncio.get_running_loop()
     channel.setblocking(False)

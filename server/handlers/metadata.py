@@ -6,7 +6,8 @@ A request names at most ``metadata.max.topics.per.request`` topics, in at most a
 that many topics of Kafka's longest names take: the count and the size are read before anything
 is decoded, and a request over either closes the connection (``frame_rejected``), so that one
 request naming "a" ten million times costs nothing but its reading (it once froze every client
-for 72 s and took 3 GB). The answer echoes each name, so it stays as small as the request. A
+for 72 s and took 3 GB). The answer echoes each name, so it stays as small as the request, and is
+written from the names (:mod:`kafka_replica_assignor.protocol.fast_metadata`, the codec's bytes). A
 request naming ``OFF_LOOP_TOPICS`` or more is decoded and answered in a thread.
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 
 import kafka.errors as kafka_errors
 
+from kafka_replica_assignor.protocol.fast_metadata import UnknownTopicsEncoder, unknown_topics_encoder
 from kafka_replica_assignor.protocol.frame import (
     MalformedRequest,
     RequestHeaderPeek,
@@ -114,9 +116,10 @@ def handle(state: ServerState, header: RequestHeaderPeek,
 
 async def _answered_in_thread(state: ServerState, header: RequestHeaderPeek, body: memoryview,
                               adv: Listener | None) -> bytes | MalformedRequest:
-    """Many topics: decoded and answered in a thread, which gives the loop the interpreter every few
-    milliseconds (on the loop, a request at the topic limit held it tens of milliseconds, and one
-    client sending them back to back took other clients' p99 from 63 to 795 ms)."""
+    """Many topics: decoded and answered in a thread, which gives the loop the interpreter whenever it
+    waits for it for :data:`kafka_replica_assignor.server.runtime.SWITCH_INTERVAL_S` (on the loop, a
+    request at the topic limit held it tens of milliseconds, and one client sending them back to back
+    took other clients' p99 from 63 to 795 ms)."""
     return await asyncio.to_thread(_answer_or_malformed, state, header, body, adv)
 
 
@@ -138,5 +141,18 @@ def _answer(state: ServerState, header: RequestHeaderPeek, body: memoryview, adv
         adv = None  # the first listener's: the answers encoded at start-up
     if not names and adv is None:
         return patch_correlation_id(state.templates[(API_KEY, version)], header.correlation_id)
-    encoded = _response(state, version, names, adv).encode(version=version)
-    return frame(header.correlation_id, encoded, flexible_header=MetadataResponse.flexible_version_q(version))
+    flexible = MetadataResponse.flexible_version_q(version)
+    return frame(header.correlation_id, _encoder(state, version, adv).body(names), flexible_header=flexible)
+
+
+def _encoder(state: ServerState, version: int, adv: Listener | None) -> UnknownTopicsEncoder:
+    """The answer of ``version`` through listener ``adv``, with the topics to be named: built from the
+    codec's answers naming none and one, once per version and listener (a thread may build one too:
+    the same value)."""
+    key = (version, adv or state.advertised)
+    encoder = state.metadata_encoders.get(key)
+    if encoder is None:
+        encoder = state.metadata_encoders[key] = unknown_topics_encoder(
+            lambda names: _response(state, version, names, adv).encode(version=version),
+            MetadataResponse.flexible_version_q(version))
+    return encoder

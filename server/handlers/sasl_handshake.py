@@ -45,7 +45,8 @@ def _response(state: ServerState, header: RequestHeaderPeek, error: type[kafka_e
 async def after_failure(state: ServerState, conn: KafkaConnection) -> None:
     """A failed authentication is answered after ``connection.failed.authentication.delay.ms``, then in
     its turn of ``max.failed.authentication.rate`` (all addresses together, the one served least
-    recently first); refused a turn (10 s waited), its connection closes unanswered."""
+    recently first); refused a turn (``max.failed.authentication.wait.ms`` waited), its connection
+    closes unanswered."""
     await asyncio.sleep(state.config.connection_failed_authentication_delay_ms / 1000.0)
     if not await take_turn(state.failed_authentications, conn.admission.ip):
         conn.close("failed authentications over their rate")

@@ -731,11 +731,11 @@ def test_frame_headers_alone_reserve_no_streaming_budget() -> None:
 
 def test_a_large_frame_that_stalls_while_others_wait_is_closed() -> None:
     """A stream that sent more than the streaming budget and stopped once held it until its receive
-    timeout (30 s); while another large frame waits it is closed after STALL_S, and the waiting one
-    is answered within that of its time before (same run)."""
-    from kafka_replica_assignor.server.request_memory import STALL_S
-
-    with ServerThread({"socket.request.max.bytes": str(16 << 20), "queued.max.request.bytes": str(16 << 20)}) as srv:
+    timeout (30 s); while another large frame waits it is closed after large.request.stall.timeout.ms,
+    and the waiting one is answered within that of its time before (same run)."""
+    stall_s = 0.5
+    with ServerThread({"socket.request.max.bytes": str(16 << 20), "queued.max.request.bytes": str(16 << 20),
+                       "large.request.stall.timeout.ms": str(int(stall_s * 1000))}) as srv:
         large = _frame(ApiVersionsRequest(version=3, client_software_name="b" * (1_200_000),
                                           client_software_version="1"))
         before = sorted(_answer_time(srv.port, large) for _ in range(3))[1]
@@ -753,7 +753,7 @@ def test_a_large_frame_that_stalls_while_others_wait_is_closed() -> None:
                 assert closed
             finally:
                 holder.close()
-    assert during < before + 3 * STALL_S, (during, before)
+    assert during < before + 3 * stall_s, (during, before)
     assert [line["reason"] for line in logs if line.get("event") == "connection_closed" and "reason" in line] == [
         "large frame stalled"]
 
@@ -762,8 +762,8 @@ def test_metadata_at_the_topic_limit_is_answered_off_the_loop(server) -> None:
     """Issue 32: a Metadata request at the 10,000-topic limit was decoded and answered on the loop,
     and one client sending them back to back took other clients' p99 from 63 to 795 ms. From
     OFF_LOOP_TOPICS names on it is decoded and answered in a thread: the handler gives the loop a
-    coroutine, the answer names every topic, and one that does not decode still closes its
-    connection."""
+    coroutine, the answer names every topic (the codec's bytes), and one that does not decode still
+    closes its connection."""
     from kafka_replica_assignor.protocol.frame import RequestHeaderPeek
     from kafka_replica_assignor.protocol.messages import MetadataResponse, decode_body
     from kafka_replica_assignor.server.handlers import metadata
@@ -781,6 +781,8 @@ def test_metadata_at_the_topic_limit_is_answered_off_the_loop(server) -> None:
     assert struct.unpack_from(">i", answer_frame) == (9,)
     response = decode_body(MetadataResponse, memoryview(answer_frame)[4:], 1)
     assert [t.name for t in response.topics] == ["a"] * 10_000
+    # written from the names (protocol/fast_metadata.py): the codec's bytes
+    assert answer_frame[4:] == metadata._response(server.server.state, 1, ["a"] * 10_000).encode(version=1)
     truncated = _metadata_naming(10_000)
     truncated = struct.pack(">i", len(truncated) - 6) + truncated[4:-2]  # the last name cut short
     with capture_logs() as logs:

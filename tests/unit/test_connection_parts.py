@@ -226,8 +226,12 @@ class _Clock:
     def time(self) -> float:
         return self.now
 
-    def call_later(self, delay: float, callback: Any) -> None:
+    def call_later(self, delay: float, callback: Any) -> _Clock:
         self.timer = (self.now + delay, callback)
+        return self  # its handle: one timer at a time
+
+    def cancel(self) -> None:
+        self.timer = None
 
     def run_until(self, until: float) -> None:
         while self.timer is not None and self.timer[0] <= until:
@@ -268,11 +272,35 @@ def test_a_connection_that_leaves_while_it_waits_takes_no_turn() -> None:
     assert served == ["new"]  # its turn is the next one, a tenth of a second on
 
 
-def test_the_address_served_least_recently_goes_first_and_waiting_is_bounded() -> None:
-    from kafka_replica_assignor.server.connection_rate import MAX_WAIT_S, ConnectionRate
+def test_a_turn_given_back_goes_to_a_waiting_connection_at_once() -> None:
+    """During a flood of open-and-close most turns come back (a connection that sends nothing gives its
+    turn back); the connection waiting first gets it on the loop's next turn, not when the next token
+    would have come (up to 1/rate later)."""
+    from kafka_replica_assignor.server.connection_rate import ConnectionRate
 
     clock, served = _Clock(), []
-    rate = ConnectionRate(rate=10, per_ip=-1, max_waiting=5)
+    rate = ConnectionRate(rate=10, per_ip=-1)
+    for _ in range(10):
+        rate.arrive(_Waiter(served, "burst"), "10.0.0.1", clock)
+    served.clear()
+    rate.arrive(_Waiter(served, "first"), "10.0.0.2", clock)
+    rate.arrive(_Waiter(served, "second"), "10.0.0.3", clock)
+    clock.run_until(100.0)
+    assert served == []
+    rate.give_back()  # a burst connection closed without a byte
+    clock.run_until(100.0)
+    assert served == ["first"]
+    clock.run_until(100.09)
+    assert served == ["first"]  # the next one waits for the next token, as before
+    clock.run_until(100.11)
+    assert served == ["first", "second"]
+
+
+def test_the_address_served_least_recently_goes_first_and_waiting_is_bounded() -> None:
+    from kafka_replica_assignor.server.connection_rate import ConnectionRate
+
+    clock, served = _Clock(), []
+    rate = ConnectionRate(rate=10, per_ip=-1, max_waiting=5, max_wait_s=4.0)  # max.connection.creation.wait.ms
     for _ in range(10):
         rate.arrive(_Waiter(served, "burst"), "flood", clock)
     served.clear()
@@ -284,7 +312,7 @@ def test_the_address_served_least_recently_goes_first_and_waiting_is_bounded() -
     for i in range(4, 8):  # over max_waiting: the one waiting longest is refused
         rate.arrive(_Waiter(served, f"flood{i}"), "flood", clock)
     assert served[2:] == ["refused flood1", "refused flood2"] and rate.waiting == 5
-    clock.run_until(100.0 + MAX_WAIT_S + 0.01)
+    clock.run_until(100.0 + 4.0 + 0.01)
     assert rate.waiting == 0 and "refused flood7" not in served and "flood7" in served
     # a turn given back (refused at max.connections) is served again at once
     rate.give_back()
