@@ -35,6 +35,17 @@ class RequestError(ValueError):
     """A request the planner refuses before planning (bad input: exit 2, one line)."""
 
 
+def check_topic_patterns(topics: str | None, exclude_topics: str | None) -> None:
+    """The one check of ``--topics`` / ``--exclude-topics`` (regular expressions matching whole
+    topic names), shared by the planner's scope and the watcher's rules."""
+    for name, pattern in (("topics", topics), ("exclude-topics", exclude_topics)):
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise RequestError(f"--{name}: not a regular expression: {pattern!r} ({exc})") from None
+
+
 class PlanError(Exception):
     """The plan cannot do what the request asks (a mode it cannot honour, a safety net
     reached): exit 1, one line naming what and why, nothing written."""
@@ -68,14 +79,7 @@ class Scope:
     demote_brokers: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("topics", "exclude_topics"):
-            pattern = getattr(self, name)
-            if pattern is not None:
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    raise RequestError(f"--{name.replace('_', '-')}: not a regular expression: {pattern!r} "
-                                       f"({exc})") from None
+        check_topic_patterns(self.topics, self.exclude_topics)
         for name in ("exclude_brokers", "add_brokers", "remove_brokers", "demote_brokers"):
             value = getattr(self, name)
             object.__setattr__(self, name, tuple(sorted(set(value))))

@@ -41,6 +41,7 @@ from typing import Any
 
 from kafka_replica_assignor.assignors.model import BrokerMetadata
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
+from kafka_replica_assignor.planner.request import check_topic_patterns
 
 from .profile import equivalent, levels
 
@@ -75,14 +76,7 @@ class Rules:
             raise ValueError(f"the brokers healed at once must be >= 1, got {self.max_heal_brokers}")
         if not 0 < self.max_lost_share <= 1:
             raise ValueError(f"the lost share must be in (0, 1], got {self.max_lost_share}")
-        for name in ("topics", "exclude_topics"):
-            pattern = getattr(self, name)
-            if pattern is not None:
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    raise ValueError(f"--{name.replace('_', '-')} {pattern!r} is not a regular expression: "
-                                     f"{exc}") from None
+        check_topic_patterns(self.topics, self.exclude_topics)   # a RequestError is a ValueError
 
     def in_scope(self, topic: str) -> bool:
         if topic.startswith("__"):
