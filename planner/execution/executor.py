@@ -17,7 +17,10 @@ Constraints
       starting replica set. A reassignment in progress is adopted only when the state file says
       this plan submitted it and it goes from the partition's starting replica set to its
       planned one; any other is foreign, and the run is refused naming it, and never cancels it
-      (Kafka's tool refuses the same without ``--additional``). Either failing:
+      (Kafka's tool refuses the same without ``--additional``). ListPartitionReassignments is
+      read before Metadata, and a partition this plan submitted that Metadata still shows at
+      the merged list of its move (starting and planned replicas: the move ended a moment ago,
+      or the broker answering lags the controller) is watched as in flight, not drift. Either failing:
       :class:`Refused`, and nothing was changed.
     - **Moves**: :class:`kafka_replica_assignor.planner.execution.executor_schedule.Schedule` says which partitions start; each
       is marked ``submitted`` in the state file before AlterPartitionReassignments is sent. A
@@ -146,11 +149,13 @@ class Executor:
     def prepare(self) -> tuple[list[Reassignment], list[Reassignment], list[Key]]:
         """Check the cluster (module doc); the pending and in-flight reassignments and the
         partitions already at their planned replicas. Changes nothing."""
+        # the reassignments first: one that ends between the two reads is then seen in flight,
+        # not as a partition between its starting and its planned replicas
+        ongoing = self.cluster.ongoing()
         read = self.cluster.read(with_sizes=True)
         snapshot: ClusterSnapshot = read.snapshot
         now = {(p.topic, p.partition): p for p in snapshot.partitions}
         self.sizes = {k: (now[k].size_bytes or 0) if k in now else 0 for k, _ in self.plan.targets}
-        ongoing = self.cluster.ongoing()
         foreign = [self.foreign(key, entry) for key, entry in sorted(ongoing.items())]
         if any(foreign):
             lines = [line for line in foreign if line]
@@ -175,6 +180,11 @@ class Executor:
                 flying.append(move)                  # ours: foreign ones were refused above
             elif current == target:
                 done.append(key)
+            elif (current is not None and record is not None and record.status == "submitted"
+                  and set(current) == set(start) | set(target) != set(start)):
+                # the merged list of this plan's move that just ended: Metadata lags the
+                # controller (a broker restarting); the polls see it settle
+                flying.append(move)
             elif current is not None and record is not None and set(current) == set(start):
                 pending.append(move)      # sent back by a cancel (maybe reordered), or never sent
             else:

@@ -396,3 +396,40 @@ def test_progress_counts_bytes_in_flight_and_a_resumed_run_rates_only_its_own_by
     shown_now = ex.progress()
     assert shown_now["bytes_done"] == 4500 and shown_now["bytes_total"] == 8000 and pending_keys
     assert shown_now["rate_bytes_per_s"] == 50 and 69 <= shown_now["eta_s"] <= 71
+
+
+class LaggingCluster(FakeCluster):
+    """Metadata behind the controller: a partition whose reassignment ended shows the merged
+    list (target, then the replicas leaving) for ``lag`` more looks."""
+
+    def __init__(self, replicas: dict[Key, tuple[int, ...]], merged: dict[Key, tuple[int, ...]], lag: int) -> None:
+        super().__init__(replicas)
+        self.merged, self.lag = merged, lag
+
+    def shown(self) -> dict[Key, tuple[int, ...]]:
+        return {**self.now, **self.merged} if self.lag > 0 else dict(self.now)
+
+    def read(self, *, with_sizes: bool = True) -> Read:
+        parts = tuple(PartitionEntry(t, p, r, r[0], r, 1000) for (t, p), r in sorted(self.shown().items()))
+        return Read(ClusterSnapshot(tuple(BrokerEntry(b) for b in range(5)), parts))
+
+    def replicas(self, topics: Sequence[str]) -> dict[Key, tuple[int, ...]]:
+        shown = self.shown()
+        self.lag -= 1
+        return {k: v for k, v in shown.items() if k[0] in topics}
+
+
+def test_a_resumed_move_that_ended_while_metadata_still_shows_its_merged_list_is_watched_not_drift(
+        tmp_path: Path) -> None:
+    """Found by tests/kafka/test_execute_chaos.py: kill -9 while a move ends, resumed while the
+    answering broker's Metadata lags the controller (or the move ends between the two reads)."""
+    key = ("t", 2)
+    merged = ongoing_entry(START[key], TARGET[key]).replicas
+    cluster = LaggingCluster({**START, key: TARGET[key]}, {key: merged}, lag=3)
+    ex = executor(tmp_path, cluster)
+    ex.state.mark_submitted([key])
+    pending, flying, done = ex.prepare()
+    assert [r.key for r in flying] == [key] and key not in done
+    assert ex.run(pending, flying, done) == "done"
+    assert cluster.now == TARGET and key not in cluster.sent       # finished, never submitted again
+    assert ex.state.moves[key].status == "finished" and ex.state.moves[key].submissions == 1
