@@ -3,7 +3,7 @@
     replica-assignor execute --plan plan/ --bootstrap-server HOST:PORT [--throttle BYTES_PER_S]
         [--max-moves-per-broker K] [--max-concurrent-moves N] [--order size|under-min-isr|plan]
         [--no-leader-election] [--dry-run] [--timeout-ms MS] [--stall-timeout-ms MS]
-        [--command-config FILE]
+        [--unreachable-timeout-ms MS] [--command-config FILE]
     replica-assignor execute --plan plan/ --status
     replica-assignor execute --plan plan/ --cancel [--bootstrap-server HOST:PORT]
     replica-assignor execute --plan plan/ --throttle BYTES_PER_S      (while it runs)
@@ -24,8 +24,9 @@ flight), or by --cleanup-throttles after a kill. The state file (execution-state
 killed run resume without submitting a finished move again; a second run of the same plan
 refuses; a resumed run keeps the throttle in force when it was killed (changed with --throttle
 while it ran) unless given one, and --cancel and --cleanup-throttles after a kill reach the
-cluster the state file names. A cluster that stops answering is waited for 300 s (each failed
-poll says so, and until when); a move whose adding replicas gain no byte for --stall-timeout-ms
+cluster the state file names. A cluster that stops answering is waited for
+--unreachable-timeout-ms (300 s; said when it starts and once a minute, with what it waits for
+and until when), then the run fails naming what was applied and what not; a move whose adding replicas gain no byte for --stall-timeout-ms
 is cancelled back to its starting replicas and fails. At the end: a preferred leader election
 for leader-election.json, execution.json and a section in report.md. Progress: a bar on a
 terminal, JSON lines otherwise. Exit 0 done, 1 failed, refused or cancelled (what remains is
@@ -65,6 +66,7 @@ from .verify import plan_file_text, read_plan
 PROG = "replica-assignor execute"
 DEFAULT_PER_BROKER = 5
 DEFAULT_STALL_MS = 600_000
+DEFAULT_UNREACHABLE_MS = 300_000
 BATCH = re.compile(r"reassignment-(\d{4})\.json")
 
 
@@ -94,6 +96,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--stall-timeout-ms", type=positive, default=DEFAULT_STALL_MS, metavar="MS",
                         help="a move whose adding replicas gain no byte for this long is cancelled "
                              f"back to its starting replicas and fails (default {DEFAULT_STALL_MS})")
+    parser.add_argument("--unreachable-timeout-ms", type=positive, default=DEFAULT_UNREACHABLE_MS, metavar="MS",
+                        help="how long the cluster may leave every poll unanswered before the run fails "
+                             "(the moves in flight are left as they are; said once a minute while it "
+                             f"lasts; default {DEFAULT_UNREACHABLE_MS})")
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--status", action="store_true", help="show the plan's execution state and exit")
     action.add_argument("--cancel", action="store_true",
@@ -138,7 +144,8 @@ def load_plan(args: argparse.Namespace) -> Any:
         starting=starting, leader_election=leaders, batches=batches, throttle=throttle,
         per_broker=per_broker, concurrent=args.max_concurrent_moves, order=args.order,
         elect_leaders=not args.no_leader_election, poll_interval_s=args.poll_interval_ms / 1000,
-        stall_timeout_s=args.stall_timeout_ms / 1000, log_dirs=log_dirs)
+        stall_timeout_s=args.stall_timeout_ms / 1000, patience_s=args.unreachable_timeout_ms / 1000,
+        log_dirs=log_dirs)
 
 
 def _named_log_dirs(text: str) -> dict[tuple[str, int, int], str]:

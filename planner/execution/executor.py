@@ -36,8 +36,9 @@ Constraints
       reorder: nothing is copied), each partition is then at its starting or its planned
       replicas, order included, and the throttles go.
     - A cluster that cannot be reached (a broker restarting) is waited for: polls are retried
-      until ``patience_s`` passes without one answer; each failed poll says what it waits for
-      and until when.
+      until ``patience_s`` passes without one answer, then the run fails naming the moves left
+      in flight. A lasting failure is said when it starts and then once per ``say_every_s``
+      (a minute): what it waits for and until when.
     - **Stall**: a move in flight whose adding replicas gained no byte (DescribeLogDirs) for
       ``stall_timeout_s`` is cancelled back to its starting replicas and counts as failed,
       named with its adding brokers; the other moves go on.
@@ -118,6 +119,7 @@ class ExecutePlan:
     elect_leaders: bool = True
     poll_interval_s: float = 1.0
     patience_s: float = 300.0
+    say_every_s: float = 60.0       # a failure that lasts is said once, then once per this
     stall_timeout_s: float | None = 600.0
     log_dirs: Mapping[Replica, str] = field(default_factory=dict)   # reassignment.json's log_dirs
 
@@ -144,6 +146,7 @@ class Executor:
         self.copied: dict[Key, int] = {}                  # of them, those the plan counts (its sizes)
         self.grew_at: dict[Key, float] = {}               # when those last grew (or the move started)
         self.bytes_at_start: int | None = None            # bytes done when this run started
+        self.said: dict[str, float] = {}                  # a lasting failure: when it was last said
 
     # ---- before anything ----------------------------------------------------------------
     def prepare(self) -> tuple[list[Reassignment], list[Reassignment], list[Key]]:
@@ -276,19 +279,22 @@ class Executor:
                     continue
                 failed |= self.poll()
                 last_answer = time.monotonic()
+                self.said.pop("poll_failed", None)
             except Exception as exc:  # noqa: BLE001 - a broker restarting: wait, then go on
                 self.stop.wait(self.plan.poll_interval_s)
                 waited = time.monotonic() - last_answer
-                self.emit("poll_failed", {
+                if waited > self.plan.patience_s:
+                    raise RuntimeError(
+                        f"the cluster did not answer for {waited:.0f} s (last error {type(exc).__name__}: {exc}); "
+                        f"{len(schedule.in_flight)} move(s) left in flight: execute --cancel or run it again once "
+                        "the cluster answers") from exc
+                self.say("poll_failed", {
                     "error": f"{type(exc).__name__}: {exc}",
                     "waiting_for": "the cluster to answer (a broker restarting or unreachable); "
                                    f"{len(schedule.in_flight)} move(s) in flight stay as they are",
                     "waited_s": round(waited, 1), "gives_up_in_s": round(max(self.plan.patience_s - waited, 0), 1),
                     "gives_up_at": time.strftime("%H:%M:%S", time.localtime(time.time() + self.plan.patience_s
                                                                              - waited))})
-                if waited > self.plan.patience_s:
-                    raise RuntimeError(f"the cluster did not answer for {waited:.0f} s "
-                                       f"(last error {type(exc).__name__}: {exc})") from exc
                 refresh = getattr(self.cluster, "refresh", None)   # a client with fresh metadata
                 if refresh is not None:
                     with contextlib.suppress(Exception):
@@ -374,8 +380,9 @@ class Executor:
         try:
             sizes = ask(sorted({r.topic for r in copying}))
         except Exception as exc:  # noqa: BLE001 - progress only; the next poll asks again
-            self.emit("log_dir_sizes_unknown", {"error": f"{type(exc).__name__}: {exc}"})
+            self.say("log_dir_sizes_unknown", {"error": f"{type(exc).__name__}: {exc}"})
             return False
+        self.said.pop("log_dir_sizes_unknown", None)
         now = time.monotonic()
         limit = self.plan.stall_timeout_s
         stalled: list[Reassignment] = []
@@ -401,6 +408,15 @@ class Executor:
                 schedule.finish(key)
                 self.forget_move(key)
         return bool(stalled)
+
+    def say(self, event: str, fields: dict[str, Any]) -> None:
+        """Emit a failure that may last (a cluster not answering): when it starts, then once per
+        ``say_every_s`` while it lasts; the caller forgets it (``said``) once it clears."""
+        now = time.monotonic()
+        last = self.said.get(event)
+        if last is None or now - last >= self.plan.say_every_s:
+            self.said[event] = now
+            self.emit(event, fields)
 
     def sync_throttles(self) -> None:
         if self.schedule is not None:

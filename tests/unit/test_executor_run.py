@@ -398,6 +398,35 @@ def test_progress_counts_bytes_in_flight_and_a_resumed_run_rates_only_its_own_by
     assert shown_now["rate_bytes_per_s"] == 50 and 69 <= shown_now["eta_s"] <= 71
 
 
+class SilentCluster(FakeCluster):
+    """Answers until ``after`` reassignment lists were asked, then never again (every broker gone)."""
+
+    def __init__(self, replicas: dict[Key, tuple[int, ...]], after: int) -> None:
+        super().__init__(replicas, polls=10**9)
+        self.after = after
+
+    def ongoing(self) -> dict[Key, Any]:
+        self.after -= 1
+        if self.after < 0:
+            raise ConnectionError("111 ECONNREFUSED")
+        return super().ongoing()
+
+
+def test_a_cluster_that_stops_answering_is_said_once_per_interval_then_the_run_fails_naming_what_is_left(
+        tmp_path: Path) -> None:
+    cluster = SilentCluster(START, after=2)
+    ex = executor(tmp_path, cluster, per_broker=1, patience_s=1.0, say_every_s=0.4, stall_timeout_s=None)
+    ex.plan = ExecutePlan(**{**{f: getattr(ex.plan, f) for f in ex.plan.__dataclass_fields__},
+                             "poll_interval_s": 0.02})
+    pending, flying, done = ex.prepare()
+    with pytest.raises(RuntimeError, match=r"did not answer for 1 s .*ECONNREFUSED.*move\(s\) left in flight"):
+        ex.run(pending, flying, done)
+    said = [f for e, f in ex.events if e == "poll_failed"]  # type: ignore[attr-defined]
+    assert 2 <= len(said) <= 4, f"{len(said)} lines for one outage of 1 s said every 0.4 s"
+    assert all(f["gives_up_at"] and "waiting_for" in f for f in said)
+    assert cluster.configs == {}                      # the throttles went in the end all the same
+
+
 class LaggingCluster(FakeCluster):
     """Metadata behind the controller: a partition whose reassignment ended shows the merged
     list (target, then the replicas leaving) for ``lag`` more looks."""
