@@ -51,7 +51,8 @@ Algorithm
     interval; list the reassignments in progress; those of ours no longer listed are checked
     against Metadata and finished; throttles follow the moves in flight. When none are left and
     ``reassignment.json`` names log directories (JBOD, :mod:`kafka_replica_assignor.planner.solving.disks`), each replica is
-    moved into its directory (AlterReplicaLogDirs) and waited for (DescribeLogDirs: there, no
+    moved into its directory (AlterReplicaLogDirs, under the throttle's rate as
+    ``replica.alter.log.dirs.io.max.bytes.per.second`` on those brokers) and waited for (DescribeLogDirs: there, no
     future copy); then a preferred leader election for ``leader-election.json``, then the
     throttles are removed.
 """
@@ -467,6 +468,7 @@ class Executor:
                 return True
             ask = {k: d for k, d in left.items() if k not in future}
             if ask:
+                self.throttles.sync_log_dirs({b for _, _, b in ask})
                 refused = self.cluster.alter_log_dirs(ask)
                 asked.update(ask)
                 if refused:

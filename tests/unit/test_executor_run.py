@@ -15,7 +15,7 @@ from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot
 from kafka_replica_assignor.planner.execution.executor import ExecutePlan, Executor, Refused
 from kafka_replica_assignor.planner.execution.executor_schedule import Schedule
 from kafka_replica_assignor.planner.execution.executor_state import ExecutionState
-from kafka_replica_assignor.planner.execution.executor_throttles import BROKER_RATES
+from kafka_replica_assignor.planner.execution.executor_throttles import BROKER_RATES, LOG_DIR_RATE
 from kafka_replica_assignor.protocol.reassignment import Ongoing
 
 Key = tuple[str, int]
@@ -264,6 +264,23 @@ def test_log_dirs_are_placed_after_the_moves_and_waited_for(tmp_path: Path) -> N
     [refused] = [f for e, f in ex.events if e == "log_dir_moves_refused"]  # type: ignore[attr-defined]
     assert refused == {"replicas": {"t-0@0": "KafkaStorageError", "t-3@0": "KafkaStorageError"}}
     assert refusing.configs == {}
+
+
+def test_the_throttle_also_limits_the_moves_between_directories_of_a_broker(tmp_path: Path) -> None:
+    wanted = {("t", 0, 0): "/d1", ("t", 1, 1): "/d1"}                     # intra-broker moves only
+    cluster = FakeJbodCluster(START)
+    seen: list[dict[tuple[str, Any], dict[str, str]]] = []
+    real_alter_log_dirs = cluster.alter_log_dirs
+
+    def spy(replicas: Mapping[tuple[str, int, int], str]) -> dict[tuple[str, int, int], str]:
+        seen.append({k: dict(v) for k, v in cluster.configs.items()})
+        return real_alter_log_dirs(replicas)
+
+    cluster.alter_log_dirs = spy  # type: ignore[method-assign]
+    ex = executor(tmp_path, cluster, log_dirs=wanted, throttle=3000)
+    assert ex.run(*ex.prepare()) == "done"
+    assert seen and seen[0][("broker", 0)][LOG_DIR_RATE] == "3000" and seen[0][("broker", 1)][LOG_DIR_RATE] == "3000"
+    assert cluster.configs == {} and ex.state.throttled_brokers == set()  # removed at the end
 
 
 # ---- the cluster is the truth, the state file a hint (issue 31) ---------------------------------
