@@ -42,6 +42,9 @@ Constraints
     - **Stall**: a move in flight whose adding replicas gained no byte (DescribeLogDirs) for
       ``stall_timeout_s`` is cancelled back to its starting replicas and counts as failed,
       named with its adding brokers; the other moves go on.
+    - **Adaptive cap** (``adaptive``, :mod:`kafka_replica_assignor.planner.execution.executor_concurrency`):
+      each broker's cap rises while its moves finish fast and the ISR stays whole, and is
+      halved when a replica it holds falls out of ISR or its moves pile up.
     - **Progress** counts bytes: those of finished moves and those already on the adding
       replicas of moves in flight; the rate and the ETA are this run's (a resumed run does not
       count what an earlier one copied as copied now).
@@ -68,6 +71,7 @@ from typing import Any, Protocol
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
 from kafka_replica_assignor.planner.execution.batches import drift
+from kafka_replica_assignor.planner.execution.executor_concurrency import Adjuster, CapBounds
 from kafka_replica_assignor.planner.execution.executor_schedule import Reassignment, Schedule
 from kafka_replica_assignor.planner.execution.executor_state import ExecutionState, read_control
 from kafka_replica_assignor.planner.execution.executor_throttles import ThrottleKeeper
@@ -121,6 +125,7 @@ class ExecutePlan:
     poll_interval_s: float = 1.0
     patience_s: float = 300.0
     say_every_s: float = 60.0       # a failure that lasts is said once, then once per this
+    adaptive: CapBounds | None = None     # the per-broker cap adapts within these (executor_concurrency)
     stall_timeout_s: float | None = 600.0
     log_dirs: Mapping[Replica, str] = field(default_factory=dict)   # reassignment.json's log_dirs
 
@@ -148,6 +153,11 @@ class Executor:
         self.grew_at: dict[Key, float] = {}               # when those last grew (or the move started)
         self.bytes_at_start: int | None = None            # bytes done when this run started
         self.said: dict[str, float] = {}                  # a lasting failure: when it was last said
+        self.submitted_at: dict[Key, float] = {}          # moves in flight: when this run saw them start
+        self.adjuster = (Adjuster(plan.adaptive, min(plan.per_broker or plan.adaptive.ceiling, plan.adaptive.ceiling))
+                         if plan.adaptive is not None else None)
+        self.looked_at = time.monotonic()
+        self.min_isr: dict[str, int] = {}                 # the plan's topics' min.insync.replicas
 
     # ---- before anything ----------------------------------------------------------------
     def prepare(self) -> tuple[list[Reassignment], list[Reassignment], list[Key]]:
@@ -167,7 +177,7 @@ class Executor:
                           f"({lines[0].split(':')[0]}{' ...' if len(lines) > 1 else ''}): wait for them or "
                           "cancel them first; this plan neither adopts nor cancels them", lines)
         targets = dict(self.plan.targets)
-        min_isr = self.cluster.min_isr(sorted({t for (t, _), _ in self.plan.targets}))
+        min_isr = self.min_isr = dict(self.cluster.min_isr(sorted({t for (t, _), _ in self.plan.targets})))
         pending: list[Reassignment] = []
         flying: list[Reassignment] = []
         done: list[Key] = []
@@ -220,8 +230,9 @@ class Executor:
                                           "state_said": "finished", "cluster_shows": "starting replicas"})
         now = time.monotonic()
         for r in flying:
-            self.grew_at[r.key] = now
-        self.schedule = Schedule(pending, per_broker=self.plan.per_broker, concurrent=self.plan.concurrent,
+            self.grew_at[r.key] = self.submitted_at[r.key] = now
+        per_broker = self.adjuster.start if self.adjuster is not None else self.plan.per_broker
+        self.schedule = Schedule(pending, per_broker=per_broker, concurrent=self.plan.concurrent,
                                  order=self.plan.order, in_flight=flying)
         self.watch_copies()                     # what the moves in flight hold already
         self.started = time.monotonic()
@@ -320,7 +331,7 @@ class Executor:
             self.emit("move_refused", {"partition": f"{key[0]}-{key[1]}", "error": why})
         now = time.monotonic()
         for r in wave:
-            self.grew_at[r.key] = now
+            self.grew_at[r.key] = self.submitted_at[r.key] = now
         self.state.note_load(self.schedule.load)
         self.emit("moves_submitted", {"partitions": [r.name for r in wave if r.key not in refused],
                                       "in_flight": len(self.schedule.in_flight),
@@ -350,17 +361,58 @@ class Executor:
                     failed = True
                     self.emit("move_failed", {"partition": move.name, "replicas": list(current.get(key, ())),
                                               "planned": list(move.target)})
+            now = time.monotonic()
             for key in finished:
-                schedule.finish(key)
+                move = schedule.finish(key)
+                if self.adjuster is not None:
+                    self.adjuster.note_finished([(move, now - self.submitted_at.get(key, now))])
                 self.forget_move(key)
             if finished:
                 self.state.mark(finished, "finished")
                 self.emit("moves_finished", {"partitions": [f"{t}-{p}" for t, p in finished]})
         failed |= self.watch_copies()
+        self.adjust_caps()
         self.emit("progress", self.progress())
         return failed
 
+    def adjust_caps(self) -> None:
+        """Every ``adaptive.every_s``: the brokers' caps from what they sustain
+        (:mod:`kafka_replica_assignor.planner.execution.executor_concurrency`): the ISR of every
+        partition (Metadata; the adding replicas of moves in flight left out) and the moves'
+        times. A failed read leaves the caps as they are."""
+        adjuster, schedule = self.adjuster, self.schedule
+        if adjuster is None or schedule is None:
+            return
+        now = time.monotonic()
+        if now - self.looked_at < adjuster.bounds.every_s:
+            return
+        self.looked_at = now
+        try:
+            snapshot = self.cluster.read(with_sizes=False).snapshot
+        except Exception as exc:  # noqa: BLE001 - the caps wait for the next look
+            self.say("caps_unchanged", {"error": f"{type(exc).__name__}: {exc}"})
+            return
+        self.said.pop("caps_unchanged", None)
+        adding = {(r.topic, r.partition, b) for r in schedule.in_flight.values() for b in r.destinations}
+        min_isr = self.min_isr
+        out_of_isr: set[int] = set()
+        at_min = 0
+        for p in snapshot.partitions:
+            isr = set(p.isr) if p.isr is not None else set(p.replicas)
+            out_of_isr.update(b for b in p.replicas if b not in isr and (p.topic, p.partition, b) not in adding)
+            if len(isr) < len(p.replicas) and len(isr) <= min_isr.get(p.topic, 1):
+                at_min += 1
+        brokers = {b.id for b in snapshot.brokers}
+        ages = [(r, now - self.submitted_at.get(r.key, now)) for r in schedule.in_flight.values()]
+        changes = adjuster.look(brokers, ages, out_of_isr, at_min, self.state.throttle)
+        if changes:
+            schedule.set_caps(dict(adjuster.caps))
+            self.emit("caps_changed", {"brokers": {str(b): {"cap": new, "why": why}
+                                                   for b, (new, why) in sorted(changes.items())},
+                                       "at_min_isr": at_min})
+
     def forget_move(self, key: Key) -> None:
+        self.submitted_at.pop(key, None)
         self.held.pop(key, None)
         self.copied.pop(key, None)
         self.grew_at.pop(key, None)
