@@ -15,9 +15,12 @@ flight is killed (SIGKILL) and restarted, then the active controller, then the e
   longest; ``restarts``: each crash until the node was back (registered, unfenced);
 - ``outside``: partitions neither at their planned replicas (``finish``) nor at their starting
   or planned ones (``cancel``), order included; ``throttles``: throttle configs left;
+- ``caps``: with ``--adaptive-cap``, the brokers' caps halved (``-``, a broker behind) and
+  raised (``+``);
 - ``wall``: the whole run, topic creation and fill included.
 
     python bench/execute_chaos.py [--runs 3] [--modes finish,cancel] [--partitions 60] [--dir DIR]
+        [--adaptive-cap MAX] [--keep DIR]
 
 Without ``--dir`` (a cluster of ``scripts/kafka-cluster.sh up``) a 5-broker cluster is started
 for the runs and stopped after them. Exit 1 when a run broke a promise.
@@ -70,7 +73,8 @@ def row(run: int, o: ChaosOutcome) -> str:
     restarts = " ".join(f"{role[0]}{node}:{s:.0f}s" for role, node, s in o.restarts)
     return (f"| {run} | {o.mode} | {o.moves} | {o.acked} | {o.read} | {o.lost} | {o.duplicated} | "
             f"{o.min_isr_spells} ({o.longest_spell_s:.1f} s) | {restarts} | {len(o.outside_plan)} | "
-            f"{len(o.throttles_left)} | {o.wall_s:.0f} s | {'ok' if not problems(o) else 'FAILED'} |")
+            f"{len(o.throttles_left)} | -{o.caps_lowered} +{o.caps_raised} | {o.wall_s:.0f} s | "
+            f"{'ok' if not problems(o) else 'FAILED'} |")
 
 
 def main() -> int:
@@ -79,12 +83,14 @@ def main() -> int:
     parser.add_argument("--modes", default="finish,cancel")
     parser.add_argument("--partitions", type=int, default=60)
     parser.add_argument("--dir", type=Path, help="a running cluster of scripts/kafka-cluster.sh (5 nodes)")
+    parser.add_argument("--adaptive-cap", type=int, metavar="MAX",
+                        help="run execute with --adaptive-cap MAX (from K = 2); the caps column counts its changes")
     parser.add_argument("--keep", type=Path, help="keep each run's plan and execute output under this directory")
     args = parser.parse_args()
     modes = args.modes.split(",")
     print("| run | mode | moves | acked | read | lost | dup | <minISR (longest) | restarts | outside | "
-          "throttles | wall | |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "throttles | caps | wall | |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     broken = []
     began = time.monotonic()
     with cluster(args.dir) as kafka, tempfile.TemporaryDirectory(prefix="chaos-") as scratch:
@@ -95,7 +101,8 @@ def main() -> int:
                 work.mkdir(parents=True)
                 topic = f"chaos-{uuid.uuid4().hex[:8]}"
                 try:
-                    outcome = chaos_run(kafka, work, topic, mode=mode, partitions=args.partitions)
+                    outcome = chaos_run(kafka, work, topic, mode=mode, partitions=args.partitions,
+                                        adaptive_cap=args.adaptive_cap)
                 finally:
                     delete_topic(kafka.bootstrap, topic)
                 print(row(run, outcome), flush=True)

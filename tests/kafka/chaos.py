@@ -14,7 +14,9 @@ Shared by ``tests/kafka/test_execute_chaos.py`` (one run each way) and ``bench/e
    again, the same for the active controller (DescribeQuorum's leader); then the executor
    itself is killed (``kill -9``) and started again, and either left to finish (at a higher
    throttle) or cancelled (``execute --cancel``) while moves are in flight.
-4. The producer stops and flushes; the consumer reads up to every partition's high watermark.
+4. The producer stops and flushes; the consumer reads up to every partition's high watermark,
+   asked again 2 s later until it stays (a leader elected a moment ago, by the plan's leader
+   election, can show one behind its predecessor's).
 
 :class:`ChaosOutcome` holds what the assertions and the table need: records acknowledged, read,
 lost (acknowledged, never read) and duplicated (one number at two offsets of the log), the
@@ -83,6 +85,7 @@ class Producer(threading.Thread):
         self.stop = threading.Event()
         self.sent = 0
         self.acked: list[int] = []
+        self.placed: dict[int, tuple[int, int]] = {}     # acknowledged number -> (partition, offset)
         self.failed: dict[int, str] = {}
         self.unflushed = 0
 
@@ -94,6 +97,7 @@ class Producer(threading.Thread):
         number = int(msg.key())
         if err is None:
             self.acked.append(number)
+            self.placed[number] = (msg.partition(), msg.offset())
         else:
             self.failed[number] = str(err)
 
@@ -116,8 +120,8 @@ class Producer(threading.Thread):
 
 class Consumer(threading.Thread):
     """Every record of ``topic`` from the beginning, by partition and offset (a record read twice
-    at one offset is one record of the log); the numbered ones in ``numbers``. After ``drain``,
-    reads up to each partition's high watermark and ends."""
+    at one offset is one record of the log); the numbered ones in ``numbers``. After
+    ``draining``, reads up to each partition's high watermark (asked until it stays) and ends."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
         from confluent_kafka import Consumer as KafkaConsumer
@@ -155,8 +159,14 @@ class Consumer(threading.Thread):
                     deadline = time.monotonic() + 120
                 if ends is not None:
                     if all(self.next_offset.get(p, 0) >= end for p, end in ends.items()):
-                        self.caught_up = True
-                        return
+                        # a leader elected a moment ago can show a high watermark behind its
+                        # predecessor's until its followers fetch again: ask again, a while later
+                        time.sleep(2.0)
+                        again = self.high_watermarks()
+                        if again == ends and len(ends) == self.partitions:
+                            self.caught_up = True
+                            return
+                        ends = again
                     if time.monotonic() > deadline:
                         return
         finally:
@@ -263,6 +273,8 @@ class ChaosOutcome:
     exit_codes: list[int] = field(default_factory=list)
     poll_failures: int = 0
     cancelled: int = 0
+    caps_lowered: int = 0          # --adaptive-cap: a broker's cap halved (behind), raised
+    caps_raised: int = 0
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)
 
@@ -364,7 +376,8 @@ def _crash(cluster: KafkaCluster, node_id: int, role: str, outcome: ChaosOutcome
 
 def chaos_run(cluster: KafkaCluster, workdir: Path, topic: str, *, mode: str = "finish", partitions: int = 60,
               size: int = 150_000, throttle: int = 20_000, resumed_throttle: int = 5_000_000,
-              per_broker: int = 2, rate: float = 150.0, down_s: float = 3.0) -> ChaosOutcome:
+              per_broker: int = 2, rate: float = 150.0, down_s: float = 3.0,
+              adaptive_cap: int | None = None) -> ChaosOutcome:
     """One run (module doc); ``mode`` ``finish`` or ``cancel``. Every node it killed is running
     again and no execution it started is left when it returns or raises."""
     assert mode in ("finish", "cancel")
@@ -374,7 +387,8 @@ def chaos_run(cluster: KafkaCluster, workdir: Path, topic: str, *, mode: str = "
     plan = write_plan(workdir / "plan", snapshot_of(cluster.bootstrap, [topic]), targets,
                       PlanRequest("replica", throttle=throttle))
     args = ("--plan", str(plan), "--bootstrap-server", cluster.bootstrap, "--max-moves-per-broker",
-            str(per_broker), "--poll-interval-ms", "300")
+            str(per_broker), "--poll-interval-ms", "300",
+            *(("--adaptive-cap", str(adaptive_cap)) if adaptive_cap else ()))
     traffic = Traffic.start(cluster.bootstrap, topic, partitions, rate)
     runs: list[Execution] = []
     try:
@@ -383,10 +397,18 @@ def chaos_run(cluster: KafkaCluster, workdir: Path, topic: str, *, mode: str = "
         _until("moves in flight", lambda: bool(first.events("moves_submitted")) or not first.running(), 90)
         _whole(traffic, "before the first crash")
         controller = active_controller(cluster.bootstrap)
-        adding, removing = _moving_brokers(cluster.bootstrap, topic)
+        victims: list[int] = []
+
+        def in_a_move() -> bool:
+            # Kafka's replication quota measures the rate over a window of samples (11 of 1 s), so
+            # the first bytes after the throttle is set pass at full speed: a small move of the
+            # first wave can end before it is seen; wait for one that is
+            adding, removing = _moving_brokers(cluster.bootstrap, topic)
+            victims[:] = sorted(adding - {controller}) or sorted(removing - {controller})
+            return bool(victims) or not first.running()
+
+        _until(f"a broker besides the controller {controller} in a move in flight", in_a_move, 60)
         assert first.running(), first.wait(30)
-        victims = sorted(adding - {controller}) or sorted(removing - {controller})
-        assert victims, f"no broker besides the controller {controller} is in a move in flight"
         _crash(cluster, victims[0], "broker", outcome, down_s)
         _whole(traffic, "after the broker's restart")
         assert first.running(), f"the plan ended before the controller's crash: {first.wait(30)}"
@@ -415,6 +437,9 @@ def chaos_run(cluster: KafkaCluster, workdir: Path, topic: str, *, mode: str = "
             outcome.notes.append(err.strip()[-500:])
         outcome.cancelled = sum(len(e["partitions"]) for e in second.events("cancelling"))
         outcome.poll_failures = sum(len(run.events("poll_failed")) for run in runs)
+        changes = [v for run in runs for e in run.events("caps_changed") for v in e["brokers"].values()]
+        outcome.caps_lowered = sum(1 for v in changes if v["why"].startswith("behind"))
+        outcome.caps_raised = len(changes) - outcome.caps_lowered
     finally:
         for run in runs:
             if run.running():
@@ -437,7 +462,12 @@ def _account(outcome: ChaosOutcome, traffic: Traffic, cluster: KafkaCluster, top
     at_offsets = Counter(consumer.numbers.values())
     outcome.acked = len(acked)
     outcome.read = len(at_offsets)
-    outcome.lost = sum(1 for n in acked if n not in at_offsets)
+    lost = sorted(n for n in acked if n not in at_offsets)
+    outcome.lost = len(lost)
+    for n in lost[:10]:     # acknowledged at (partition, offset): what the log holds there, how far it was read
+        part, offset = producer.placed[n]
+        outcome.notes.append(f"lost {n} (of 0..{max(acked)}), acknowledged at {part}:{offset}; read there: "
+                             f"{consumer.numbers.get((part, offset))}; read up to {consumer.next_offset.get(part)}")
     outcome.duplicated = sum(1 for n, c in at_offsets.items() if c > 1) + sum(1 for c in acked.values() if c > 1)
     outcome.not_acked = len(producer.failed)
     outcome.unflushed = producer.unflushed
