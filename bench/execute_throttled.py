@@ -17,7 +17,10 @@ lines), the next run moves it on again. Columns:
 - ``cpu/poll``: the executor's own CPU time between its first and last poll, per poll.
 
     python bench/execute_throttled.py [--bootstrap-server HOST:PORT] [--partitions 300]
-        [--size 200000] [--throttle 2000000,4000000] [--per-broker 5,20] [--poll-interval-ms 500]
+        [--size 200000] [--throttle 2000000,4000000] [--per-broker 5,20,5:20] [--poll-interval-ms 500]
+
+``--per-broker K:MAX`` runs with ``--adaptive-cap MAX`` from K (the cap each broker reaches is
+the ``peak K`` column).
 
 Without ``--bootstrap-server`` a 5-broker cluster is started for the run (scripts/kafka_cluster.py)
 and stopped after it.
@@ -69,7 +72,13 @@ def cluster(bootstrap: str | None) -> Iterator[str]:
             kafka.down()
 
 
-def run_once(bootstrap: str, topic: str, partitions: int, shift: int, throttle: int, per_broker: int,
+def cap_arguments(per_broker: str) -> list[str]:
+    """``K`` (a fixed cap) or ``K:MAX`` (from K, adapting up to MAX: ``--adaptive-cap``)."""
+    k, _, most = per_broker.partition(":")
+    return ["--max-moves-per-broker", k, *(["--adaptive-cap", most] if most else [])]
+
+
+def run_once(bootstrap: str, topic: str, partitions: int, shift: int, throttle: int, per_broker: str,
              poll_ms: int, out: Path) -> dict[str, float]:
     snap = snapshot_of(bootstrap, [topic])
     now = {(p.topic, p.partition): p.replicas for p in snap.partitions}
@@ -87,7 +96,7 @@ def run_once(bootstrap: str, topic: str, partitions: int, shift: int, throttle: 
     plan = write_plan(out / f"plan-{shift}", snap, targets, PlanRequest("replica", throttle=throttle))
     began = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "kafka_replica_assignor.cli.main", "execute", "--plan", str(plan),
-                           "--bootstrap-server", bootstrap, "--max-moves-per-broker", str(per_broker),
+                           "--bootstrap-server", bootstrap, *cap_arguments(per_broker),
                            "--poll-interval-ms", str(poll_ms)],
                           cwd=REPO, capture_output=True, text=True, timeout=3600)
     wall = time.perf_counter() - began
@@ -110,11 +119,12 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=300)
     parser.add_argument("--size", type=int, default=200_000, help="bytes per partition")
     parser.add_argument("--throttle", default="2000000,4000000", help="bytes/s, comma-separated")
-    parser.add_argument("--per-broker", default="5,20", help="max moves per broker, comma-separated")
+    parser.add_argument("--per-broker", default="5,20",
+                        help="max moves per broker, comma-separated; K:MAX starts at K and adapts up to MAX")
     parser.add_argument("--poll-interval-ms", type=int, default=500)
     args = parser.parse_args()
     throttles = [int(x) for x in args.throttle.split(",")]
-    caps = [int(x) for x in args.per_broker.split(",")]
+    caps = args.per_broker.split(",")
     with cluster(args.bootstrap_server) as bootstrap, tempfile.TemporaryDirectory(prefix="execute-plans-") as tmp:
         topic = f"bench-execute-{uuid.uuid4().hex[:6]}"
         create_topic(bootstrap, topic, {p: (p % BROKERS, (p + 1) % BROKERS) for p in range(args.partitions)})

@@ -1,9 +1,10 @@
 """``replica-assignor execute``: run a balance plan on its cluster, safely.
 
     replica-assignor execute --plan plan/ --bootstrap-server HOST:PORT [--throttle BYTES_PER_S]
-        [--max-moves-per-broker K] [--max-concurrent-moves N] [--order size|under-min-isr|plan]
+        [--max-moves-per-broker K] [--adaptive-cap MAX] [--max-concurrent-moves N]
+        [--order size|under-min-isr|plan]
         [--no-leader-election] [--dry-run] [--timeout-ms MS] [--stall-timeout-ms MS]
-        [--command-config FILE]
+        [--unreachable-timeout-ms MS] [--command-config FILE]
     replica-assignor execute --plan plan/ --status
     replica-assignor execute --plan plan/ --cancel [--bootstrap-server HOST:PORT]
     replica-assignor execute --plan plan/ --throttle BYTES_PER_S      (while it runs)
@@ -17,15 +18,17 @@ progress (named; never adopted nor cancelled). A state file that is not one, bel
 plan or names partitions outside it, and a lock or state file that is a symbolic link, a FIFO,
 a device or too large, is bad input (exit 2, nothing done). Moves go in waves: no broker is the
 source or destination of more than K moves in flight (default: the plan's
---max-moves-per-broker, else 5), at most N at once; the next starts as soon as one finishes.
+--max-moves-per-broker, else 5; with --adaptive-cap each broker's K adapts up to MAX), at most N
+at once; the next starts as soon as one finishes.
 With a throttle, Kafka's replication throttles are set on the moving replicas only, and removed
 at the end, on --cancel, on an error, on SIGINT or SIGTERM (which also cancel the moves in
 flight), or by --cleanup-throttles after a kill. The state file (execution-state.json) lets a
 killed run resume without submitting a finished move again; a second run of the same plan
 refuses; a resumed run keeps the throttle in force when it was killed (changed with --throttle
 while it ran) unless given one, and --cancel and --cleanup-throttles after a kill reach the
-cluster the state file names. A cluster that stops answering is waited for 300 s (each failed
-poll says so, and until when); a move whose adding replicas gain no byte for --stall-timeout-ms
+cluster the state file names. A cluster that stops answering is waited for
+--unreachable-timeout-ms (300 s; said when it starts and once a minute, with what it waits for
+and until when), then the run fails naming what was applied and what not; a move whose adding replicas gain no byte for --stall-timeout-ms
 is cancelled back to its starting replicas and fails. At the end: a preferred leader election
 for leader-election.json, execution.json and a section in report.md. Progress: a bar on a
 terminal, JSON lines otherwise. Exit 0 done, 1 failed, refused or cancelled (what remains is
@@ -65,6 +68,7 @@ from .verify import plan_file_text, read_plan
 PROG = "replica-assignor execute"
 DEFAULT_PER_BROKER = 5
 DEFAULT_STALL_MS = 600_000
+DEFAULT_UNREACHABLE_MS = 300_000
 BATCH = re.compile(r"reassignment-(\d{4})\.json")
 
 
@@ -82,6 +86,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--max-moves-per-broker", type=positive, metavar="K",
                         help=f"moves in flight a broker may be source or destination of "
                              f"(default: the plan's, else {DEFAULT_PER_BROKER})")
+    parser.add_argument("--adaptive-cap", type=positive, metavar="MAX",
+                        help="let each broker's cap adapt between 1 and MAX, from K: raised by one while its "
+                             "moves finish fast and the ISR stays whole, halved when a replica it holds falls "
+                             "out of ISR or its moves pile up (as Cruise Control's concurrency adjuster)")
     parser.add_argument("--max-concurrent-moves", type=positive, metavar="N", help="moves in flight at most")
     parser.add_argument("--order", choices=ORDERS, default="plan",
                         help="which moves first: plan order, smallest first, or partitions at or "
@@ -94,6 +102,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--stall-timeout-ms", type=positive, default=DEFAULT_STALL_MS, metavar="MS",
                         help="a move whose adding replicas gain no byte for this long is cancelled "
                              f"back to its starting replicas and fails (default {DEFAULT_STALL_MS})")
+    parser.add_argument("--unreachable-timeout-ms", type=positive, default=DEFAULT_UNREACHABLE_MS, metavar="MS",
+                        help="how long the cluster may leave every poll unanswered before the run fails "
+                             "(the moves in flight are left as they are; said once a minute while it "
+                             f"lasts; default {DEFAULT_UNREACHABLE_MS})")
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--status", action="store_true", help="show the plan's execution state and exit")
     action.add_argument("--cancel", action="store_true",
@@ -108,6 +120,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def load_plan(args: argparse.Namespace) -> Any:
     from kafka_replica_assignor.planner.execution.executor import ExecutePlan
+    from kafka_replica_assignor.planner.execution.executor_concurrency import CapBounds
 
     plan_dir = args.plan
     starting = read_plan(plan_dir)
@@ -133,12 +146,14 @@ def load_plan(args: argparse.Namespace) -> Any:
                 batches[key] = int(match.group(1))
     throttle = args.throttle or summary.get("throttle_bytes_per_second")
     per_broker = args.max_moves_per_broker or summary.get("max_moves_per_broker") or DEFAULT_PER_BROKER
+    adaptive = CapBounds(ceiling=args.adaptive_cap) if args.adaptive_cap else None
     return ExecutePlan(
         plan_dir=plan_dir, plan_sha256=summary["starting_replicas_sha256"], targets=tuple(targets.items()),
         starting=starting, leader_election=leaders, batches=batches, throttle=throttle,
         per_broker=per_broker, concurrent=args.max_concurrent_moves, order=args.order,
         elect_leaders=not args.no_leader_election, poll_interval_s=args.poll_interval_ms / 1000,
-        stall_timeout_s=args.stall_timeout_ms / 1000, log_dirs=log_dirs)
+        stall_timeout_s=args.stall_timeout_ms / 1000, patience_s=args.unreachable_timeout_ms / 1000,
+        adaptive=adaptive, log_dirs=log_dirs)
 
 
 def _named_log_dirs(text: str) -> dict[tuple[str, int, int], str]:

@@ -20,7 +20,8 @@ module's :func:`main`) and the session fixture of the ``kafka`` tests both use :
   ``stopped``), rewritten by ``up``, ``stop-node``, ``start-node`` and ``down``; ``status`` reads it
   and checks each pid against its command line (a pid can be reused). A node whose JVM was
   started by hand on the node's own ``server.properties`` is shown as such, with its pid.
-- **Stop**: ``stop-node N`` stops one node (controlled shutdown, SIGKILL after 30 s);
+- **Stop**: ``stop-node N`` stops one node (controlled shutdown, SIGKILL after 30 s; with
+  ``--kill`` SIGKILL at once, a crash);
   ``start-node N`` starts it again and waits until it is registered and unfenced. ``down``
   signals exactly the processes it recorded, says which it stopped and which it left (a JVM it
   did not start keeps running, and the data under that node is kept, with ``cluster.json``);
@@ -466,6 +467,19 @@ class KafkaCluster:
         self.save()
         return stopped
 
+    def kill_node(self, node_id: int) -> int | None:
+        """SIGKILL node ``node_id`` if this kit runs it (no controlled shutdown: a crash, as a
+        power cut of the JVM) and record it stopped; the pid killed, or None."""
+        node = self.node(node_id)
+        killed = None
+        if node.pid is not None and self._owns(node):
+            killed = node.pid
+            os.kill(node.pid, signal.SIGKILL)
+            self._wait_gone(node, 10)
+        node.pid, node.state = None, "stopped"
+        self.save()
+        return killed
+
     def down(self) -> DownReport:
         """Stop every JVM this kit recorded (brokers first, then the controller); remove the data
         of every node accounted for. A node run by a JVM the kit did not start is left running
@@ -705,6 +719,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name, what in (("stop-node", "stop one node"), ("start-node", "start one stopped node and wait for it")):
         one = sub.add_parser(name, parents=[common], help=what)
         one.add_argument("node_id", type=_whole, metavar="N")
+        if name == "stop-node":
+            one.add_argument("--kill", action="store_true",
+                             help="SIGKILL, no controlled shutdown (a crash)")
     sub.add_parser("resolve", help="fetch Kafka's jars (once) and print their directory")
     probe_parser = sub.add_parser("probe")
     probe_parser.add_argument("--bootstrap", required=True)
@@ -746,7 +763,7 @@ def _stop_node(args: argparse.Namespace) -> int:
     cluster = KafkaCluster.load(args.dir.resolve())
     node = cluster.node(args.node_id)
     _foreign(cluster, node)
-    pid = cluster.stop_node(node.node_id, timeout=args.timeout)
+    pid = cluster.kill_node(node.node_id) if args.kill else cluster.stop_node(node.node_id, timeout=args.timeout)
     note = ("; node 0 is the only controller: the cluster answers nothing until start-node 0"
             if node.controller_port else "")
     print(f"stopped node {node.node_id} (pid {pid}){note}" if pid is not None

@@ -17,7 +17,10 @@ Constraints
       starting replica set. A reassignment in progress is adopted only when the state file says
       this plan submitted it and it goes from the partition's starting replica set to its
       planned one; any other is foreign, and the run is refused naming it, and never cancels it
-      (Kafka's tool refuses the same without ``--additional``). Either failing:
+      (Kafka's tool refuses the same without ``--additional``). ListPartitionReassignments is
+      read before Metadata, and a partition this plan submitted that Metadata still shows at
+      the merged list of its move (starting and planned replicas: the move ended a moment ago,
+      or the broker answering lags the controller) is watched as in flight, not drift. Either failing:
       :class:`Refused`, and nothing was changed.
     - **Moves**: :class:`kafka_replica_assignor.planner.execution.executor_schedule.Schedule` says which partitions start; each
       is marked ``submitted`` in the state file before AlterPartitionReassignments is sent. A
@@ -33,11 +36,15 @@ Constraints
       reorder: nothing is copied), each partition is then at its starting or its planned
       replicas, order included, and the throttles go.
     - A cluster that cannot be reached (a broker restarting) is waited for: polls are retried
-      until ``patience_s`` passes without one answer; each failed poll says what it waits for
-      and until when.
+      until ``patience_s`` passes without one answer, then the run fails naming the moves left
+      in flight. A lasting failure is said when it starts and then once per ``say_every_s``
+      (a minute): what it waits for and until when.
     - **Stall**: a move in flight whose adding replicas gained no byte (DescribeLogDirs) for
       ``stall_timeout_s`` is cancelled back to its starting replicas and counts as failed,
       named with its adding brokers; the other moves go on.
+    - **Adaptive cap** (``adaptive``, :mod:`kafka_replica_assignor.planner.execution.executor_concurrency`):
+      each broker's cap rises while its moves finish fast and the ISR stays whole, and is
+      halved when a replica it holds falls out of ISR or its moves pile up.
     - **Progress** counts bytes: those of finished moves and those already on the adding
       replicas of moves in flight; the rate and the ETA are this run's (a resumed run does not
       count what an earlier one copied as copied now).
@@ -48,7 +55,8 @@ Algorithm
     interval; list the reassignments in progress; those of ours no longer listed are checked
     against Metadata and finished; throttles follow the moves in flight. When none are left and
     ``reassignment.json`` names log directories (JBOD, :mod:`kafka_replica_assignor.planner.solving.disks`), each replica is
-    moved into its directory (AlterReplicaLogDirs) and waited for (DescribeLogDirs: there, no
+    moved into its directory (AlterReplicaLogDirs, under the throttle's rate as
+    ``replica.alter.log.dirs.io.max.bytes.per.second`` on those brokers) and waited for (DescribeLogDirs: there, no
     future copy); then a preferred leader election for ``leader-election.json``, then the
     throttles are removed.
 """
@@ -64,6 +72,7 @@ from typing import Any, Protocol
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
 from kafka_replica_assignor.planner.execution.batches import drift
+from kafka_replica_assignor.planner.execution.executor_concurrency import Adjuster, CapBounds
 from kafka_replica_assignor.planner.execution.executor_schedule import Reassignment, Schedule
 from kafka_replica_assignor.planner.execution.executor_state import ExecutionState, read_control
 from kafka_replica_assignor.planner.execution.executor_throttles import ThrottleKeeper
@@ -116,6 +125,8 @@ class ExecutePlan:
     elect_leaders: bool = True
     poll_interval_s: float = 1.0
     patience_s: float = 300.0
+    say_every_s: float = 60.0       # a failure that lasts is said once, then once per this
+    adaptive: CapBounds | None = None     # the per-broker cap adapts within these (executor_concurrency)
     stall_timeout_s: float | None = 600.0
     log_dirs: Mapping[Replica, str] = field(default_factory=dict)   # reassignment.json's log_dirs
 
@@ -143,16 +154,24 @@ class Executor:
         self.copied: dict[Key, int] = {}                  # of them, those the plan counts (its sizes)
         self.grew_at: dict[Key, float] = {}               # when those last grew (or the move started)
         self.bytes_at_start: int | None = None            # bytes done when this run started
+        self.said: dict[str, float] = {}                  # a lasting failure: when it was last said
+        self.submitted_at: dict[Key, float] = {}          # moves in flight: when this run saw them start
+        self.adjuster = (Adjuster(plan.adaptive, min(plan.per_broker or plan.adaptive.ceiling, plan.adaptive.ceiling))
+                         if plan.adaptive is not None else None)
+        self.looked_at = time.monotonic()
+        self.min_isr: dict[str, int] = {}                 # the plan's topics' min.insync.replicas
 
     # ---- before anything ----------------------------------------------------------------
     def prepare(self) -> tuple[list[Reassignment], list[Reassignment], list[Key]]:
         """Check the cluster (module doc); the pending and in-flight reassignments and the
         partitions already at their planned replicas. Changes nothing."""
+        # the reassignments first: one that ends between the two reads is then seen in flight,
+        # not as a partition between its starting and its planned replicas
+        ongoing = self.cluster.ongoing()
         read = self.cluster.read(with_sizes=True)
         snapshot: ClusterSnapshot = read.snapshot
         now = {(p.topic, p.partition): p for p in snapshot.partitions}
         self.sizes = {k: (now[k].size_bytes or 0) if k in now else 0 for k, _ in self.plan.targets}
-        ongoing = self.cluster.ongoing()
         foreign = [self.foreign(key, entry) for key, entry in sorted(ongoing.items())]
         if any(foreign):
             lines = [line for line in foreign if line]
@@ -160,7 +179,7 @@ class Executor:
                           f"({lines[0].split(':')[0]}{' ...' if len(lines) > 1 else ''}): wait for them or "
                           "cancel them first; this plan neither adopts nor cancels them", lines)
         targets = dict(self.plan.targets)
-        min_isr = self.cluster.min_isr(sorted({t for (t, _), _ in self.plan.targets}))
+        min_isr = self.min_isr = dict(self.cluster.min_isr(sorted({t for (t, _), _ in self.plan.targets})))
         pending: list[Reassignment] = []
         flying: list[Reassignment] = []
         done: list[Key] = []
@@ -177,6 +196,11 @@ class Executor:
                 flying.append(move)                  # ours: foreign ones were refused above
             elif current == target:
                 done.append(key)
+            elif (current is not None and record is not None and record.status == "submitted"
+                  and set(current) == set(start) | set(target) != set(start)):
+                # the merged list of this plan's move that just ended: Metadata lags the
+                # controller (a broker restarting); the polls see it settle
+                flying.append(move)
             elif current is not None and record is not None and set(current) == set(start):
                 pending.append(move)      # sent back by a cancel (maybe reordered), or never sent
             else:
@@ -208,8 +232,9 @@ class Executor:
                                           "state_said": "finished", "cluster_shows": "starting replicas"})
         now = time.monotonic()
         for r in flying:
-            self.grew_at[r.key] = now
-        self.schedule = Schedule(pending, per_broker=self.plan.per_broker, concurrent=self.plan.concurrent,
+            self.grew_at[r.key] = self.submitted_at[r.key] = now
+        per_broker = self.adjuster.start if self.adjuster is not None else self.plan.per_broker
+        self.schedule = Schedule(pending, per_broker=per_broker, concurrent=self.plan.concurrent,
                                  order=self.plan.order, in_flight=flying)
         self.watch_copies()                     # what the moves in flight hold already
         self.started = time.monotonic()
@@ -268,19 +293,22 @@ class Executor:
                     continue
                 failed |= self.poll()
                 last_answer = time.monotonic()
+                self.said.pop("poll_failed", None)
             except Exception as exc:  # noqa: BLE001 - a broker restarting: wait, then go on
                 self.stop.wait(self.plan.poll_interval_s)
                 waited = time.monotonic() - last_answer
-                self.emit("poll_failed", {
+                if waited > self.plan.patience_s:
+                    raise RuntimeError(
+                        f"the cluster did not answer for {waited:.0f} s (last error {type(exc).__name__}: {exc}); "
+                        f"{len(schedule.in_flight)} move(s) left in flight: execute --cancel or run it again once "
+                        "the cluster answers") from exc
+                self.say("poll_failed", {
                     "error": f"{type(exc).__name__}: {exc}",
                     "waiting_for": "the cluster to answer (a broker restarting or unreachable); "
                                    f"{len(schedule.in_flight)} move(s) in flight stay as they are",
                     "waited_s": round(waited, 1), "gives_up_in_s": round(max(self.plan.patience_s - waited, 0), 1),
                     "gives_up_at": time.strftime("%H:%M:%S", time.localtime(time.time() + self.plan.patience_s
                                                                              - waited))})
-                if waited > self.plan.patience_s:
-                    raise RuntimeError(f"the cluster did not answer for {waited:.0f} s "
-                                       f"(last error {type(exc).__name__}: {exc})") from exc
                 refresh = getattr(self.cluster, "refresh", None)   # a client with fresh metadata
                 if refresh is not None:
                     with contextlib.suppress(Exception):
@@ -305,7 +333,7 @@ class Executor:
             self.emit("move_refused", {"partition": f"{key[0]}-{key[1]}", "error": why})
         now = time.monotonic()
         for r in wave:
-            self.grew_at[r.key] = now
+            self.grew_at[r.key] = self.submitted_at[r.key] = now
         self.state.note_load(self.schedule.load)
         self.emit("moves_submitted", {"partitions": [r.name for r in wave if r.key not in refused],
                                       "in_flight": len(self.schedule.in_flight),
@@ -335,17 +363,58 @@ class Executor:
                     failed = True
                     self.emit("move_failed", {"partition": move.name, "replicas": list(current.get(key, ())),
                                               "planned": list(move.target)})
+            now = time.monotonic()
             for key in finished:
-                schedule.finish(key)
+                move = schedule.finish(key)
+                if self.adjuster is not None:
+                    self.adjuster.note_finished([(move, now - self.submitted_at.get(key, now))])
                 self.forget_move(key)
             if finished:
                 self.state.mark(finished, "finished")
                 self.emit("moves_finished", {"partitions": [f"{t}-{p}" for t, p in finished]})
         failed |= self.watch_copies()
+        self.adjust_caps()
         self.emit("progress", self.progress())
         return failed
 
+    def adjust_caps(self) -> None:
+        """Every ``adaptive.every_s``: the brokers' caps from what they sustain
+        (:mod:`kafka_replica_assignor.planner.execution.executor_concurrency`): the ISR of every
+        partition (Metadata; the adding replicas of moves in flight left out) and the moves'
+        times. A failed read leaves the caps as they are."""
+        adjuster, schedule = self.adjuster, self.schedule
+        if adjuster is None or schedule is None:
+            return
+        now = time.monotonic()
+        if now - self.looked_at < adjuster.bounds.every_s:
+            return
+        self.looked_at = now
+        try:
+            snapshot = self.cluster.read(with_sizes=False).snapshot
+        except Exception as exc:  # noqa: BLE001 - the caps wait for the next look
+            self.say("caps_unchanged", {"error": f"{type(exc).__name__}: {exc}"})
+            return
+        self.said.pop("caps_unchanged", None)
+        adding = {(r.topic, r.partition, b) for r in schedule.in_flight.values() for b in r.destinations}
+        min_isr = self.min_isr
+        out_of_isr: set[int] = set()
+        at_min = 0
+        for p in snapshot.partitions:
+            isr = set(p.isr) if p.isr is not None else set(p.replicas)
+            out_of_isr.update(b for b in p.replicas if b not in isr and (p.topic, p.partition, b) not in adding)
+            if len(isr) < len(p.replicas) and len(isr) <= min_isr.get(p.topic, 1):
+                at_min += 1
+        brokers = {b.id for b in snapshot.brokers}
+        ages = [(r, now - self.submitted_at.get(r.key, now)) for r in schedule.in_flight.values()]
+        changes = adjuster.look(brokers, ages, out_of_isr, at_min, self.state.throttle)
+        if changes:
+            schedule.set_caps(dict(adjuster.caps))
+            self.emit("caps_changed", {"brokers": {str(b): {"cap": new, "why": why}
+                                                   for b, (new, why) in sorted(changes.items())},
+                                       "at_min_isr": at_min})
+
     def forget_move(self, key: Key) -> None:
+        self.submitted_at.pop(key, None)
         self.held.pop(key, None)
         self.copied.pop(key, None)
         self.grew_at.pop(key, None)
@@ -366,8 +435,9 @@ class Executor:
         try:
             sizes = ask(sorted({r.topic for r in copying}))
         except Exception as exc:  # noqa: BLE001 - progress only; the next poll asks again
-            self.emit("log_dir_sizes_unknown", {"error": f"{type(exc).__name__}: {exc}"})
+            self.say("log_dir_sizes_unknown", {"error": f"{type(exc).__name__}: {exc}"})
             return False
+        self.said.pop("log_dir_sizes_unknown", None)
         now = time.monotonic()
         limit = self.plan.stall_timeout_s
         stalled: list[Reassignment] = []
@@ -393,6 +463,15 @@ class Executor:
                 schedule.finish(key)
                 self.forget_move(key)
         return bool(stalled)
+
+    def say(self, event: str, fields: dict[str, Any]) -> None:
+        """Emit a failure that may last (a cluster not answering): when it starts, then once per
+        ``say_every_s`` while it lasts; the caller forgets it (``said``) once it clears."""
+        now = time.monotonic()
+        last = self.said.get(event)
+        if last is None or now - last >= self.plan.say_every_s:
+            self.said[event] = now
+            self.emit(event, fields)
 
     def sync_throttles(self) -> None:
         if self.schedule is not None:
@@ -449,6 +528,7 @@ class Executor:
                 return True
             ask = {k: d for k, d in left.items() if k not in future}
             if ask:
+                self.throttles.sync_log_dirs({b for _, _, b in ask})
                 refused = self.cluster.alter_log_dirs(ask)
                 asked.update(ask)
                 if refused:

@@ -10,7 +10,7 @@ Constraints
       and those that leave it (sources), as :mod:`kafka_replica_assignor.planner.execution.batches` counts them; a reorder
       (same replica set, new preferred leader) involves none.
     - With ``per_broker = K`` no broker is involved in more than ``K`` reassignments in
-      flight; with ``concurrent = N`` at most ``N`` reassignments are in flight. Moves
+      flight (or its own cap, :meth:`Schedule.set_caps`, when the cap adapts); with ``concurrent = N`` at most ``N`` reassignments are in flight. Moves
       already in flight when the scheduler is made (a resumed execution) count, and may
       exceed a smaller cap: nothing new starts until they are below it.
     - Every reassignment is started at most once; :meth:`Schedule.finish` frees its room.
@@ -105,6 +105,7 @@ class Schedule:
             if cap is not None and cap < 1:
                 raise ValueError(f"{name} must be >= 1, got {cap}")
         self.per_broker = per_broker
+        self.caps: dict[int, int] = {}       # broker -> its own cap, where one differs (adaptive)
         self.concurrent = concurrent
         self.order = order
         self._pending: list[Reassignment] = sorted(pending, key=order_key(order))
@@ -131,7 +132,14 @@ class Schedule:
         if self.concurrent is not None and len(self.in_flight) >= self.concurrent:
             return False
         k = self.per_broker
-        return k is None or all(self.load.get(b, 0) < k for b in r.involved)
+        return k is None or all(self.load.get(b, 0) < self.caps.get(b, k) for b in r.involved)
+
+    def set_caps(self, caps: dict[int, int]) -> None:
+        """Per-broker caps in place of ``per_broker`` for those brokers (new moves only: one in
+        flight stays, as after a resume)."""
+        if any(v < 1 for v in caps.values()):
+            raise ValueError(f"a per-broker cap must be >= 1, got {caps}")
+        self.caps = dict(caps)
 
     def start(self) -> list[Reassignment]:
         """The reassignments to submit now, in order; they count as in flight from here on."""

@@ -15,6 +15,10 @@ Its ``--verify`` removes all three broker-level throttles (those two and
 ``--replica-alter-log-dirs-throttle``) and both topic-level lists; :func:`clear_throttles`
 removes the same.
 
+Replicas moving between the directories of one broker (AlterReplicaLogDirs, a plan's
+``log_dirs``) are throttled by the same rate: ``replica.alter.log.dirs.io.max.bytes.per.second``
+on the brokers where they move, set before the moves are asked (:meth:`ThrottleKeeper.sync_log_dirs`).
+
 Only the moving replicas are throttled: the other partitions of those brokers replicate at full
 speed. :class:`ThrottleKeeper` recomputes these values whenever the reassignments in flight
 change (a finished move stops being throttled; a new rate reaches every broker already set),
@@ -88,12 +92,14 @@ class ThrottleKeeper:
         self.emit = emit
         self.topics: dict[str, tuple[str, str]] = {}    # topic -> (leader, follower) as set
         self.brokers: dict[int, int] = {}                # broker -> rate as set
+        self.log_dirs: dict[int, int] = {}               # broker -> intra-broker rate as set
 
     def sync(self, in_flight: Iterable[Reassignment]) -> None:
         """Set what changed (nothing without a rate in the state); raise when Kafka refuses."""
         rate = self.state.throttle
         if rate is None:
             return
+        self.sync_log_dirs(self.log_dirs)                # a new rate reaches them too
         wanted = throttles(in_flight)
         topics: dict[str, dict[str, str | None]] = {}
         for topic, configs in wanted.topic_configs().items():
@@ -118,10 +124,29 @@ class ThrottleKeeper:
             self.brokers[b] = rate
         self.emit("throttles_set", {"rate": rate, "brokers": sorted(self.brokers), "topics": sorted(self.topics)})
 
+    def sync_log_dirs(self, brokers: Iterable[int]) -> None:
+        """``replica.alter.log.dirs.io.max.bytes.per.second`` at the rate on ``brokers`` (those
+        with replicas moving between their own directories), as Kafka's tool sets it for
+        ``--replica-alter-log-dirs-throttle``; nothing without a rate; raise when Kafka refuses."""
+        rate = self.state.throttle
+        if rate is None:
+            return
+        changes: dict[int, dict[str, str | None]] = {
+            b: {LOG_DIR_RATE: str(rate)} for b in sorted(set(brokers)) if self.log_dirs.get(b) != rate}
+        if not changes:
+            return
+        self.state.note_throttles(rate, changes, ())
+        refused = self.cluster.alter_configs(brokers=changes)
+        if refused:
+            raise RuntimeError("throttle configs refused: " + "; ".join(f"{k}: {v}" for k, v in sorted(refused.items())))
+        self.log_dirs.update(dict.fromkeys(changes, rate))
+        self.emit("log_dir_throttles_set", {"rate": rate, "brokers": sorted(self.log_dirs)})
+
     def remove(self) -> None:
         clear_throttles(self.cluster, self.state)
         self.topics.clear()
         self.brokers.clear()
+        self.log_dirs.clear()
 
 
 def clear_throttles(cluster: ConfigAdmin, state: ExecutionState, brokers: Sequence[int] = (),

@@ -12,6 +12,7 @@ from kafka.errors import NoError
 
 from scripts.kafka_cluster import KafkaCluster
 from tests.kafka.conftest import Topics
+from tests.kafka.test_execute import throttle_configs
 from tests.kafka.test_workflows import admin, cli, execute_with_kafkas_tool, make_skewed_topic
 
 PARTITIONS = 6
@@ -89,9 +90,12 @@ def test_execute_places_replicas_in_the_named_directories_too(
         kafka: KafkaCluster, topics: Topics, tmp_path: Path) -> None:
     out, named = crowded_plan(kafka, topics, tmp_path)
     proc = cli("execute", "--plan", str(out), "--bootstrap-server", kafka.bootstrap, "--poll-interval-ms", "300",
-               timeout=240)
+               "--throttle", "50000000", timeout=240)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
     events = [json.loads(line)["event"] for line in proc.stdout.splitlines() if line.startswith("{")]
     assert "log_dirs_placed" in events, events
+    # the throttle limits the moves between directories too, and goes with the others
+    assert events.index("log_dir_throttles_set") < events.index("log_dir_moves_submitted"), events
+    assert throttle_configs(kafka.bootstrap, [t for t, _, _ in named]) == {}
     now, futures = where_replicas_live(kafka)
     assert futures == 0 and {k: now.get(k) for k in named} == named

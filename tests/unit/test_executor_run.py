@@ -15,7 +15,7 @@ from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot
 from kafka_replica_assignor.planner.execution.executor import ExecutePlan, Executor, Refused
 from kafka_replica_assignor.planner.execution.executor_schedule import Schedule
 from kafka_replica_assignor.planner.execution.executor_state import ExecutionState
-from kafka_replica_assignor.planner.execution.executor_throttles import BROKER_RATES
+from kafka_replica_assignor.planner.execution.executor_throttles import BROKER_RATES, LOG_DIR_RATE
 from kafka_replica_assignor.protocol.reassignment import Ongoing
 
 Key = tuple[str, int]
@@ -266,6 +266,23 @@ def test_log_dirs_are_placed_after_the_moves_and_waited_for(tmp_path: Path) -> N
     assert refusing.configs == {}
 
 
+def test_the_throttle_also_limits_the_moves_between_directories_of_a_broker(tmp_path: Path) -> None:
+    wanted = {("t", 0, 0): "/d1", ("t", 1, 1): "/d1"}                     # intra-broker moves only
+    cluster = FakeJbodCluster(START)
+    seen: list[dict[tuple[str, Any], dict[str, str]]] = []
+    real_alter_log_dirs = cluster.alter_log_dirs
+
+    def spy(replicas: Mapping[tuple[str, int, int], str]) -> dict[tuple[str, int, int], str]:
+        seen.append({k: dict(v) for k, v in cluster.configs.items()})
+        return real_alter_log_dirs(replicas)
+
+    cluster.alter_log_dirs = spy  # type: ignore[method-assign]
+    ex = executor(tmp_path, cluster, log_dirs=wanted, throttle=3000)
+    assert ex.run(*ex.prepare()) == "done"
+    assert seen and seen[0][("broker", 0)][LOG_DIR_RATE] == "3000" and seen[0][("broker", 1)][LOG_DIR_RATE] == "3000"
+    assert cluster.configs == {} and ex.state.throttled_brokers == set()  # removed at the end
+
+
 # ---- the cluster is the truth, the state file a hint (issue 31) ---------------------------------
 
 def test_a_move_the_state_file_calls_finished_is_run_when_the_cluster_shows_its_starting_replicas(
@@ -421,3 +438,69 @@ def test_a_pause_starts_no_move_until_resumed_while_the_moves_in_flight_go_on(tm
     # asked during the second poll, applied before the third wave: nothing submitted until resumed
     assert polls[1:8] == [polls[1]] * 7 and polls[1] < len(TARGET), polls
     assert polls[-1] == len(TARGET) and cluster.now == TARGET
+
+
+class SilentCluster(FakeCluster):
+    """Answers until ``after`` reassignment lists were asked, then never again (every broker gone)."""
+
+    def __init__(self, replicas: dict[Key, tuple[int, ...]], after: int) -> None:
+        super().__init__(replicas, polls=10**9)
+        self.after = after
+
+    def ongoing(self) -> dict[Key, Any]:
+        self.after -= 1
+        if self.after < 0:
+            raise ConnectionError("111 ECONNREFUSED")
+        return super().ongoing()
+
+
+def test_a_cluster_that_stops_answering_is_said_once_per_interval_then_the_run_fails_naming_what_is_left(
+        tmp_path: Path) -> None:
+    cluster = SilentCluster(START, after=2)
+    ex = executor(tmp_path, cluster, per_broker=1, patience_s=1.0, say_every_s=0.4, stall_timeout_s=None)
+    ex.plan = ExecutePlan(**{**{f: getattr(ex.plan, f) for f in ex.plan.__dataclass_fields__},
+                             "poll_interval_s": 0.02})
+    pending, flying, done = ex.prepare()
+    with pytest.raises(RuntimeError, match=r"did not answer for 1 s .*ECONNREFUSED.*move\(s\) left in flight"):
+        ex.run(pending, flying, done)
+    said = [f for e, f in ex.events if e == "poll_failed"]  # type: ignore[attr-defined]
+    assert 2 <= len(said) <= 4, f"{len(said)} lines for one outage of 1 s said every 0.4 s"
+    assert all(f["gives_up_at"] and "waiting_for" in f for f in said)
+    assert cluster.configs == {}                      # the throttles went in the end all the same
+
+
+class LaggingCluster(FakeCluster):
+    """Metadata behind the controller: a partition whose reassignment ended shows the merged
+    list (target, then the replicas leaving) for ``lag`` more looks."""
+
+    def __init__(self, replicas: dict[Key, tuple[int, ...]], merged: dict[Key, tuple[int, ...]], lag: int) -> None:
+        super().__init__(replicas)
+        self.merged, self.lag = merged, lag
+
+    def shown(self) -> dict[Key, tuple[int, ...]]:
+        return {**self.now, **self.merged} if self.lag > 0 else dict(self.now)
+
+    def read(self, *, with_sizes: bool = True) -> Read:
+        parts = tuple(PartitionEntry(t, p, r, r[0], r, 1000) for (t, p), r in sorted(self.shown().items()))
+        return Read(ClusterSnapshot(tuple(BrokerEntry(b) for b in range(5)), parts))
+
+    def replicas(self, topics: Sequence[str]) -> dict[Key, tuple[int, ...]]:
+        shown = self.shown()
+        self.lag -= 1
+        return {k: v for k, v in shown.items() if k[0] in topics}
+
+
+def test_a_resumed_move_that_ended_while_metadata_still_shows_its_merged_list_is_watched_not_drift(
+        tmp_path: Path) -> None:
+    """Found by tests/kafka/test_execute_chaos.py: kill -9 while a move ends, resumed while the
+    answering broker's Metadata lags the controller (or the move ends between the two reads)."""
+    key = ("t", 2)
+    merged = ongoing_entry(START[key], TARGET[key]).replicas
+    cluster = LaggingCluster({**START, key: TARGET[key]}, {key: merged}, lag=3)
+    ex = executor(tmp_path, cluster)
+    ex.state.mark_submitted([key])
+    pending, flying, done = ex.prepare()
+    assert [r.key for r in flying] == [key] and key not in done
+    assert ex.run(pending, flying, done) == "done"
+    assert cluster.now == TARGET and key not in cluster.sent       # finished, never submitted again
+    assert ex.state.moves[key].status == "finished" and ex.state.moves[key].submissions == 1
