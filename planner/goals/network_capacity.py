@@ -44,9 +44,9 @@ from kafka_replica_assignor.planner.goals.traffic import (
     Tracker,
     per_broker,
     rate_floors,
-    rate_out,
     rated,
     rates,
+    snapshot_figures,
     units,
 )
 from kafka_replica_assignor.planner.request import PlanError, RequestError
@@ -201,12 +201,9 @@ class NetworkCapacityGoal(Goal):
             return ()
 
         def over(snapshot: ClusterSnapshot) -> int:
-            parts = snapshot.partitions
             alive = [b for b in snapshot.brokers if b.alive]
-            lists = [p.replicas for p in parts]
-            net_in = per_broker(lists, [units(p.bytes_in_per_s) for p in parts], [b.id for b in alive],
-                                leaders=False)
-            net_out = per_broker(lists, [rate_out(p) for p in parts], [b.id for b in alive], leaders=True)
+            figures = snapshot_figures(snapshot, [b.id for b in alive])
+            net_in, net_out = figures["network_in"], figures["network_out"]
             return sum(1 for b in alive if b.network_in_capacity is not None
                        and net_in[b.id] > units(b.network_in_capacity)
                        or b.network_out_capacity is not None and net_out[b.id] > units(b.network_out_capacity))

@@ -143,3 +143,29 @@ def test_a_capacity_the_mode_does_not_change_is_a_note_not_a_failure() -> None:
     assert [n for n in plan.notes if "as before the plan" in n] == [
         "broker 1 carries 200 bytes/s, above its network_out_capacity 150, as before the plan: --mode replica "
         "does not change leaders (--mode cluster does)"]
+
+
+def test_the_planner_figures_are_the_cluster_rule() -> None:
+    # one owner: the report's figures (and the goals' weights) are cluster.traffic's rule in
+    # whole milli-bytes/s, the first replica leading
+    from kafka_replica_assignor.cluster.traffic import broker_traffic
+    from kafka_replica_assignor.planner.goals.traffic import per_broker, rates
+
+    brokers = tuple(BrokerEntry(b) for b in (1, 2, 3, 4))
+    parts = (PartitionEntry("t", 0, (1, 2, 3), leader=1, bytes_in_per_s=100.25, bytes_out_per_s=250.5),
+             PartitionEntry("t", 1, (2, 3), leader=2, bytes_in_per_s=10.0),
+             PartitionEntry("t", 2, (3, 4, 1), leader=3, bytes_out_per_s=7.0),
+             PartitionEntry("t", 3, (4, 1), leader=4))
+    snap = ClusterSnapshot(brokers, parts)
+    ids = [1, 2, 3, 4]
+    figures = snapshot_figures(snap, ids)
+    traffic = broker_traffic(snap)          # bytes/s as given; every leader the first replica here
+    for b in ids:
+        assert figures["network_in"][b] == round(traffic[b].network_in * UNIT)
+        assert figures["network_out"][b] == round(traffic[b].network_out * UNIT)
+        assert figures["leader_in"][b] == round(traffic[b].leader_in * UNIT)
+    rin, rout = rates(Working(snap))        # the goals' weights, summed as their trackers do
+    lists = [p.replicas for p in parts]
+    assert per_broker(lists, rin, ids, leaders=False) == figures["network_in"]
+    assert per_broker(lists, rout, ids, leaders=True) == figures["network_out"]
+    assert rin[0] == 100250 and rout[0] == 250500 + 2 * 100250
