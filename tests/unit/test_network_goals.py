@@ -169,3 +169,25 @@ def test_the_planner_figures_are_the_cluster_rule() -> None:
     assert per_broker(lists, rin, ids, leaders=False) == figures["network_in"]
     assert per_broker(lists, rout, ids, leaders=True) == figures["network_out"]
     assert rin[0] == 100250 and rout[0] == 250500 + 2 * 100250
+
+
+def test_leader_bytes_in_keeps_network_out_as_its_own_changes_leave_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 4 brokers, 14 partitions: broker 1 ends the network-out pass inside the band (217 B/s of
+    # 200.5-245); the leader bytes-in pass checked its changes against those figures, never
+    # updated by its own changes, and left broker 1 at 200 B/s, below the band
+    from kafka_replica_assignor.planner.goals.leader_bytes_in import LeaderBytesInGoal
+    from kafka_replica_assignor.planner.goals.traffic import gap
+
+    rows = (((3, 2, 4), 5, 0), ((2, 3, 1), 10, 5), ((1, 4), 10, 200), ((2, 1), 5, 20), ((2, 4), 5, 0),
+            ((1, 3, 4), 1, 5), ((3, 2, 1), 5, 80), ((2, 3), 10, 200), ((1, 2, 4), 5, 20), ((3, 4, 1), 40, 0),
+            ((2, 1, 3), 1, 5), ((3, 2), 10, 0), ((3, 2), 2, 80), ((2, 1, 3), 10, 80))
+    snap = ClusterSnapshot(tuple(BrokerEntry(b) for b in (1, 2, 3, 4)), tuple(
+        PartitionEntry("t", k, reps, size_bytes=10, bytes_in_per_s=float(rin), bytes_out_per_s=float(out))
+        for k, (reps, rin, out) in enumerate(rows)))
+    plan = plan_of(snap, "leader")
+    monkeypatch.setattr(LeaderBytesInGoal, "optimize", lambda self: 0)
+    before_pass = plan_of(snap, "leader")       # the same plan up to the leader bytes-in pass
+    lo, hi = band_of(plan, "network_out")
+    after, start = figure(plan, "network_out"), figure(before_pass, "network_out")
+    assert start != after       # the pass made changes
+    assert all(gap(after[b], lo, hi) <= gap(start[b], lo, hi) for b in after), (start, after, lo, hi)
