@@ -154,7 +154,9 @@ class NetworkCapacityGoal(Goal):
                         f"{limit / 1000:.0f}, as before the plan: --mode {mode} does not change "
                         f"{'leaders' if leaders else 'replica placement'} (--mode cluster does)")
                     continue
-                stop = ("the move budget is spent" if self.request.max_moves is not None else
+                why = work.memo.get("network_out_capacity_why") if leaders and mode == "leader" else None
+                stop = (f"--mode leader: {why} (--mode cluster also moves replicas)" if isinstance(why, str) else
+                        "the move budget is spent" if self.request.max_moves is not None else
                         "no move, swap or leadership change found keeps the hard rules")
                 raise PlanError(f"network capacity not met: broker {b} would still carry "
                                 f"{values[b] / 1000:.0f} bytes/s, above its {label} {limit / 1000:.0f}: {stop}")

@@ -10,7 +10,7 @@ from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot
 from kafka_replica_assignor.planner.goals.order import goals_for
 from kafka_replica_assignor.planner.goals.traffic import UNIT, snapshot_figures
 from kafka_replica_assignor.planner.plan import Plan, Working
-from kafka_replica_assignor.planner.request import PlanRequest, RequestError
+from kafka_replica_assignor.planner.request import PlanError, PlanRequest, RequestError
 from kafka_replica_assignor.planner.solving.bound import BOUND_KEY
 from tests.planning import plan_of
 
@@ -191,3 +191,23 @@ def test_leader_bytes_in_keeps_network_out_as_its_own_changes_leave_it(monkeypat
     after, start = figure(plan, "network_out"), figure(before_pass, "network_out")
     assert start != after       # the pass made changes
     assert all(gap(after[b], lo, hi) <= gap(start[b], lo, hi) for b in after), (start, after, lo, hi)
+
+
+def test_leader_mode_relieves_a_network_out_capacity_through_a_chain() -> None:
+    # broker 1 sends 120 B/s against 100; handing either of its partitions to 2 (the only other
+    # replica) leaves 2 at 105 unless 2 first hands c to 3: found, every broker within capacity
+    brokers = tuple(BrokerEntry(b, network_out_capacity=100.0) for b in (1, 2, 3))
+    rows = (("a", (1, 2), 60.0), ("b", (1, 2), 60.0), ("c", (2, 3), 45.0), ("d", (3,), 40.0))
+    snap = ClusterSnapshot(brokers, tuple(PartitionEntry(t, 0, reps, size_bytes=10, bytes_out_per_s=out)
+                                          for t, reps, out in rows))
+    plan = plan_of(snap, "leader")
+    assert max(figure(plan, "network_out").values()) <= 100 * UNIT
+    leaders = {p.topic: p.replicas[0] for p in plan.after.partitions}
+    assert leaders["c"] == 3 and {leaders["a"], leaders["b"]} == {1, 2}
+    # a partition sending more than any of its replicas' capacities: no leader can, and it says so
+    rows = (("a", (1, 2), 120.0), ("b", (2, 3), 10.0))
+    snap = ClusterSnapshot(brokers, tuple(PartitionEntry(t, 0, reps, size_bytes=10, bytes_out_per_s=out)
+                                          for t, reps, out in rows))
+    with pytest.raises(PlanError, match="network capacity not met: .*--mode leader: no choice of leaders can: partition a-0 alone sends 120 "
+                                        "bytes/s, more than any of its replicas has room for"):
+        plan_of(snap, "leader")
