@@ -20,7 +20,7 @@ import json
 import sys
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-from kafka_replica_assignor.cluster.traffic import broker_traffic, has_rates
+from kafka_replica_assignor.cluster.traffic import broker_traffic, has_traffic
 from kafka_replica_assignor.planner.inputs.sources import SourceError
 from kafka_replica_assignor.planner.report.cluster_report import ClusterState, describe, render
 
@@ -66,7 +66,7 @@ def show(snapshot: ClusterSnapshot, *, as_json: bool) -> None:
     state = describe(snapshot)
     unreachable = _unreachable(snapshot)
     sized = _has_bytes(snapshot)
-    traffic = _has_traffic(snapshot)
+    traffic = has_traffic(snapshot)
     if as_json:
         data = state.to_dict()
         data["lower_bounds"]["threshold_percent"] = 0   # the ideal bands
@@ -132,11 +132,6 @@ def _bytes_table(state: ClusterState, snapshot: ClusterSnapshot) -> str:
     lines.append(f"bytes on brokers: {_human(total)}"
                  + (f"; {unsized} partition(s) without size_bytes count 0" if unsized else ""))
     return "\n".join(lines) + "\n"
-
-
-def _has_traffic(snapshot: ClusterSnapshot) -> bool:
-    return has_rates(snapshot) or any(b.network_in_capacity is not None or b.network_out_capacity is not None
-                                      for b in snapshot.brokers)
 
 
 def _rate(value: float | None) -> str:

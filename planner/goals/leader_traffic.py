@@ -11,7 +11,8 @@ Constraints
       (:mod:`.demote_brokers`); partitions out of scope, or naming a broker that is not
       eligible, keep their order; a partition of one replica has no choice.
     - Every change keeps what the goals before the asking one reached (``earlier``: their
-      ``keeps``), each broker's preferred-leader count no further out of the leader goal's band
+      ``keeps``, read from figures every pass's changes keep current: :meth:`LeaderState.track`),
+      each broker's preferred-leader count no further out of the leader goal's band
       (``leaders_floor``-``leaders_ceil``, recorded by :mod:`.leader_flow`), and network-out
       within ``network_out_capacity`` (the hard rule of :mod:`.network_capacity`); a broker
       above that capacity is brought under it first, counts aside.
@@ -87,6 +88,7 @@ class LeaderState:
         self.cap_out = capacities(work)[1]
         self.changes = 0
         self.count_band: tuple[int, int] | None = None
+        self.figures: list[tuple[Sequence[int], dict[int, int]]] = []
 
     @classmethod
     def of(cls, work: Working, candidates: Callable[[Sequence[int]], tuple[int, ...]] | None) -> LeaderState:
@@ -118,6 +120,14 @@ class LeaderState:
         limit = self.cap_out.get(y)
         return limit is None or gain <= 0 or self.net_out[y] + gain <= limit
 
+    def track(self, weight: Sequence[int]) -> dict[int, int]:
+        """Per eligible broker, the ``weight`` of the partitions it leads, kept up to date by
+        every later :meth:`change` whichever pass makes it (a goal's ``keeps`` reads its figure
+        after the goals after it changed leaders)."""
+        value = per_broker(self.work.replicas, weight, self.work.eligible, leaders=True)
+        self.figures.append((weight, value))
+        return value
+
     def change(self, i: int, y: int) -> None:
         """``y`` leads partition ``i`` (first in its list, the others in their order)."""
         reps = self.work.replicas[i]
@@ -126,6 +136,9 @@ class LeaderState:
         reps.insert(0, y)
         self.net_out[x] -= self.rout[i]
         self.net_out[y] += self.rout[i]
+        for weight, value in self.figures:
+            value[x] -= weight[i]
+            value[y] += weight[i]
         self.counts[x] -= 1
         self.counts[y] += 1
         self.work.record(i, x, y, MoveKind.LEADER)
@@ -145,8 +158,7 @@ class LeadershipPass:
         self.high = high
         self.earlier = earlier
         self.capacity_first = capacity_first
-        work = state.work
-        self.value = per_broker(work.replicas, weight, work.eligible, leaders=True)
+        self.value = state.track(weight)
         self.top = {b: high(b) for b in self.value}
         self.pairs: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self.gives_to: dict[int, set[int]] = {b: set() for b in self.value}
@@ -181,9 +193,7 @@ class LeadershipPass:
         x = self.s.leader(i)
         if self.weight[i]:
             self.index(i, add=False)
-        self.value[x] -= self.weight[i]
-        self.value[y] += self.weight[i]
-        self.s.change(i, y)
+        self.s.change(i, y)     # self.value with it (LeaderState.track)
         self.version[x] += 1
         self.version[y] += 1
         if self.weight[i]:
@@ -348,12 +358,18 @@ class LeaderFigure(Goal):
         state = self.state()
         self.cap_out = state.cap_out
         self.rank = list(self.peers).index(self.key)
-        self.search = LeadershipPass(state, self.weights(), lo, self.high, self.earlier_keeps(),
-                                     capacity_first=self.figure == "network_out")
         if self.request.max_leader_changes is not None:
+            self.search = LeadershipPass(state, self.weights(), lo, self.high, self.earlier_keeps(), False)
             work.notes.append(f"{self.name}: no leadership change made, --max-leader-changes is the leader goal's budget")
             return 0
+        self.search = LeadershipPass(state, self.weights(), lo, self.high, self.earlier_keeps(),
+                                     capacity_first=self.figure == "network_out")
         made = self.search.run()
+        relieved = self.relieve(state)
+        if relieved:        # the band's search again, from the leaders the relief left
+            self.search = LeadershipPass(state, self.weights(), lo, self.high, self.earlier_keeps(),
+                                         capacity_first=self.figure == "network_out")
+            made += relieved + self.search.run()
         outside = sorted(b for b, v in self.search.value.items() if self.search.gap(b, v) > 0)
         if outside:
             work.notes.append(f"broker(s) {', '.join(map(str, outside[:10]))}{', ...' if len(outside) > 10 else ''} "
@@ -361,6 +377,11 @@ class LeaderFigure(Goal):
                               "leadership change found keeps the leader band and the goals before (a search, not a "
                               "proof); a broker leads only partitions it holds a replica of")
         return made
+
+    def relieve(self, state: LeaderState) -> int:
+        """Changes made after the band's search, which then runs again (none here:
+        :mod:`.network_out` relieves the capacities it left exceeded)."""
+        return 0
 
     def distance(self) -> int:
         if self.search is None:

@@ -44,9 +44,9 @@ from kafka_replica_assignor.planner.goals.traffic import (
     Tracker,
     per_broker,
     rate_floors,
-    rate_out,
     rated,
     rates,
+    snapshot_figures,
     units,
 )
 from kafka_replica_assignor.planner.request import PlanError, RequestError
@@ -154,7 +154,9 @@ class NetworkCapacityGoal(Goal):
                         f"{limit / 1000:.0f}, as before the plan: --mode {mode} does not change "
                         f"{'leaders' if leaders else 'replica placement'} (--mode cluster does)")
                     continue
-                stop = ("the move budget is spent" if self.request.max_moves is not None else
+                why = work.memo.get("network_out_capacity_why") if leaders and mode == "leader" else None
+                stop = (f"--mode leader: {why} (--mode cluster also moves replicas)" if isinstance(why, str) else
+                        "the move budget is spent" if self.request.max_moves is not None else
                         "no move, swap or leadership change found keeps the hard rules")
                 raise PlanError(f"network capacity not met: broker {b} would still carry "
                                 f"{values[b] / 1000:.0f} bytes/s, above its {label} {limit / 1000:.0f}: {stop}")
@@ -201,12 +203,9 @@ class NetworkCapacityGoal(Goal):
             return ()
 
         def over(snapshot: ClusterSnapshot) -> int:
-            parts = snapshot.partitions
             alive = [b for b in snapshot.brokers if b.alive]
-            lists = [p.replicas for p in parts]
-            net_in = per_broker(lists, [units(p.bytes_in_per_s) for p in parts], [b.id for b in alive],
-                                leaders=False)
-            net_out = per_broker(lists, [rate_out(p) for p in parts], [b.id for b in alive], leaders=True)
+            figures = snapshot_figures(snapshot, [b.id for b in alive])
+            net_in, net_out = figures["network_in"], figures["network_out"]
             return sum(1 for b in alive if b.network_in_capacity is not None
                        and net_in[b.id] > units(b.network_in_capacity)
                        or b.network_out_capacity is not None and net_out[b.id] > units(b.network_out_capacity))

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
+from kafka_replica_assignor.cluster.traffic import BrokerTraffic, broker_traffic, has_traffic, partition_rates
 from kafka_replica_assignor.planner.plan import MoveKind
 
 if TYPE_CHECKING:
@@ -50,8 +51,7 @@ UNIT = 1000
 
 def rated(snapshot: ClusterSnapshot) -> bool:
     """Whether the snapshot carries traffic (a partition's rate or a broker's network capacity)."""
-    return any(p.bytes_in_per_s is not None or p.bytes_out_per_s is not None for p in snapshot.partitions) \
-        or any(b.network_in_capacity is not None or b.network_out_capacity is not None for b in snapshot.brokers)
+    return has_traffic(snapshot)
 
 
 def units(rate: float | None) -> int:
@@ -60,13 +60,14 @@ def units(rate: float | None) -> int:
 
 
 def rate_in(p: PartitionEntry) -> int:
-    """What one replica of ``p`` receives."""
+    """What one replica of ``p`` receives (:func:`~kafka_replica_assignor.cluster.traffic.partition_rates`)."""
     return units(p.bytes_in_per_s)
 
 
 def rate_out(p: PartitionEntry) -> int:
-    """What ``p``'s leader sends: consumers' reads and replication to its followers."""
-    return units(p.bytes_out_per_s) + units(p.bytes_in_per_s) * max(0, len(p.replicas) - 1)
+    """What ``p``'s leader sends once every replica is a broker: consumers' reads and replication
+    to its ``RF - 1`` followers (:func:`~kafka_replica_assignor.cluster.traffic.partition_rates`)."""
+    return partition_rates(p, max(0, len(p.replicas) - 1), units)[1]
 
 
 def rates(work: Working) -> tuple[list[int], list[int]]:
@@ -95,14 +96,14 @@ def per_broker(lists: Iterable[Sequence[int]], weights: Sequence[int], brokers: 
 
 def snapshot_figures(snapshot: ClusterSnapshot, brokers: Iterable[int]) -> dict[str, dict[int, int]]:
     """A snapshot's network-in, network-out and leader bytes-in per broker of ``brokers`` (in
-    :data:`UNIT`), the report's and the bench's figures."""
-    ids = list(brokers)
-    parts = snapshot.partitions
-    lists = [p.replicas for p in parts]
-    rin = [rate_in(p) for p in parts]
-    return {"network_in": per_broker(lists, rin, ids, leaders=False),
-            "network_out": per_broker(lists, [rate_out(p) for p in parts], ids, leaders=True),
-            "leader_in": per_broker(lists, rin, ids, leaders=True)}
+    :data:`UNIT`, the first replica leading), the report's and the bench's figures: the cluster's
+    rule (:func:`~kafka_replica_assignor.cluster.traffic.broker_traffic`)."""
+    traffic = broker_traffic(snapshot, preferred=True, unit=units)
+    none: BrokerTraffic[int] = BrokerTraffic(0, 0, 0)
+    ids = [(b, traffic.get(b, none)) for b in brokers]
+    return {"network_in": {b: t.network_in for b, t in ids},
+            "network_out": {b: t.network_out for b, t in ids},
+            "leader_in": {b: t.leader_in for b, t in ids}}
 
 
 def gap(value: int, low: int, high: int) -> int:

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kafka_replica_assignor.planner.goals.leaders import LeaderGoal
 from kafka_replica_assignor.planner.goals.traffic import UNIT, rated, snapshot_figures
 from kafka_replica_assignor.planner.plan import Plan
 from kafka_replica_assignor.planner.report.figures import Figures, plan_figures
@@ -273,12 +274,28 @@ def _chart(fig_before: Figures, fig_after: Figures, plan: Plan, request: PlanReq
     if band is not None:
         handles.append(Patch(color=BAND, alpha=0.25, label=band[2]))
     ax.set_xlabel(xlabel)
-    ax.set_title(f"{what} per broker, before and after: {_cluster_name(request)}, mode {request.mode}",
-                 fontsize=10, loc="left")
+    _fit_title(figure, ax, f"{what} per broker, before and after: ", _cluster_name(request), f", mode {request.mode}")
     ax.grid(axis="y", color="#dddddd", linewidth=0.6, zorder=0)
     ax.set_axisbelow(True)
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     return figure
+
+
+def _fit_title(figure: Figure, ax: Axes, head: str, name: str, tail: str) -> None:
+    """The title ``head + name + tail``, ``name`` shortened until the text ends inside the
+    figure (measured by the canvas's renderer): a list of bootstrap servers to its first ones
+    and how many more, any other name cut with an ellipsis."""
+    renderer = figure.canvas.get_renderer()     # type: ignore[attr-defined]
+    right = figure.bbox.x1 - 4
+    servers = name.split(",")
+    more = f" ({len(servers) - 1} more)" if len(servers) > 1 else ""
+    shorter = [",".join(servers[:k]) + f",\u2026 ({len(servers) - k} more)" for k in range(len(servers) - 1, 0, -1)]
+    first = servers[0]
+    shorter += [first[:k] + "\u2026" + more for k in range(len(first) - 1, 0, -1)]
+    for candidate in (name, *shorter):
+        title = ax.set_title(head + candidate + tail, fontsize=10, loc="left")
+        if title.get_window_extent(renderer).x1 <= right:
+            return
 
 
 def _rates(snapshot: ClusterSnapshot, ids: Sequence[int], which: str) -> list[float]:
@@ -296,9 +313,9 @@ def _band(fig: Figures, plan: Plan, request: PlanRequest, which: str) -> tuple[f
             s = fig.replicas_spread
             return float(s.floor), float(s.ceil), "ideal band"
         return float(lo), float(hi), f"band at threshold {request.threshold_text}"
-    if which == "leaders":
-        s = fig.leaders_spread
-        return float(s.floor), float(s.ceil), "ideal band"
+    if which == "leaders":     # the leader goal's band: its brokers (not removed ones), as the report's
+        lo, hi = LeaderGoal.band(plan, fig)
+        return float(lo), float(hi), "ideal band"
     name, scale = ("bytes", GIB) if which == "bytes" else (which, UNIT * MB)
     lo, hi = plan.bound(f"{name}_band_lo"), plan.bound(f"{name}_band_hi")
     if lo is None or hi is None:

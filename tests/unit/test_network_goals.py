@@ -10,7 +10,7 @@ from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot
 from kafka_replica_assignor.planner.goals.order import goals_for
 from kafka_replica_assignor.planner.goals.traffic import UNIT, snapshot_figures
 from kafka_replica_assignor.planner.plan import Plan, Working
-from kafka_replica_assignor.planner.request import PlanRequest, RequestError
+from kafka_replica_assignor.planner.request import PlanError, PlanRequest, RequestError
 from kafka_replica_assignor.planner.solving.bound import BOUND_KEY
 from tests.planning import plan_of
 
@@ -143,3 +143,71 @@ def test_a_capacity_the_mode_does_not_change_is_a_note_not_a_failure() -> None:
     assert [n for n in plan.notes if "as before the plan" in n] == [
         "broker 1 carries 200 bytes/s, above its network_out_capacity 150, as before the plan: --mode replica "
         "does not change leaders (--mode cluster does)"]
+
+
+def test_the_planner_figures_are_the_cluster_rule() -> None:
+    # one owner: the report's figures (and the goals' weights) are cluster.traffic's rule in
+    # whole milli-bytes/s, the first replica leading
+    from kafka_replica_assignor.cluster.traffic import broker_traffic
+    from kafka_replica_assignor.planner.goals.traffic import per_broker, rates
+
+    brokers = tuple(BrokerEntry(b) for b in (1, 2, 3, 4))
+    parts = (PartitionEntry("t", 0, (1, 2, 3), leader=1, bytes_in_per_s=100.25, bytes_out_per_s=250.5),
+             PartitionEntry("t", 1, (2, 3), leader=2, bytes_in_per_s=10.0),
+             PartitionEntry("t", 2, (3, 4, 1), leader=3, bytes_out_per_s=7.0),
+             PartitionEntry("t", 3, (4, 1), leader=4))
+    snap = ClusterSnapshot(brokers, parts)
+    ids = [1, 2, 3, 4]
+    figures = snapshot_figures(snap, ids)
+    traffic = broker_traffic(snap)          # bytes/s as given; every leader the first replica here
+    for b in ids:
+        assert figures["network_in"][b] == round(traffic[b].network_in * UNIT)
+        assert figures["network_out"][b] == round(traffic[b].network_out * UNIT)
+        assert figures["leader_in"][b] == round(traffic[b].leader_in * UNIT)
+    rin, rout = rates(Working(snap))        # the goals' weights, summed as their trackers do
+    lists = [p.replicas for p in parts]
+    assert per_broker(lists, rin, ids, leaders=False) == figures["network_in"]
+    assert per_broker(lists, rout, ids, leaders=True) == figures["network_out"]
+    assert rin[0] == 100250 and rout[0] == 250500 + 2 * 100250
+
+
+def test_leader_bytes_in_keeps_network_out_as_its_own_changes_leave_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 4 brokers, 14 partitions: broker 1 ends the network-out pass inside the band (217 B/s of
+    # 200.5-245); the leader bytes-in pass checked its changes against those figures, never
+    # updated by its own changes, and left broker 1 at 200 B/s, below the band
+    from kafka_replica_assignor.planner.goals.leader_bytes_in import LeaderBytesInGoal
+    from kafka_replica_assignor.planner.goals.traffic import gap
+
+    rows = (((3, 2, 4), 5, 0), ((2, 3, 1), 10, 5), ((1, 4), 10, 200), ((2, 1), 5, 20), ((2, 4), 5, 0),
+            ((1, 3, 4), 1, 5), ((3, 2, 1), 5, 80), ((2, 3), 10, 200), ((1, 2, 4), 5, 20), ((3, 4, 1), 40, 0),
+            ((2, 1, 3), 1, 5), ((3, 2), 10, 0), ((3, 2), 2, 80), ((2, 1, 3), 10, 80))
+    snap = ClusterSnapshot(tuple(BrokerEntry(b) for b in (1, 2, 3, 4)), tuple(
+        PartitionEntry("t", k, reps, size_bytes=10, bytes_in_per_s=float(rin), bytes_out_per_s=float(out))
+        for k, (reps, rin, out) in enumerate(rows)))
+    plan = plan_of(snap, "leader")
+    monkeypatch.setattr(LeaderBytesInGoal, "optimize", lambda self: 0)
+    before_pass = plan_of(snap, "leader")       # the same plan up to the leader bytes-in pass
+    lo, hi = band_of(plan, "network_out")
+    after, start = figure(plan, "network_out"), figure(before_pass, "network_out")
+    assert start != after       # the pass made changes
+    assert all(gap(after[b], lo, hi) <= gap(start[b], lo, hi) for b in after), (start, after, lo, hi)
+
+
+def test_leader_mode_relieves_a_network_out_capacity_through_a_chain() -> None:
+    # broker 1 sends 120 B/s against 100; handing either of its partitions to 2 (the only other
+    # replica) leaves 2 at 105 unless 2 first hands c to 3: found, every broker within capacity
+    brokers = tuple(BrokerEntry(b, network_out_capacity=100.0) for b in (1, 2, 3))
+    rows = (("a", (1, 2), 60.0), ("b", (1, 2), 60.0), ("c", (2, 3), 45.0), ("d", (3,), 40.0))
+    snap = ClusterSnapshot(brokers, tuple(PartitionEntry(t, 0, reps, size_bytes=10, bytes_out_per_s=out)
+                                          for t, reps, out in rows))
+    plan = plan_of(snap, "leader")
+    assert max(figure(plan, "network_out").values()) <= 100 * UNIT
+    leaders = {p.topic: p.replicas[0] for p in plan.after.partitions}
+    assert leaders["c"] == 3 and {leaders["a"], leaders["b"]} == {1, 2}
+    # a partition sending more than any of its replicas' capacities: no leader can, and it says so
+    rows = (("a", (1, 2), 120.0), ("b", (2, 3), 10.0))
+    snap = ClusterSnapshot(brokers, tuple(PartitionEntry(t, 0, reps, size_bytes=10, bytes_out_per_s=out)
+                                          for t, reps, out in rows))
+    with pytest.raises(PlanError, match="network capacity not met: .*--mode leader: no choice of leaders can: partition a-0 alone sends 120 "
+                                        "bytes/s, more than any of its replicas has room for"):
+        plan_of(snap, "leader")

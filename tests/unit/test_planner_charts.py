@@ -58,3 +58,42 @@ def test_without_a_band_the_middle_of_the_distribution_sets_the_scale() -> None:
     assert 85 < view.low < 95 and 105 < view.high < 115 and len(view.edges) == 61
     assert {b for b, _ in view.outliers} >= {1000, 1001}
     assert view.outliers[0] == (1001, 7000.0)
+
+
+def _small_cluster() -> ClusterSnapshot:
+    """6 brokers, 24 partitions of RF 2 on brokers 0-5."""
+    return ClusterSnapshot(tuple(BrokerEntry(b) for b in range(6)),
+                           tuple(PartitionEntry("t", n, (n % 6, (n + 1) % 6), size_bytes=10) for n in range(24)))
+
+
+def test_a_long_bootstrap_list_is_shortened_until_the_title_fits() -> None:
+    from kafka_replica_assignor.planner.solving.planning import make_plan
+    from tests.planning import request_of
+
+    servers = ",".join(f"kafka-broker-{k}.eu-west-1.internal.example.com:9092" for k in range(12))
+    request = request_of("cluster", source=servers)
+    plan = make_plan(_small_cluster(), request)
+    for name, figure in chart_figures(plan, request).items():
+        drawn = figure.get_tightbbox(figure.canvas.get_renderer())     # every text's extent, inches
+        assert drawn.x1 <= figure.get_figwidth(), (name, drawn)
+        text = figure.axes[0].get_title(loc="left")
+        assert text.startswith(("Replicas per broker, before and after: k",
+                                "Preferred leaders per broker, before and after: k",
+                                "Disk (GiB) per broker, before and after: k"))
+        assert text.endswith(" (11 more), mode cluster"), text
+
+
+def test_the_leader_band_drawn_after_removing_brokers_is_the_leader_goals() -> None:
+    from kafka_replica_assignor.planner.goals.leaders import LeaderGoal
+    from kafka_replica_assignor.planner.report.figures import plan_figures
+    from kafka_replica_assignor.planner.solving.planning import make_plan
+    from tests.planning import request_of
+
+    request = request_of("cluster", remove=(4, 5))
+    plan = make_plan(_small_cluster(), request)
+    after = plan_figures(plan, request.scope.removed)[1]
+    lo, hi = LeaderGoal.band(plan, after)
+    assert (lo, hi) == (6, 6)       # 24 leaderships over the 4 brokers that remain
+    ax = chart_figures(plan, request)["leaders.png"].axes[0]
+    (band,) = [p.get_path().transformed(p.get_patch_transform()).vertices[:, 1] for p in ax.patches]
+    assert (band.min(), band.max()) == (lo - 0.5, hi + 0.5)
