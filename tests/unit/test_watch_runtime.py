@@ -85,7 +85,7 @@ def make_watcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ca
         now = (clock or Clock()).time
         monkeypatch.setattr(watch_runtime, "time", SimpleNamespace(
             time=now, strftime=watch_runtime.time.strftime, localtime=watch_runtime.time.localtime))
-        made.append(watch_runtime.Watcher(args, rules, Ledger.load(args.state_dir)))
+        made.append(watch_runtime.Watcher(args, rules, Ledger.load(args.state_dir, dry_run=args.dry_run)))
         return made[-1]
 
     yield build
@@ -285,6 +285,42 @@ def test_at_rest_no_size_is_read(make_watcher: Any, monkeypatch: pytest.MonkeyPa
     assert audit(w)[-1]["action"] == "leave"
     w.round()
     assert cluster.reads[-1] is False and json.loads(ledger.read_text())["topics"] == {"old": 1, "new": 1}
+
+
+def test_a_dry_run_keeps_its_ledger_apart_so_a_real_run_still_places(
+        make_watcher: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dry run judges a new topic and records it in its own ledger only: a real run started
+    later on the same state directory judges and places that topic (its baseline is its own)."""
+    old: dict[str, dict[int, tuple[int, ...]]] = {"old": {0: (0, 1)}}
+    new: dict[str, dict[int, tuple[int, ...]]] = {**old, "new": {0: (0, 1), 1: (1, 3)}}
+    dry = make_watcher("--dry-run")
+    dry.cluster = FakeCluster(snapshot(old))
+    dry.round()                                                      # the dry run's baseline
+    dry.cluster.snapshot = snapshot(new)
+    monkeypatch.setattr(dry, "ask", lambda candidate: {0: (0, 2), 1: (2, 1)})
+    monkeypatch.setattr(dry, "run_plan", lambda *a: pytest.fail("a dry run acted"))
+    dry.round()
+    assert [(d["action"], d["subject"], d["dry_run"]) for d in audit(dry)] == [("place", "new", True)]
+    state = Path(dry.args.state_dir)
+    assert not (state / "watch-state.json").exists()
+    assert json.loads((state / "watch-state.dry-run.json").read_text())["topics"] == {"old": 1, "new": 2}
+    real = make_watcher()
+    real.cluster = FakeCluster(snapshot(old))
+    real.round()                                                     # its own baseline: "new" is not in it
+    real.cluster.snapshot = snapshot(new)
+    ran: list[str] = []
+    monkeypatch.setattr(real, "ask", lambda candidate: {0: (0, 2), 1: (2, 1)})
+
+    def run_plan(kind: str, subject: str, *rest: Any) -> str:
+        ran.append(subject)
+        return "done"
+
+    monkeypatch.setattr(real, "run_plan", run_plan)
+    real.round()
+    assert ran == ["new"]
+    assert json.loads((state / "watch-state.json").read_text())["topics"] == {"old": 1, "new": 2}
+    again = make_watcher("--dry-run")                                # a dry run again: from its own file
+    assert again.ledger.topics == {"old": 1, "new": 2} and again.ledger.path.endswith("watch-state.dry-run.json")
 
 
 # ---- the metrics endpoint --------------------------------------------------------------------
