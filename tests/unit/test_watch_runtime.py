@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import threading
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from itertools import product
@@ -321,6 +323,45 @@ def test_a_dry_run_keeps_its_ledger_apart_so_a_real_run_still_places(
     assert json.loads((state / "watch-state.json").read_text())["topics"] == {"old": 1, "new": 2}
     again = make_watcher("--dry-run")                                # a dry run again: from its own file
     assert again.ledger.topics == {"old": 1, "new": 2} and again.ledger.path.endswith("watch-state.dry-run.json")
+
+
+def test_execute_pause_and_resume_reach_the_running_execution_of_a_plan(
+        make_watcher: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``execute --pause`` / ``--resume`` write the control file the executor reads at its next
+    poll (here this test plays the executor), as ``--cancel`` does; no running execution: refused."""
+    from kafka_replica_assignor.cli.main import main
+    from kafka_replica_assignor.planner.execution.executor_state import hold_lock, read_control
+
+    clock = Clock()
+    w = make_watcher(clock=clock)
+    dirs: list[str] = []
+    monkeypatch.setattr(w, "run_plan", lambda kind, subject, plan_dir, moves: dirs.append(plan_dir) or "done")
+    decision = Decision("placement", "place", "t", "test", {("t", 0): (0, 2)}, {("t", 0): (0, 1)})
+    assert w.decide(decision, view_of(snapshot({"t": {0: (0, 1)}}), clock)) == "done"
+    plan_dir = dirs[0]
+    assert main(["execute", "--plan", plan_dir, "--pause"]) == 1
+    assert "no execution of this plan is running" in capsys.readouterr().err
+    for flag, request in (("--pause", {"pause": True}), ("--resume", {"resume": True})):
+        seen: list[Any] = []
+        stop = threading.Event()
+
+        def executor(seen: list[Any] = seen, stop: threading.Event = stop) -> None:
+            while not stop.is_set() and not seen:
+                got = read_control(plan_dir)
+                if got is not None:
+                    seen.append(got)
+                time.sleep(0.05)
+
+        with hold_lock(plan_dir):
+            thread = threading.Thread(target=executor)
+            thread.start()
+            try:
+                assert main(["execute", "--plan", plan_dir, flag]) == 0
+            finally:
+                stop.set()
+                thread.join()
+        assert seen == [request]
+        assert ("is paused" if flag == "--pause" else "is resumed") in capsys.readouterr().err
 
 
 # ---- the metrics endpoint --------------------------------------------------------------------
