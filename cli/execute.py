@@ -8,6 +8,7 @@
     replica-assignor execute --plan plan/ --status
     replica-assignor execute --plan plan/ --cancel [--bootstrap-server HOST:PORT]
     replica-assignor execute --plan plan/ --throttle BYTES_PER_S      (while it runs)
+    replica-assignor execute --plan plan/ --pause | --resume         (while it runs)
     replica-assignor execute --plan plan/ --cleanup-throttles [--bootstrap-server HOST:PORT]
 
 The cluster is the truth, the state file a hint: a move counts as finished only when the
@@ -110,6 +111,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     action.add_argument("--status", action="store_true", help="show the plan's execution state and exit")
     action.add_argument("--cancel", action="store_true",
                         help="cancel the plan's moves in flight, remove the throttles")
+    action.add_argument("--pause", action="store_true",
+                        help="ask the running execution to start no new move (the moves in flight go on)")
+    action.add_argument("--resume", action="store_true", help="ask a paused running execution to start moves again")
     action.add_argument("--cleanup-throttles", action="store_true",
                         help="remove throttles a killed execution left (brokers and topics of the state file)")
     parser.set_defaults(run=run)
@@ -234,6 +238,8 @@ def run(args: argparse.Namespace) -> int:
         holder = lock_holder(args.plan)
         if holder is not None and not args.dry_run:
             return talk_to_running(args, plan, holder)
+        if args.pause or args.resume:
+            raise CommandError("no execution of this plan is running: --pause and --resume reach a running one")
         _cluster_from_state(args, state)
         if args.command_config:
             security_options(args.command_config)
@@ -308,6 +314,8 @@ def talk_to_running(args: argparse.Namespace, plan: Any, holder: int) -> int:
             time.sleep(0.2)
         state = ExecutionState.load(plan.plan_dir, plan.plan_sha256, dict(plan.targets))
         return _cancel_outcome(plan, state)
+    if args.pause or args.resume:
+        return _pause_or_resume(args, plan, holder)
     if args.throttle and not args.cleanup_throttles:
         write_control(plan.plan_dir, {"throttle": args.throttle})
         deadline = time.monotonic() + 60 + 3 * plan.poll_interval_s
@@ -322,7 +330,24 @@ def talk_to_running(args: argparse.Namespace, plan: Any, holder: int) -> int:
             time.sleep(0.2)
         raise CommandError(f"the running execution (pid {holder}) did not take the new throttle")
     raise CommandError(f"another execution of this plan is running (pid {holder}): "
-                       "--status, --cancel or --throttle reach it")
+                       "--status, --cancel, --pause, --resume or --throttle reach it")
+
+
+def _pause_or_resume(args: argparse.Namespace, plan: Any, holder: int) -> int:
+    """``--pause`` / ``--resume``: the request in the control file, taken when the executor has read it."""
+    from kafka_replica_assignor.planner.execution.executor_state import CONTROL, lock_holder, write_control
+
+    asked = "pause" if args.pause else "resume"
+    write_control(plan.plan_dir, {asked: True})
+    deadline = time.monotonic() + 60 + 3 * plan.poll_interval_s
+    while os.path.exists(os.path.join(plan.plan_dir, CONTROL)):     # the executor reads it at its next poll
+        if time.monotonic() > deadline or lock_holder(plan.plan_dir) is None:
+            raise CommandError(f"the running execution (pid {holder}) did not take the request to {asked}")
+        time.sleep(0.2)
+    print(f"{PROG}: the running execution (pid {holder}) "
+          + ("is paused: no new move starts, the moves in flight go on" if args.pause else "is resumed"),
+          file=sys.stderr)
+    return 0
 
 
 def _cancel_outcome(plan: Any, state: Any) -> int:

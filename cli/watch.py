@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         rules = settings(args)
         try:
-            ledger = Ledger.load(args.state_dir)
+            ledger = Ledger.load(args.state_dir, dry_run=args.dry_run)
         except ValueError as exc:
             raise CommandError(str(exc), 2) from None
         watcher = Watcher(args, rules, ledger)

@@ -20,6 +20,7 @@ from typing import Any
 
 from kafka_replica_assignor.watcher.audit import AuditLog
 from kafka_replica_assignor.watcher.decisions import (
+    MISSING_S,
     Candidate,
     Decision,
     Rules,
@@ -37,7 +38,6 @@ from kafka_replica_assignor.watcher.status import OPERATOR, WatchStatus
 from .common import error_message, kafka_admin_configs, security_options
 
 LOST_EVERY_S = 60.0     # how often a lost cluster is said again
-MISSING_S = 300.0       # an intent record's topic missing this long (and made this long ago) is dropped
 RETRY_S = 60.0          # a fill that did not finish is tried again after this
 
 
@@ -202,14 +202,17 @@ class Watcher:
     def place(self, view: View) -> bool:
         ours = self.intent_topics()
         assert self.ledger.topics is not None
-        work, settled = placement_work(view, self.ledger.topics, self.rules, ours)
+        now = time.time()
+        work, settled, missing = placement_work(view, self.ledger.topics, self.rules, ours,
+                                                missing=self.ledger.missing, now=now)
         if work and not view.sized:     # sizes read only when a topic is to be judged
             sized = self.sized(view)
             if sized is None:
                 return True
             view = sized
-            work, settled = placement_work(view, self.ledger.topics, self.rules, ours)
-        self.ledger.topics = settled
+            work, settled, missing = placement_work(view, self.ledger.topics, self.rules, ours,
+                                                    missing=self.ledger.missing, now=now)
+        self.ledger.topics, self.ledger.missing = settled, missing
         for candidate in work:
             self.first_seen.setdefault(candidate.topic, time.time())
             try:

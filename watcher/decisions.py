@@ -178,16 +178,33 @@ class Candidate:
     settled: int
 
 
-def placement_work(view: View, settled: Mapping[str, int], rules: Rules,
-                   ours: Iterable[str] = ()) -> tuple[list[Candidate], dict[str, int]]:
-    """The topics to judge, and the ledger's topics as they are to be after this view
-    (topics out of scope or recorded by our own create-topic settled at once, deleted ones
-    dropped). A topic the watcher has not judged yet keeps its old count until it is."""
+MISSING_S = 300.0   # a topic missing from the views this long is forgotten (one missing view proves nothing)
+
+
+def placement_work(view: View, settled: Mapping[str, int], rules: Rules, ours: Iterable[str] = (), *,
+                   missing: Mapping[str, float] | None = None, now: float = 0.0,
+                   ) -> tuple[list[Candidate], dict[str, int], dict[str, float]]:
+    """The topics to judge, the ledger's topics as they are to be after this view (topics out of
+    scope or recorded by our own create-topic settled at once), and since when each settled topic
+    has been missing from the views (``missing`` as it was; ``now`` in the same clock). A settled
+    topic missing from the view (a broker's Metadata behind the controller's, or deleted) is kept
+    until it has been missing for :data:`MISSING_S`, then forgotten; seen again before, it is
+    settled as it was, not judged as new. A topic the watcher has not judged yet keeps its old
+    count until it is."""
     ours = set(ours)
-    now = view.topics()
-    after = {t: n for t, n in settled.items() if t in now}
+    present = view.topics()
+    after: dict[str, int] = {}
+    missing_after: dict[str, float] = {}
+    for topic, count in settled.items():
+        if topic in present:
+            after[topic] = count
+            continue
+        since = (missing or {}).get(topic, now)
+        if now - since < MISSING_S:
+            after[topic] = count
+            missing_after[topic] = since
     work = []
-    for topic, current in sorted(now.items()):
+    for topic, current in sorted(present.items()):
         count = len(current)
         known = settled.get(topic, 0)
         if known >= count:
@@ -196,7 +213,7 @@ def placement_work(view: View, settled: Mapping[str, int], rules: Rules,
             after[topic] = count
             continue
         work.append(Candidate(topic, current, known))
-    return work, after
+    return work, after, missing_after
 
 
 def judge_placement(candidate: Candidate, desired: Mapping[int, Sequence[int]], view: View,

@@ -1,9 +1,13 @@
 """The web listener of ``replica-assignor watch``: the REST API (:mod:`.api`), the page
 (``static/``: plain HTML, CSS and a script, no build step) and ``/metrics``, on one HTTP(S) server.
 
-:class:`WebServer` owns start-up (bind, port 0 said back), serving (a thread per connection,
-at most :data:`MAX_CONNECTIONS` at once, the TLS handshake in the connection's thread with a
-timeout, so a slow client holds up no other) and a bounded shutdown. Every request under
+:class:`WebServer` owns start-up (bind, port 0 said back), serving (a thread per connection, at
+most :data:`MAX_CONNECTIONS` at once, the TLS handshake in the connection's thread) and a bounded
+shutdown. What a client may hold is :mod:`.admission`'s: a request (TLS handshake, headers and
+body) is read whole within :data:`READ_DEADLINE_S` and :data:`MAX_REQUEST` bytes, an answer is
+written within :data:`WRITE_DEADLINE_S`, a connection still sending its request gives its slot to a
+new one when all are taken, and wrong credentials are answered :data:`FAILED_AUTH_RATE` a second,
+in turns fair between addresses. Every request under
 ``/api/`` and ``/metrics`` is authenticated (:mod:`.auth`) before it is routed: a changing one
 always (401 without or with wrong credentials, 403 when the listener has none configured), a
 read-only one unless ``--http-open-reads`` (but ``proposals``, which plans, always). The page itself holds no data and is served to anyone.
@@ -11,6 +15,7 @@ read-only one unless ``--http-open-reads`` (but ``proposals``, which plans, alwa
 
 from __future__ import annotations
 
+import io
 import socket
 import threading
 import time
@@ -23,13 +28,18 @@ import orjson
 
 from kafka_replica_assignor.planner.request import RequestError
 
+from .admission import Connection, DeadlineReader, FailedAuthRate, Slots
 from .api import Api, Request, Response, error
 from .auth import Auth
 from .config import WebConfig, tls_context
 
 MAX_CONNECTIONS = 64
 MAX_BODY = 64 * 1024
-IO_TIMEOUT_S = 15.0
+MAX_REQUEST = 2 * MAX_BODY        # request line, headers and body (and what the reader buffered ahead)
+READ_DEADLINE_S = 10.0            # a whole request read within it (from the connection's wait for it)
+WRITE_DEADLINE_S = 10.0           # an answer written within it
+FAILED_AUTH_RATE = 10.0           # wrong credentials answered a second, all addresses together
+FAILED_AUTH_WAIT_S = 5.0          # a wrong credential waiting longer for its turn: closed unanswered
 REALM = 'realm="replica-assignor watch"'
 STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
           "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
@@ -40,33 +50,44 @@ def _static(name: str) -> bytes:
     return resources.files(__package__).joinpath("static", name).read_bytes()
 
 
+class _Unanswered(Exception):
+    """The request is not answered: its connection closes."""
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     web: WebServer
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self.web.slots.acquire(blocking=False):     # full: closed at once, nothing read
+        conn = self.web.slots.admit(request, str(client_address[0]))
+        if conn is None:          # full, none to evict: closed at once, nothing read
             self.shutdown_request(request)
             return
+        thread = threading.Thread(target=self._serve_connection, args=(request, client_address, conn),
+                                  name="watch-web-conn", daemon=True)
         try:
-            super().process_request(request, client_address)
+            thread.start()
         except Exception:
-            self.web.slots.release()
+            self.web.slots.release(conn)
+            self.shutdown_request(request)
             raise
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
+    def _serve_connection(self, request: Any, client_address: Any, conn: Connection) -> None:
         try:
-            request.settimeout(IO_TIMEOUT_S)
+            request.settimeout(max(conn.deadline - time.monotonic(), 0.001))
             if self.web.tls is not None:
                 try:
-                    request = self.web.tls.wrap_socket(request, server_side=True)
+                    request = conn.sock = self.web.tls.wrap_socket(request, server_side=True)
                 except (OSError, ValueError):
-                    self.shutdown_request(request)
                     return
-            super().process_request_thread(request, client_address)
+            if not conn.evicted:
+                _Handler(request, client_address, self, conn)
+        except OSError:
+            pass          # the client went, or its connection was evicted
         finally:
-            self.web.slots.release()
+            self.web.slots.release(conn)
+            self.shutdown_request(request)
 
 
 class WebServer:
@@ -76,7 +97,8 @@ class WebServer:
         self.auth = Auth(config)
         self.metrics = metrics          # a prometheus_client registry, or None
         self.tls = tls_context(config) if config.tls else None
-        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.slots = Slots(MAX_CONNECTIONS, READ_DEADLINE_S, MAX_REQUEST)
+        self.failed_auth = FailedAuthRate(FAILED_AUTH_RATE, FAILED_AUTH_WAIT_S)
         self.pages = {path: (_static(name), kind) for path, (name, kind) in STATIC.items()}
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -101,14 +123,17 @@ class WebServer:
             self._thread.join(timeout=5)
 
     # ---- one request --------------------------------------------------------------------
-    def respond(self, method: str, target: str, headers: Any, body: bytes) -> Response:
+    def respond(self, method: str, target: str, headers: Any, body: bytes,
+                conn: Connection | None = None) -> Response:
+        """The answer to one request; raises :class:`_Unanswered` when there is none (wrong
+        credentials that waited too long for their turn, or their connection evicted meanwhile)."""
         url = urlsplit(target)
         path = url.path
         if method == "GET" and path in self.pages:
             data, kind = self.pages[path]
             return Response(200, data, kind, {"Cache-Control": "no-cache"})
         if path == "/metrics" and self.metrics is not None:
-            return self._metrics(method, headers)
+            return self._metrics(method, headers, conn)
         if not path.startswith("/api/"):
             return error(404, f"no such page: {path}")
         route, groups, allowed = self.api.route(method, path)
@@ -118,7 +143,7 @@ class WebServer:
                                 {"Allow": ", ".join(allowed)})
             return error(404, f"no such endpoint: {path}")
         user = self.auth.user(headers.get("Authorization"))
-        refused = self._refused(route.changes, user, headers, costly=route.costly)
+        refused = self._refused(route.changes, user, headers, conn, costly=route.costly)
         if refused is not None:
             return refused
         try:
@@ -127,7 +152,8 @@ class WebServer:
             return error(400, str(exc))
         return self.api.handle(route, Request(method, path, params, user or "anonymous"), groups)
 
-    def _refused(self, changes: bool, user: str | None, headers: Any, costly: bool = False) -> Response | None:
+    def _refused(self, changes: bool, user: str | None, headers: Any, conn: Connection | None,
+                 costly: bool = False) -> Response | None:
         if user is not None or (not changes and not costly and self.config.open_reads):
             return None
         if (changes or costly) and not self.config.has_credentials:
@@ -136,17 +162,19 @@ class WebServer:
         challenge = f"Bearer {REALM}"
         if headers.get("X-Requested-With") is None:      # a script's fetch asks without a browser dialog
             challenge = f"Basic {REALM}, {challenge}"
-        response = error(401, "credentials required (HTTP basic or a bearer token)"
-                              if not headers.get("Authorization") else "wrong credentials")
+        wrong = bool(headers.get("Authorization"))
+        if wrong and not self.failed_auth.turn(conn.ip if conn else "", self.slots if conn else None, conn):
+            raise _Unanswered
+        response = error(401, "wrong credentials" if wrong else "credentials required (HTTP basic or a bearer token)")
         response.headers["WWW-Authenticate"] = challenge
         return response
 
-    def _metrics(self, method: str, headers: Any) -> Response:
+    def _metrics(self, method: str, headers: Any, conn: Connection | None) -> Response:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
         if method != "GET":
             return Response(405, b'{"error": "GET only"}', "application/json", {"Allow": "GET"})
-        refused = self._refused(False, self.auth.user(headers.get("Authorization")), headers)
+        refused = self._refused(False, self.auth.user(headers.get("Authorization")), headers, conn)
         return refused or Response(200, generate_latest(self.metrics), CONTENT_TYPE_LATEST)
 
 
@@ -178,6 +206,21 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "replica-assignor-watch"
     sys_version = ""
 
+    def __init__(self, request: Any, client_address: Any, server: _Server, conn: Connection) -> None:
+        self.conn = conn
+        self.requests = 0
+        super().__init__(request, client_address, server)
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile = io.BufferedReader(DeadlineReader(self.connection, self.conn))
+
+    def handle_one_request(self) -> None:
+        if self.requests:       # a kept-alive connection waits for its next request: a new deadline
+            self.server.web.slots.reading(self.conn)
+        self.requests += 1
+        super().handle_one_request()
+
     def do_GET(self) -> None:  # noqa: N802 - http.server's names
         self._serve("GET")
 
@@ -200,8 +243,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(error(413, f"a body of at most {MAX_BODY} bytes"), close=True)
             return
         body = self.rfile.read(length) if length else b""
+        if len(body) < length:
+            self.close_connection = True
+            return
+        self.server.web.slots.serving(self.conn)
+        self.connection.settimeout(WRITE_DEADLINE_S)    # (sendall's timeout is for the whole of its bytes)
         try:
-            response = self.server.web.respond(method, self.path, self.headers, body)
+            response = self.server.web.respond(method, self.path, self.headers, body, self.conn)
+        except _Unanswered:
+            self.close_connection = True
+            return
         except Exception as exc:  # noqa: BLE001 - one request failed, the listener goes on
             response = error(500, f"{type(exc).__name__}: {exc}")
         response.headers["Server-Timing"] = f"total;dur={(time.perf_counter() - started) * 1000:.1f}"

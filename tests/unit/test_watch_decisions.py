@@ -12,6 +12,7 @@ from kafka_replica_assignor.assignors.model import BrokerMetadata
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from kafka_replica_assignor.watcher.audit import AuditLog, read_audit
 from kafka_replica_assignor.watcher.decisions import (
+    MISSING_S,
     Candidate,
     Rules,
     View,
@@ -70,9 +71,29 @@ def test_new_and_grown_topics_are_judged_the_others_settled() -> None:
     rules = Rules(exclude_topics="skip-.*")
     v = view({"new": STRIPED, "grown": STRIPED, "old": STRIPED, "skip-me": STRIPED, "__consumer_offsets": STRIPED,
               "ours": STRIPED})
-    work, after = placement_work(v, {"grown": 2, "old": 4, "deleted": 3}, rules, ours=["ours"])
+    work, after, missing = placement_work(v, {"grown": 2, "old": 4, "deleted": 3}, rules, ours=["ours"],
+                                          missing={"deleted": 1000.0 - MISSING_S}, now=1000.0)
     assert [(c.topic, c.settled) for c in work] == [("grown", 2), ("new", 0)]
     assert after == {"grown": 2, "old": 4, "skip-me": 4, "__consumer_offsets": 4, "ours": 4}
+    assert missing == {}
+
+
+def test_a_topic_missing_from_a_view_is_forgotten_only_after_the_grace_period() -> None:
+    settled = {"t": 4, "u": 4}
+    work, after, missing = placement_work(view({"u": STRIPED}), settled, Rules(), now=1000.0)
+    assert work == [] and after == settled and missing == {"t": 1000.0}     # one view without it proves nothing
+    work, after, missing = placement_work(view({"t": STRIPED, "u": STRIPED}), after, Rules(), missing=missing,
+                                          now=1005.0)
+    assert work == [] and after == settled and missing == {}                # back: settled as it was, not new
+    _, after, missing = placement_work(view({"u": STRIPED}), after, Rules(), missing=missing, now=2000.0)
+    _, after, missing = placement_work(view({"u": STRIPED}), after, Rules(), missing=missing,
+                                       now=2000.0 + MISSING_S - 1)
+    assert after == settled and missing == {"t": 2000.0}
+    _, after, missing = placement_work(view({"u": STRIPED}), after, Rules(), missing=missing,
+                                       now=2000.0 + MISSING_S)
+    assert after == {"u": 4} and missing == {}                              # gone for the grace period: forgotten
+    work, _, _ = placement_work(view({"t": STRIPED, "u": STRIPED}), after, Rules(), missing=missing, now=3000.0)
+    assert [c.topic for c in work] == ["t"]                                 # and judged again as new
 
 
 def test_a_topic_off_the_assignors_placement_is_moved_whole() -> None:
@@ -240,7 +261,7 @@ def test_a_topic_our_create_topic_placed_is_left_alone_on_a_balanced_tree(partit
     for seed in range(10):
         ours = {p: tuple(r) for p, r in place(assignor, "ours", ids, rf, cluster, rng=random.Random(seed)).items()}
         v = view({**load, "ours": ours}, brokers=BALANCED)
-        (candidate,), _ = placement_work(v, {"a": 5, "b": 7}, Rules())
+        (candidate,), _, _ = placement_work(v, {"a": 5, "b": 7}, Rules())
         assert candidate.topic == "ours"
         for other in range(seed + 1, seed + 6):
             asked = place(assignor, "ours", ids, rf, cluster, rng=random.Random(other))

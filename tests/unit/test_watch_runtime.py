@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import threading
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from itertools import product
@@ -85,7 +87,7 @@ def make_watcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ca
         now = (clock or Clock()).time
         monkeypatch.setattr(watch_runtime, "time", SimpleNamespace(
             time=now, strftime=watch_runtime.time.strftime, localtime=watch_runtime.time.localtime))
-        made.append(watch_runtime.Watcher(args, rules, Ledger.load(args.state_dir)))
+        made.append(watch_runtime.Watcher(args, rules, Ledger.load(args.state_dir, dry_run=args.dry_run)))
         return made[-1]
 
     yield build
@@ -285,6 +287,81 @@ def test_at_rest_no_size_is_read(make_watcher: Any, monkeypatch: pytest.MonkeyPa
     assert audit(w)[-1]["action"] == "leave"
     w.round()
     assert cluster.reads[-1] is False and json.loads(ledger.read_text())["topics"] == {"old": 1, "new": 1}
+
+
+def test_a_dry_run_keeps_its_ledger_apart_so_a_real_run_still_places(
+        make_watcher: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dry run judges a new topic and records it in its own ledger only: a real run started
+    later on the same state directory judges and places that topic (its baseline is its own)."""
+    old: dict[str, dict[int, tuple[int, ...]]] = {"old": {0: (0, 1)}}
+    new: dict[str, dict[int, tuple[int, ...]]] = {**old, "new": {0: (0, 1), 1: (1, 3)}}
+    dry = make_watcher("--dry-run")
+    dry.cluster = FakeCluster(snapshot(old))
+    dry.round()                                                      # the dry run's baseline
+    dry.cluster.snapshot = snapshot(new)
+    monkeypatch.setattr(dry, "ask", lambda candidate: {0: (0, 2), 1: (2, 1)})
+    monkeypatch.setattr(dry, "run_plan", lambda *a: pytest.fail("a dry run acted"))
+    dry.round()
+    assert [(d["action"], d["subject"], d["dry_run"]) for d in audit(dry)] == [("place", "new", True)]
+    state = Path(dry.args.state_dir)
+    assert not (state / "watch-state.json").exists()
+    assert json.loads((state / "watch-state.dry-run.json").read_text())["topics"] == {"old": 1, "new": 2}
+    real = make_watcher()
+    real.cluster = FakeCluster(snapshot(old))
+    real.round()                                                     # its own baseline: "new" is not in it
+    real.cluster.snapshot = snapshot(new)
+    ran: list[str] = []
+    monkeypatch.setattr(real, "ask", lambda candidate: {0: (0, 2), 1: (2, 1)})
+
+    def run_plan(kind: str, subject: str, *rest: Any) -> str:
+        ran.append(subject)
+        return "done"
+
+    monkeypatch.setattr(real, "run_plan", run_plan)
+    real.round()
+    assert ran == ["new"]
+    assert json.loads((state / "watch-state.json").read_text())["topics"] == {"old": 1, "new": 2}
+    again = make_watcher("--dry-run")                                # a dry run again: from its own file
+    assert again.ledger.topics == {"old": 1, "new": 2} and again.ledger.path.endswith("watch-state.dry-run.json")
+
+
+def test_execute_pause_and_resume_reach_the_running_execution_of_a_plan(
+        make_watcher: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``execute --pause`` / ``--resume`` write the control file the executor reads at its next
+    poll (here this test plays the executor), as ``--cancel`` does; no running execution: refused."""
+    from kafka_replica_assignor.cli.main import main
+    from kafka_replica_assignor.planner.execution.executor_state import hold_lock, read_control
+
+    clock = Clock()
+    w = make_watcher(clock=clock)
+    dirs: list[str] = []
+    monkeypatch.setattr(w, "run_plan", lambda kind, subject, plan_dir, moves: dirs.append(plan_dir) or "done")
+    decision = Decision("placement", "place", "t", "test", {("t", 0): (0, 2)}, {("t", 0): (0, 1)})
+    assert w.decide(decision, view_of(snapshot({"t": {0: (0, 1)}}), clock)) == "done"
+    plan_dir = dirs[0]
+    assert main(["execute", "--plan", plan_dir, "--pause"]) == 1
+    assert "no execution of this plan is running" in capsys.readouterr().err
+    for flag, request in (("--pause", {"pause": True}), ("--resume", {"resume": True})):
+        seen: list[Any] = []
+        stop = threading.Event()
+
+        def executor(seen: list[Any] = seen, stop: threading.Event = stop) -> None:
+            while not stop.is_set() and not seen:
+                got = read_control(plan_dir)
+                if got is not None:
+                    seen.append(got)
+                time.sleep(0.05)
+
+        with hold_lock(plan_dir):
+            thread = threading.Thread(target=executor)
+            thread.start()
+            try:
+                assert main(["execute", "--plan", plan_dir, flag]) == 0
+            finally:
+                stop.set()
+                thread.join()
+        assert seen == [request]
+        assert ("is paused" if flag == "--pause" else "is resumed") in capsys.readouterr().err
 
 
 # ---- the metrics endpoint --------------------------------------------------------------------
