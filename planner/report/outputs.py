@@ -12,7 +12,9 @@
 - ``starting-replicas.json``: every partition that changes with its current replicas (the
   same format); ``replica-assignor verify-plan`` compares a cluster with it.
 - ``summary.json``: the totals (bytes moved, replica moves, leader changes, batches, estimated
-  seconds with a throttle) and ``starting_replicas_sha256`` (:func:`kafka_replica_assignor.planner.execution.batches.fingerprint`).
+  seconds with a throttle) and ``starting_replicas_sha256`` (:func:`kafka_replica_assignor.planner.execution.batches.fingerprint`);
+  with rates also ``traffic`` (:func:`traffic_summary`: each network figure's band and whether
+  the plan reaches it, the report's rows as numbers).
 - ``leader-election.json``: ``kafka-leader-election.sh --election-type preferred
   --path-to-json-file`` input: the partitions whose preferred leader changes.
 - ``moves.csv``: every move (kind, topic, partition, source, destination).
@@ -37,6 +39,7 @@ from typing import Any
 
 from kafka_replica_assignor.cluster.snapshot import PartitionEntry
 from kafka_replica_assignor.planner.execution.batches import Execution, Limits, execution, fingerprint
+from kafka_replica_assignor.planner.goals.traffic import UNIT, rated, snapshot_figures
 from kafka_replica_assignor.planner.plan import Plan
 from kafka_replica_assignor.planner.report.charts import render_charts
 from kafka_replica_assignor.planner.report.figures import plan_figures
@@ -97,10 +100,36 @@ def limits_of(request: PlanRequest) -> Limits:
     return Limits(request.batch_size, request.max_moves_per_broker, request.max_bytes_per_batch)
 
 
+#: the network figures of ``summary.json``'s ``traffic`` (:mod:`kafka_replica_assignor.planner.goals.traffic`)
+TRAFFIC_FIGURES = ("network_in", "network_out", "leader_in")
+
+
+def traffic_summary(plan: Plan, request: PlanRequest) -> dict[str, Any]:
+    """Per network figure whose goal ran (its band in the plan's bounds): the band in bytes/s
+    (``lo``, ``hi``: the report's), the figure per broker before and after over the alive brokers
+    not removed (the report's row), and ``reached`` (every such broker inside the band after the
+    plan; a broker's capacity below ``hi`` is its own limit and is not in the band)."""
+    removed = request.scope.removed
+    alive = [b.id for b in plan.before.brokers if b.alive and b.id not in removed]
+    before, after = snapshot_figures(plan.before, alive), snapshot_figures(plan.after, alive)
+    out: dict[str, Any] = {}
+    for figure in TRAFFIC_FIGURES:
+        lo, hi = plan.bound(f"{figure}_band_lo"), plan.bound(f"{figure}_band_hi")
+        if lo is None or hi is None:
+            continue
+        values = after[figure].values()
+        out[figure] = {"band_lo": lo / UNIT, "band_hi": hi / UNIT,
+                       "before": {str(b): v / UNIT for b, v in before[figure].items()},
+                       "after": {str(b): v / UNIT for b, v in after[figure].items()},
+                       "reached": not values or (lo <= min(values) and max(values) <= hi)}
+    return out
+
+
 def summary(plan: Plan, request: PlanRequest, run: Execution) -> dict[str, Any]:
-    """``summary.json``: machine-readable totals of a plan and how it runs."""
+    """``summary.json``: machine-readable totals of a plan and how it runs (with rates, the
+    network bands: :func:`traffic_summary`)."""
     eta = run.eta_seconds
-    return {
+    totals: dict[str, Any] = {
         "version": 1,
         "mode": request.mode,
         "threshold_percent": request.percent,
@@ -119,6 +148,9 @@ def summary(plan: Plan, request: PlanRequest, run: Execution) -> dict[str, Any]:
         "not_rollbackable": len(run.not_rollbackable),
         "starting_replicas_sha256": run.fingerprint,
     }
+    if rated(plan.before):
+        totals["traffic"] = traffic_summary(plan, request)
+    return totals
 
 
 def render_outputs(plan: Plan, request: PlanRequest, *, charts: bool = True) -> dict[str, bytes]:

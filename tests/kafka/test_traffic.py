@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,14 +47,22 @@ class Counts:
             for at, partition, size in self.events:
                 if begin <= at <= end:
                     totals[partition] += size
-        return {p: totals[p] / (end - begin) for p in range(PARTITIONS)}
+        return defaultdict(float, {p: total / (end - begin) for p, total in totals.items()})
 
 
 class Load:
-    """One producer thread pacing each partition at its rate, one thread per consumer group."""
+    """One producer thread pacing each partition at its rate (records/s of ``record`` bytes), one
+    thread per consumer group: ``a`` subscribes, ``b`` reads ``group_b`` only; both commit after
+    every poll, or with ``commit_every_s`` at most that often (fewer bytes into __consumer_offsets).
+    ``batch_bytes`` is the producer's ``batch_size``: below ``record``, every record is a batch of its
+    own, so the bytes per offset stay the same whatever the load (batching varies with it)."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, rates: Mapping[int, int] = RECORDS_PER_S,
+                 record: int = RECORD, group_b: Sequence[int] = GROUP_B_PARTITIONS,
+                 commit_every_s: float = 0.0, batch_bytes: int = 16384) -> None:
         self.bootstrap, self.topic = bootstrap, topic
+        self.rates, self.record, self.group_b, self.commit_every_s = dict(rates), record, tuple(group_b), commit_every_s
+        self.batch_bytes = batch_bytes
         self.stop = threading.Event()
         self.produced = Counts()
         self.consumed = {"a": Counts(), "b": Counts()}
@@ -70,17 +78,17 @@ class Load:
             self.errors.append(exc)
 
     def _produce(self) -> None:
-        producer = KafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=20, acks=1)
-        value = b"v" * RECORD
-        sent = dict.fromkeys(range(PARTITIONS), 0)
+        producer = KafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=20, acks=1, batch_size=self.batch_bytes)
+        value = b"v" * self.record
+        sent = dict.fromkeys(self.rates, 0)
         start = time.monotonic()
         try:
             while not self.stop.is_set():
                 elapsed = time.monotonic() - start
-                for p, rate in RECORDS_PER_S.items():
+                for p, rate in self.rates.items():
                     while sent[p] < rate * elapsed:
                         producer.send(self.topic, value, partition=p)
-                        self.produced.add(p, RECORD)
+                        self.produced.add(p, self.record)
                         sent[p] += 1
                 time.sleep(0.01)
         finally:
@@ -92,13 +100,16 @@ class Load:
         if group == "a":
             consumer.subscribe([self.topic])
         else:
-            consumer.assign([TopicPartition(self.topic, p) for p in GROUP_B_PARTITIONS])
+            consumer.assign([TopicPartition(self.topic, p) for p in self.group_b])
+        committed = 0.0
         try:
             while not self.stop.is_set():
                 batches = consumer.poll(timeout_ms=100)
                 if not batches:
                     continue
-                consumer.commit()                 # commit after every poll: the rate is seen as read
+                if time.monotonic() - committed >= self.commit_every_s:
+                    consumer.commit()             # by default after every poll: the rate is seen as read
+                    committed = time.monotonic()
                 for tp, records in batches.items():
                     self.consumed[group].add(tp.partition, sum(len(r.value) for r in records))
                 self.committed[group].set()
