@@ -17,6 +17,12 @@ changes, CPU seconds, and the CPU ratio to the plan without rates.
 
     python bench/network_goals.py            # the default shapes
     python bench/network_goals.py --quick    # two small ones
+    python bench/network_goals.py --small 12 # small snapshots (the exact path), CPU only
+
+``--small N``: N small snapshots (seeds 1..N: 6-14 brokers, up to 2,400 partitions x brokers, one or
+two rack levels, some new, dead and hot brokers, a third with capacities), where the exact
+program runs; per snapshot the CPU seconds of the plan without and with rates, their ratio, the
+path the plan with rates took, and the median ratio.
 """
 
 from __future__ import annotations
@@ -182,6 +188,33 @@ def row(shape: Shape) -> list[str]:
             f"{cpu:.2f}", f"{cpu / plain_cpu:.2f}x" if plain_cpu else "-"]
 
 
+def small_shape(seed: int) -> Shape:
+    """The ``--small`` snapshot of ``seed`` (module doc)."""
+    rng = random.Random(seed)
+    brokers = rng.randint(6, 14)
+    spec = SnapshotSpec(brokers=brokers, partitions=rng.randint(40, 2400 // brokers), racks=rng.choice((1, 2, 3)),
+                        levels=rng.choice((1, 2)), new=rng.randint(0, 2), dead=rng.choice((0, 1)),
+                        hot=rng.randint(0, 2), seed=seed)
+    return Shape(f"small {seed}", spec, hot_topics=rng.randint(1, 3), capacity=rng.choice((0.0, 0.0, 1.6)))
+
+
+def small_rows(count: int) -> None:
+    """The ``--small`` table (module doc)."""
+    print("| seed | brokers | partitions | capacities | CPU s w/o rates | CPU s with rates | ratio | path with rates |")
+    print("|---|---|---|---|---|---|---|---|")
+    ratios = []
+    for seed in range(1, count + 1):
+        shape = small_shape(seed)
+        snapshot = ClusterSnapshot.from_dict(with_rates(generate(shape.spec), shape))
+        _, plain_cpu = run(without_rates(snapshot))
+        plan, cpu = run(snapshot)
+        ratios.append(cpu / plain_cpu if plain_cpu else 0.0)
+        path = next((n.split(":")[0] for n in plan.notes if n.startswith(("exact path", "heuristic path"))), "-")
+        print(f"| {seed} | {len(snapshot.brokers)} | {len(snapshot.partitions)} | {'yes' if shape.capacity else 'no'} "
+              f"| {plain_cpu:.2f} | {cpu:.2f} | {ratios[-1]:.2f}x | {path} |", flush=True)
+    print(f"\nmedian ratio {sorted(ratios)[len(ratios) // 2]:.2f}x, max {max(ratios):.2f}x")
+
+
 HEADER = ["snapshot", "partitions", "net-in max/mean", "net-in in band", "net-in w/o rates",
           "net-out max/mean", "net-out in band", "net-out w/o rates", "disk max/mean",
           "moved / bound", "bound keeps net-in", "leader changes", "CPU s", "CPU vs w/o rates"]
@@ -190,7 +223,11 @@ HEADER = ["snapshot", "partitions", "net-in max/mean", "net-in in band", "net-in
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the two small shapes only")
+    parser.add_argument("--small", type=int, default=0, metavar="N", help="N small snapshots, CPU only")
     args = parser.parse_args(argv)
+    if args.small:
+        small_rows(args.small)
+        return 0
     print(f"rates in bytes/s, figures as max/mean (before -> after); bands in whole {UNIT}ths of a byte/s")
     print("| " + " | ".join(HEADER) + " |")
     print("|" + "---|" * len(HEADER))
