@@ -5,7 +5,8 @@ Each row is one named shape from a fixed seed: its snapshot is written to a work
 the whole ``replica-assignor balance --mode cluster --snapshot F --out D --no-charts`` command runs
 as one child process (with this checkout first on ``PYTHONPATH`` and ``PYTHONHASHSEED=0``, so a
 row is reproducible). Measured: the child's CPU seconds (user + sys) and peak RSS from
-``os.wait4`` (the resource usage of that child alone) and wall seconds; from the plan's
+``os.wait4`` (the resource usage of that child alone, in a small helper process that starts
+it, so that this process's own peak is not counted) and wall seconds; from the plan's
 ``summary.json`` the replica moves, bytes moved and leader changes; from its ``report.md`` the
 bytes per broker before the plan (x mean), the largest bytes-moved lower bound the report gives
 (the "4. bytes moved" objective: racks lacking, per-broker band or the LP of
@@ -294,30 +295,44 @@ def child_env() -> dict[str, str]:
     return env
 
 
+# Starts the child, waits for it and prints its status and resource usage as JSON. A child
+# started straight from this process would report this process's peak RSS when that is the
+# larger: Python starts a child by vfork and exec, and exec keeps the larger of the child's
+# high-water mark and that of the memory it replaces (this process's, which held the biggest
+# snapshot written so far: after the 1M row every row showed its 339 MiB). The helper's own
+# peak is the interpreter's ~10 MiB, below any plan's. On SIGTERM it kills the child.
+HELPER = """\
+import json, os, signal, sys, time
+t0 = time.perf_counter()
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ,
+                     file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
+signal.signal(signal.SIGTERM, lambda *_: os.kill(pid, signal.SIGKILL))
+_, status, usage = os.wait4(pid, 0)
+print(json.dumps([status, usage.ru_utime + usage.ru_stime, time.perf_counter() - t0, usage.ru_maxrss]))
+"""
+
+
 def run_child(argv: list[str], timeout: float) -> tuple[str, float, float, float, str]:
-    """(status, CPU seconds, wall seconds, peak RSS MiB, stderr) of one child; status ``ok``,
-    ``TIMEOUT`` (killed) or ``FAIL (exit N)``."""
+    """(status, CPU seconds, wall seconds, peak RSS MiB, stderr) of one child, measured by
+    :data:`HELPER`; status ``ok``, ``TIMEOUT`` (killed) or ``FAIL (exit N)``."""
     with tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        child = subprocess.Popen(argv, cwd=REPO, env=child_env(), stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=err)
+        helper = subprocess.Popen([sys.executable, "-c", HELPER, *argv], cwd=REPO, env=child_env(),
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
         timed_out = False
-        while True:
-            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() - t0 > timeout:
-                child.kill()
-                _, status, usage = os.wait4(child.pid, 0)
-                timed_out = True
-                break
-            time.sleep(0.02)
-        wall = time.perf_counter() - t0
-        child.returncode = os.waitstatus_to_exitcode(status)
+        try:
+            out, _ = helper.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            helper.terminate()          # the helper kills the child, then reports
+            out, _ = helper.communicate()
+            timed_out = True
         err.seek(0)
         stderr = err.read().decode(errors="replace")
-    code = "TIMEOUT" if timed_out else "ok" if child.returncode == 0 else f"FAIL (exit {child.returncode})"
-    return code, usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024, stderr
+    if not out.strip():
+        return f"FAIL (helper exit {helper.returncode})", 0.0, 0.0, 0.0, stderr
+    status, cpu, wall, maxrss = json.loads(out)
+    code = os.waitstatus_to_exitcode(status)
+    verdict = "TIMEOUT" if timed_out else "ok" if code == 0 else f"FAIL (exit {code})"
+    return verdict, cpu, wall, maxrss / 1024, stderr
 
 
 def balance_argv(snapshot: str, out_dir: str, threshold: float | None) -> list[str]:

@@ -19,7 +19,11 @@ Algorithm
     group furthest below the byte band that takes it within the topic caps (:func:`filler`:
     the bytes the band must bring there anyway carry the repair), else to the least loaded
     broker of an unused group (:func:`kafka_replica_assignor.planner.goals.search.receiver`). A replica leaving a doubled
-    group for a new one keeps every level's diversity. Lower bounds: one replica move (and its
+    group for a new one keeps every level's diversity. Both searches, within the topic caps,
+    leave out the racks under a node holding the topic at its cap
+    (:meth:`~kafka_replica_assignor.planner.goals.topic_spread.TopicSpreadGoal.open_racks`): none of
+    their brokers fits, and a data centre at a topic's cap would otherwise be scanned broker by
+    broker for every partition of the topic it lacks. Lower bounds: one replica move (and its
     bytes) per group a partition lacks.
 
     Exact program, per level and partition: ``u[p, g] <= sum(x[p, b] for b in g)``, ``u <= 1``;
@@ -44,11 +48,12 @@ from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
 from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, Goal, ReportView, Target, blame
 from kafka_replica_assignor.planner.goals.model import Model
 from kafka_replica_assignor.planner.goals.search import ANY, receiver
+from kafka_replica_assignor.planner.goals.topic_spread import TopicSpreadGoal
 from kafka_replica_assignor.planner.plan import MoveKind, Working
 from kafka_replica_assignor.planner.racks import RackTree
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Collection, Iterable
 
 FILLERS = 16        # brokers below the byte band looked at for one repair, emptiest first
 
@@ -188,33 +193,40 @@ class RackDiversityGoal(Goal):
                          key=lambda b: (b == reps[0], -m.load_key(b)[0], -m.sizes[b], b))
         free = [leaf for leaf, members in m.leaf_members.items() if tree.keys[members[0]][level] not in seen]
         courtesy = m.rank("topics") + 1     # the topic caps too, when a broker keeps them
+        # per source, the racks whose brokers the topic caps may let in: under a node holding
+        # the topic at its cap none fits, so the searches within the caps look at none of them
+        spread = m.goal("topics")
+        open_to = (spread.open_racks(m.topic[i], sources, free) if isinstance(spread, TopicSpreadGoal)
+                   else dict.fromkeys(sources, free))
         for x in sources:
-            best = filler(m, i, x, free, courtesy)
+            best = filler(m, i, x, free, courtesy, set(open_to[x]))
             if best is not None:
                 m.do_move(i, x, best)
                 return True
         for upto in (courtesy, self.rank):   # diversity comes before the topic caps
             for x in sources:
-                best = receiver(m, i, x, free, mode=ANY, upto=upto)
+                best = receiver(m, i, x, open_to[x] if upto == courtesy else free, mode=ANY, upto=upto)
                 if best is not None:
                     m.do_move(i, x, best)
                     return True
         return False
 
 
-def filler(m: Model, i: int, x: int, leaves: Iterable[int], upto: int) -> int | None:
+def filler(m: Model, i: int, x: int, leaves: Iterable[int], upto: int, open_leaves: Collection[int]) -> int | None:
     """The broker of ``leaves`` furthest below the byte band that may take partition ``i``'s
     replica from ``x`` (hard rules and topic caps kept) and stays within the band's top, of
     the first :data:`FILLERS`: the
     bytes the band needs moved there anyway carry the repair. None when no broker below the
-    band fits."""
-    if not m.sized:
-        return None
+    band fits. ``open_leaves``: the leaves where the topic caps may let a broker take it (the
+    others are not asked: :meth:`Model.fits` would refuse)."""
+    if not m.sized or not any(m.leaf_bytes[lf][0][0] < m.blo for lf in open_leaves if m.leaf_bytes[lf]):
+        return None     # no broker of an open rack below the band: none could be chosen
     w = m.size[i]
-    for s, y in islice(merge(*(m.leaf_bytes[leaf] for leaf in leaves)), FILLERS):
+    leaf = m.leaf
+    for s, y in islice(merge(*(m.leaf_bytes[lf] for lf in leaves)), FILLERS):
         if s >= m.blo:
             return None
-        if s + w <= m.upper(y) and m.fits(i, x, y, upto, leaf_known=True):
+        if s + w <= m.upper(y) and leaf[y] in open_leaves and m.fits(i, x, y, upto, leaf_known=True):
             return y
     return None
 

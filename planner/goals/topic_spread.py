@@ -247,6 +247,40 @@ class TopicSpreadGoal(Goal):
             d += 1
         return leaf, d, x if d == len(above) else -1
 
+    def open_racks(self, t: int, sources: Iterable[int], leaves: Iterable[int]) -> dict[int, list[int]]:
+        """Per broker of ``sources``, the racks of ``leaves`` where :meth:`caps_ok` may let a
+        replica of topic ``t`` from it in: those with no node on their path below the node
+        common with the source (the rack itself included) holding the topic at its cap or
+        above, which refuses every broker of the rack. ``O(depth)`` per rack, each node's count
+        read once, no scan of brokers (a data centre at the topic's cap shuts each of its racks)."""
+        m = self.m
+        chain, leaf_chain = m.chain, m.leaf_chain
+        base = t * m.stride
+        get = m.ncount.get
+        capped, cap = self.caps.capped, self.caps.cap
+        at_cap: dict[int, bool] = {}
+        out: dict[int, list[int]] = {}
+        for x in sources:
+            cx = chain[x]
+            kept = []
+            for leaf in leaves:
+                above = leaf_chain[leaf]
+                d = 1
+                while d < len(above) and cx[d] == above[d]:
+                    d += 1
+                for node in above[d:]:
+                    full = at_cap.get(node)
+                    if full is None:
+                        key = base + node
+                        limit = capped.get(key)
+                        full = at_cap[node] = get(key, 0) >= (cap(t, node) if limit is None else limit)
+                    if full:
+                        break
+                else:
+                    kept.append(leaf)
+            out[x] = kept
+        return out
+
     def full(self, t: int, x: int, leaf: int, takes: Callable[[int], bool] | None = None) -> bool:
         """No broker of ``leaf`` (``x`` aside; of those ``takes`` names, when given) may take a
         replica of topic ``t`` from ``x`` within the caps, whatever the partition."""

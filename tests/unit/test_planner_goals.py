@@ -15,6 +15,7 @@ from kafka_replica_assignor.planner.goals.goal import Goal, ReportView
 from kafka_replica_assignor.planner.goals.model import Model
 from kafka_replica_assignor.planner.goals.order import GOALS, REPLICA_PHASES, goals_for, targets
 from kafka_replica_assignor.planner.goals.rack_diversity import RackDiversityGoal
+from kafka_replica_assignor.planner.goals.topic_spread import TopicSpreadGoal
 from kafka_replica_assignor.planner.plan import MoveKind, Working
 from kafka_replica_assignor.planner.report.figures import plan_figures
 from kafka_replica_assignor.planner.report.plan_report import render_report
@@ -86,6 +87,36 @@ def test_model_fits_is_the_conjunction_of_the_goals_accepts(seed):
                 by_rank += model.fits(i, x, y, 0) and not model.fits(i, x, y, len(goals))
     assert checked > 500 and 0 < refused < checked
     assert by_rank      # the soft goals' accepts refuse some moves the hard rules allow
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_racks_shut_by_a_node_at_the_topic_cap_have_no_broker_within_the_caps(seed):
+    # rack diversity's searches within the topic caps leave out the racks under a node holding
+    # the topic at its cap (TopicSpreadGoal.open_racks): on a three-level tree whose data
+    # centres, zones and racks fill up as replicas of one topic pile in, no broker of a rack left
+    # out is accepted by caps_ok, whatever the source; and some racks are left out
+    rng = Random(seed)
+    racks = [f"/dc{d}/zone-{z}/rack-{d}{z}{r}" for d in (1, 2) for z in "ab" for r in (0, 1)][:rng.choice((5, 8))]
+    brokers = tuple(BrokerEntry(b, racks[b % len(racks)]) for b in range(3 * len(racks)))
+    parts = tuple(PartitionEntry(f"t{t}", p, tuple(rng.sample(range(len(brokers)), 3)), size_bytes=rng.randint(1, 60))
+                  for t in range(3) for p in range(rng.randint(4, 12)))
+    work, model, _ = model_of(ClusterSnapshot(brokers, parts), PlanRequest("replica", threshold=10, exact_nodes=0))
+    spread = model.goal("topics")
+    assert isinstance(spread, TopicSpreadGoal)
+    shut = 0
+    for _ in range(40):     # replicas of t0 crowd into dc1, so its nodes reach their caps
+        i = rng.choice(model.topic_parts[0])
+        x = rng.choice(model.reps[i])
+        into = [y for y in work.eligible if y not in model.reps[i] and racks[y % len(racks)].startswith("/dc1")]
+        if into:
+            model.do_move(i, x, rng.choice(into))
+        for t in range(3):
+            opened = spread.open_racks(t, work.eligible, list(model.leaf_members))
+            for x in work.eligible:
+                for leaf in set(model.leaf_members) - set(opened[x]):
+                    shut += 1
+                    assert not any(spread.caps_ok(t, x, y) for y in model.leaf_members[leaf] if y != x)
+    assert shut
 
 
 def test_goal_order_names_every_goal_module_once():
