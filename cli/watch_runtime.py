@@ -335,13 +335,18 @@ class Watcher:
             return True
         view = sized
         try:
-            targets, starting, made = heal_targets(view, decision.brokers)
+            targets, starting, made, left_out = heal_targets(view, decision.brokers)
         except Exception as exc:  # noqa: BLE001 - the planner refused (RequestError, PlanError): said, retried later
             self.decide(Decision("dead_brokers", "refuse", decision.subject, f"the planner: {exc}",
                                  brokers=decision.brokers), view)
             self.restart_grace(decision.brokers)
             return False
-        decision = Decision("dead_brokers", "heal", decision.subject, decision.reason, targets, starting,
+        reason = decision.reason
+        if left_out:
+            named = ", ".join(f"{t}-{p}" for t, p in left_out[:10]) + (" ..." if len(left_out) > 10 else "")
+            reason += (f"; {len(left_out)} partition(s) with no live replica left as they are until one "
+                       f"returns: {named}")
+        decision = Decision("dead_brokers", "heal", decision.subject, reason, targets, starting,
                             decision.brokers)
         status = self.decide(decision, view, made)
         if status in ("done", "dry_run"):

@@ -280,16 +280,32 @@ def judge_heal(view: View, down_since: Mapping[int, float], healed: Iterable[int
                     f"({waited})", brokers=brokers)
 
 
+def offline(view: View) -> tuple[Key, ...]:
+    """Partitions whose every replica is on a down broker: no replica to copy from, so no
+    reassignment of theirs can finish until one returns (Kafka would wait for ever)."""
+    down = view.down()
+    return tuple((p.topic, p.partition) for p in view.snapshot.partitions
+                 if all(b in down for b in p.replicas if b >= 0))
+
+
 def heal_targets(view: View, brokers: Sequence[int]) -> tuple[dict[Key, tuple[int, ...]], dict[Key, tuple[int, ...]],
-                                                               Any]:
+                                                               Any, tuple[Key, ...]]:
     """The planner's repair-mode plan removing ``brokers`` (their replicas re-placed, nothing
-    else moved): targets, starting replicas and the plan itself (for the report)."""
+    else moved): targets, starting replicas, the plan itself (for the report) and the offline
+    partitions left out of it (:func:`offline`: planned on the snapshot without them)."""
+    from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
     from kafka_replica_assignor.planner.request import PlanRequest, Scope
     from kafka_replica_assignor.planner.solving.planning import make_plan
 
     request = PlanRequest(mode="repair", scope=Scope(remove_brokers=tuple(sorted(brokers))),
                           source="replica-assignor watch")
-    plan = make_plan(view.snapshot, request)
+    left_out = offline(view)
+    snapshot = view.snapshot
+    if left_out:
+        skip = set(left_out)
+        snapshot = ClusterSnapshot(snapshot.brokers, tuple(p for p in snapshot.partitions
+                                                           if (p.topic, p.partition) not in skip))
+    plan = make_plan(snapshot, request)
     starting = {(p.topic, p.partition): tuple(p.replicas) for p in view.snapshot.partitions}
     targets = {(p.topic, p.partition): tuple(p.replicas) for p in plan.changed()}
-    return targets, {k: starting[k] for k in targets}, (plan, request)
+    return targets, {k: starting[k] for k in targets}, (plan, request), left_out

@@ -190,11 +190,21 @@ def test_no_heal_while_a_reassignment_runs_or_too_many_brokers_are_lost() -> Non
 
 def test_the_heal_moves_only_the_dead_brokers_replicas() -> None:
     v = view(SPREAD, fenced=frozenset({4}))
-    targets, starting, _ = heal_targets(v, [4])
-    assert set(targets) == {("t", p) for p, r in SPREAD["t"].items() if 4 in r}
+    targets, starting, _, left_out = heal_targets(v, [4])
+    assert set(targets) == {("t", p) for p, r in SPREAD["t"].items() if 4 in r} and left_out == ()
     for key, target in targets.items():
         assert 4 not in target and len(target) == 3
         assert [b for b in starting[key] if b != 4] == [b for b in target if b in starting[key]]
+
+
+def test_a_partition_with_no_live_replica_is_left_out_of_the_heal() -> None:
+    # its only replica on the dead broker: a reassignment of it could never finish (nothing to copy from)
+    topics = {**SPREAD, "__consumer_offsets": {0: (4,), 1: (2,)}}
+    v = view(topics, fenced=frozenset({4}))
+    targets, _, _, left_out = heal_targets(v, [4])
+    assert left_out == (("__consumer_offsets", 0),)
+    assert ("__consumer_offsets", 0) not in targets
+    assert set(targets) == {("t", p) for p, r in SPREAD["t"].items() if 4 in r}
 
 
 # ---- files and the status --------------------------------------------------------------------
