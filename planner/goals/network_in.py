@@ -24,9 +24,11 @@ Algorithm
     without pushing its partner out is a candidate per partner, and the cheapest candidate
     moves. When no single move fits (the count or byte band at its edge), a swap of a busy
     replica for a quiet one of about the same size. Every transfer lowers the sum of the
-    brokers' distances, so the pass ends. Exact program: ``lo <= sum_p in_p * x[p, b] <=
-    min(hi, capacity_b)``. Bound: a broker above the band gives, one below it takes, at least
-    the fewest bytes that carry the rate it is out by.
+    brokers' distances, so the pass ends. Rack diversity is asked first, each replica's racks
+    kept until a move changes its broker (``Model.version``), and each side of a swap once per
+    search: the same answers as :meth:`Model.fits` and :meth:`Model.swap_fits`. Exact program:
+    ``lo <= sum_p in_p * x[p, b] <= min(hi, capacity_b)``. Bound: a broker above the band
+    gives, one below it takes, at least the fewest bytes that carry the rate it is out by.
 
 Example
     Brokers 1, 2, 3 receive 150, 90 and 60 B/s (band 90-110 at 10 %): broker 1 gives broker 3
@@ -80,6 +82,8 @@ class NetworkInGoal(Goal):
         self.failed: dict[tuple[int, int], tuple[int, int, int, int]] = {}
         self.cols: tuple[Any, np.ndarray, np.ndarray] | None = None
         self.floors: tuple[np.ndarray, np.ndarray] | None = None
+        self.leaves: dict[int, tuple[Any, int, dict[int, frozenset[int]]]] = {}    # x: (model, version[x], i: racks)
+        self.held: dict[int, tuple[Any, int, np.ndarray]] = {}      # x: (model, version[x], Model.on(x))
 
     @classmethod
     def applies(cls, snapshot: Any) -> bool:
@@ -242,11 +246,19 @@ class NetworkInGoal(Goal):
             self.cols = (self.m, rin, np.array(self.m.size, dtype=float))
         return self.cols[1], self.cols[2]
 
+    def on(self, x: int) -> np.ndarray:
+        """:meth:`Model.on` as an array, kept until a move changes ``x`` (its version)."""
+        m = self.m
+        seen = self.held.get(x)
+        if seen is None or seen[0] is not m or seen[1] != m.version[x]:
+            seen = self.held[x] = (m, m.version[x], np.array(m.on(x), dtype=np.intp))
+        return seen[2]
+
     def cheapest(self, x: int, need: int) -> list[int]:
         """``x``'s movable replicas with a rate, fewest bytes per useful rate first (ties: the
         model's order, smallest first)."""
         rin, size = self.columns()
-        on = np.array(self.m.on(x), dtype=np.intp)
+        on = self.on(x)
         rate = rin[on]
         busy = rate > 0
         on, rate = on[busy], rate[busy]
@@ -255,9 +267,25 @@ class NetworkInGoal(Goal):
         return out
 
     def single(self, x: int, z: int, most: int, need: int, order: list[int]) -> tuple[float, int, None] | None:
-        m, rin = self.m, self.t.rin
+        m, rin, rank = self.m, self.t.rin, self.rank
+        if len(m.checks[rank]) == len(m.unleafed[rank]):     # rack diversity not asked
+            for i in order:
+                if rin[i] <= most and m.fits(i, x, z, rank):
+                    return m.size[i] / min(rin[i], need), i, None
+            return None
+        # rack diversity asked first, from racks remembered per replica of x until x changes
+        # (:meth:`Model.allowed_leaves` reads only the partition's brokers, x among them)
+        seen = self.leaves.get(x)
+        if seen is None or seen[0] is not m or seen[1] != m.version[x]:
+            seen = self.leaves[x] = (m, m.version[x], {})
+        racks, leaf = seen[2], m.leaf[z]
         for i in order:
-            if rin[i] <= most and m.fits(i, x, z, self.rank):
+            if rin[i] > most:
+                continue
+            allowed = racks.get(i)
+            if allowed is None:
+                allowed = racks[i] = m.allowed_leaves(i, x)
+            if leaf in allowed and m.fits(i, x, z, rank, leaf_known=True):
                 return m.size[i] / min(rin[i], need), i, None
         return None
 
@@ -267,10 +295,10 @@ class NetworkInGoal(Goal):
         if not m.budget_left(extra=1):
             return None
         rates_of, _ = self.columns()
-        give = np.array(m.on(x), dtype=np.intp)
+        give = self.on(x)
         give = give[rates_of[give] > 0]
         gives = give[np.argsort(-rates_of[give], kind="stable")[:SWAP]].tolist()
-        take = np.array(m.on(z), dtype=np.intp)
+        take = self.on(z)
         takes = take[np.argsort(rates_of[take], kind="stable")[:SWAP]].tolist()
         pairs = []
         for a in gives:
@@ -279,8 +307,29 @@ class NetworkInGoal(Goal):
                 if 0 < delta <= most:
                     pairs.append(((m.size[a] + m.size[c]) / min(delta, need), m.slot[a], m.slot[c], a, c))
         pairs.sort()
-        for cost, _, _, a, c in pairs[:4 * SWAP]:
-            if m.swap_fits(a, x, c, z, self.rank):
+        return self.first_swap(x, z, pairs[:4 * SWAP])
+
+    def first_swap(self, x: int, z: int, pairs: list[tuple[float, int, int, int, int]]) -> tuple[float, int, int] | None:
+        """The first of ``pairs`` that :meth:`Model.swap_fits`, each side of a swap asked once."""
+        m, rank, budget = self.m, self.rank, self.m.leader_budget
+        checks = m.swap_checks[rank]
+        sides: dict[tuple[int, int], bool] = {}
+        for cost, _, _, a, c in pairs:
+            if a == c:
+                continue
+            ok = sides.get((a, x))
+            if ok is None:
+                ok = sides[(a, x)] = m.unit_fits(a, x, z, rank)
+            if not ok:
+                continue
+            ok = sides.get((c, z))
+            if ok is None:
+                ok = sides[(c, z)] = m.unit_fits(c, z, x, rank)
+            if not ok:
+                continue
+            if budget is not None and (m.reps[a][0] == x) + (m.reps[c][0] == z) > budget:
+                continue
+            if all(check(a, x, c, z) for check in checks):
                 return cost, a, c
         return None
 
