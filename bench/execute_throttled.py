@@ -20,7 +20,8 @@ lines), the next run moves it on again. Columns:
         [--size 200000] [--throttle 2000000,4000000] [--per-broker 5,20,5:20] [--poll-interval-ms 500]
 
 ``--per-broker K:MAX`` runs with ``--adaptive-cap MAX`` from K (the cap each broker reaches is
-the ``peak K`` column).
+the ``peak K`` column); ``K/BYTES`` (or ``K:MAX/BYTES``) adds ``--max-bytes-in-flight-per-broker
+BYTES`` (``peak K`` then counts the moves beyond K too).
 
 Without ``--bootstrap-server`` a 5-broker cluster is started for the run (scripts/kafka_cluster.py)
 and stopped after it.
@@ -73,9 +74,12 @@ def cluster(bootstrap: str | None) -> Iterator[str]:
 
 
 def cap_arguments(per_broker: str) -> list[str]:
-    """``K`` (a fixed cap) or ``K:MAX`` (from K, adapting up to MAX: ``--adaptive-cap``)."""
-    k, _, most = per_broker.partition(":")
-    return ["--max-moves-per-broker", k, *(["--adaptive-cap", most] if most else [])]
+    """``K`` (a fixed cap), ``K:MAX`` (from K, adapting up to MAX: ``--adaptive-cap``), either
+    with ``/BYTES`` (``--max-bytes-in-flight-per-broker BYTES``)."""
+    caps, _, budget = per_broker.partition("/")
+    k, _, most = caps.partition(":")
+    return ["--max-moves-per-broker", k, *(["--adaptive-cap", most] if most else []),
+            *(["--max-bytes-in-flight-per-broker", budget] if budget else [])]
 
 
 def run_once(bootstrap: str, topic: str, partitions: int, shift: int, throttle: int, per_broker: str,

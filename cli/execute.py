@@ -1,8 +1,8 @@
 """``replica-assignor execute``: run a balance plan on its cluster, safely.
 
     replica-assignor execute --plan plan/ --bootstrap-server HOST:PORT [--throttle BYTES_PER_S]
-        [--max-moves-per-broker K] [--adaptive-cap MAX] [--max-concurrent-moves N]
-        [--order size|under-min-isr|plan]
+        [--max-moves-per-broker K] [--max-bytes-in-flight-per-broker BYTES] [--adaptive-cap MAX]
+        [--max-concurrent-moves N] [--order size|under-min-isr|plan]
         [--no-leader-election] [--dry-run] [--timeout-ms MS] [--stall-timeout-ms MS]
         [--unreachable-timeout-ms MS] [--command-config FILE]
     replica-assignor execute --plan plan/ --status
@@ -19,8 +19,9 @@ progress (named; never adopted nor cancelled). A state file that is not one, bel
 plan or names partitions outside it, and a lock or state file that is a symbolic link, a FIFO,
 a device or too large, is bad input (exit 2, nothing done). Moves go in waves: no broker is the
 source or destination of more than K moves in flight (default: the plan's
---max-moves-per-broker, else 5; with --adaptive-cap each broker's K adapts up to MAX), at most N
-at once; the next starts as soon as one finishes.
+--max-moves-per-broker, else 5; with --adaptive-cap each broker's K adapts up to MAX; with
+--max-bytes-in-flight-per-broker a broker takes moves beyond K while the bytes to copy of its
+moves in flight stay within BYTES), at most N at once; the next starts as soon as one finishes.
 With a throttle, Kafka's replication throttles are set on the moving replicas only, and removed
 at the end, on --cancel, on an error, on SIGINT or SIGTERM (which also cancel the moves in
 flight), or by --cleanup-throttles after a kill. The state file (execution-state.json) lets a
@@ -87,6 +88,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--max-moves-per-broker", type=positive, metavar="K",
                         help=f"moves in flight a broker may be source or destination of "
                              f"(default: the plan's, else {DEFAULT_PER_BROKER})")
+    parser.add_argument("--max-bytes-in-flight-per-broker", type=positive, metavar="BYTES",
+                        help="let a broker at its K take more moves while the bytes to copy of its moves in "
+                             "flight, the new one included, stay within BYTES (at most 50 moves): small "
+                             "partitions then wait for the throttle, not for Kafka's seconds per move; a "
+                             "broker whose moves hold more gets none beyond K (default: none, K is the cap; "
+                             "a few seconds at the throttle, e.g. 5 x BYTES_PER_S, suits most)")
     parser.add_argument("--adaptive-cap", type=positive, metavar="MAX",
                         help="let each broker's cap adapt between 1 and MAX, from K: raised by one while its "
                              "moves finish fast and the ISR stays whole, halved when a replica it holds falls "
@@ -154,7 +161,8 @@ def load_plan(args: argparse.Namespace) -> Any:
     return ExecutePlan(
         plan_dir=plan_dir, plan_sha256=summary["starting_replicas_sha256"], targets=tuple(targets.items()),
         starting=starting, leader_election=leaders, batches=batches, throttle=throttle,
-        per_broker=per_broker, concurrent=args.max_concurrent_moves, order=args.order,
+        per_broker=per_broker, bytes_per_broker=args.max_bytes_in_flight_per_broker,
+        concurrent=args.max_concurrent_moves, order=args.order,
         elect_leaders=not args.no_leader_election, poll_interval_s=args.poll_interval_ms / 1000,
         stall_timeout_s=args.stall_timeout_ms / 1000, patience_s=args.unreachable_timeout_ms / 1000,
         adaptive=adaptive, log_dirs=log_dirs)
@@ -431,6 +439,7 @@ def run_plan(plan: Any, state: Any, cluster: Any, emit: Progress, origin: dict[s
     state.status = "running"
     state.runs.append({"pid": os.getpid(), "started_at": time.time(), **origin, "throttle": plan.throttle,
                        "max_moves_per_broker": plan.per_broker, "max_concurrent_moves": plan.concurrent,
+                       "max_bytes_in_flight_per_broker": plan.bytes_per_broker,
                        "order": plan.order, "resumed_in_flight": len(flying)})
     state.save()
 
@@ -501,7 +510,7 @@ def dry_run(args: argparse.Namespace, plan: Any, state: Any, emit: Progress) -> 
     finally:
         cluster.close()
     schedule = Schedule(pending, per_broker=plan.per_broker, concurrent=plan.concurrent, order=plan.order,
-                        in_flight=flying)
+                        in_flight=flying, bytes_per_broker=plan.bytes_per_broker)
     wave = schedule.start()
     throttle = throttles(schedule.in_flight.values())
     print(json.dumps({

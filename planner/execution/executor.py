@@ -45,6 +45,9 @@ Constraints
     - **Adaptive cap** (``adaptive``, :mod:`kafka_replica_assignor.planner.execution.executor_concurrency`):
       each broker's cap rises while its moves finish fast and the ISR stays whole, and is
       halved when a replica it holds falls out of ISR or its moves pile up.
+    - **Byte budget** (``bytes_per_broker``): a broker at its cap takes more moves while the
+      bytes to copy of its moves in flight stay within the budget (small partitions: Kafka's
+      seconds per move, not the throttle, would bound them); see the schedule's module doc.
     - **Progress** counts bytes: those of finished moves and those already on the adding
       replicas of moves in flight; the rate and the ETA are this run's (a resumed run does not
       count what an earlier one copied as copied now).
@@ -120,6 +123,7 @@ class ExecutePlan:
     batches: Mapping[Key, int] = field(default_factory=dict)
     throttle: int | None = None
     per_broker: int | None = None
+    bytes_per_broker: int | None = None   # moves beyond the cap while a broker's bytes in flight stay within
     concurrent: int | None = None
     order: str = "plan"
     elect_leaders: bool = True
@@ -235,7 +239,8 @@ class Executor:
             self.grew_at[r.key] = self.submitted_at[r.key] = now
         per_broker = self.adjuster.start if self.adjuster is not None else self.plan.per_broker
         self.schedule = Schedule(pending, per_broker=per_broker, concurrent=self.plan.concurrent,
-                                 order=self.plan.order, in_flight=flying)
+                                 order=self.plan.order, in_flight=flying,
+                                 bytes_per_broker=self.plan.bytes_per_broker)
         self.watch_copies()                     # what the moves in flight hold already
         self.started = time.monotonic()
         self.bytes_at_start = self.bytes_done()[0]

@@ -13,6 +13,11 @@ Constraints
       flight (or its own cap, :meth:`Schedule.set_caps`, when the cap adapts); with ``concurrent = N`` at most ``N`` reassignments are in flight. Moves
       already in flight when the scheduler is made (a resumed execution) count, and may
       exceed a smaller cap: nothing new starts until they are below it.
+    - With a byte budget (``bytes_per_broker = B``) a broker at its cap may still take a move
+      while the bytes to copy of its moves in flight, this one included, stay within ``B``, and
+      it is in fewer than ``SMALL_MOVES_MAX`` moves: small partitions are then bound by the
+      throttle, not by Kafka's time per move. A broker whose moves in flight hold more than
+      ``B`` (big partitions) gets no move beyond its cap: the cap stays the bound for those.
     - Every reassignment is started at most once; :meth:`Schedule.finish` frees its room.
     - Order: when :meth:`Schedule.start` starts a reassignment, every pending one before it
       in the order is blocked by a cap at that moment (greedy in order; a blocked move never
@@ -35,7 +40,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["ORDERS", "Reassignment", "Schedule", "order_key", "peak_load"]
+__all__ = ["ORDERS", "SMALL_MOVES_MAX", "Reassignment", "Schedule", "order_key", "peak_load"]
+
+#: moves in flight per broker, at most, beyond its cap under a byte budget (empty partitions
+#: cost no bytes: the budget alone would not bound them)
+SMALL_MOVES_MAX = 50
 
 #: ``plan``: the plan's order; ``size``: smallest bytes to copy first; ``under-min-isr``:
 #: partitions whose ISR is at or under their min.insync.replicas first, then plan order
@@ -100,8 +109,9 @@ class Schedule:
 
     def __init__(self, pending: Iterable[Reassignment], *, per_broker: int | None = None,
                  concurrent: int | None = None, order: str = "plan",
-                 in_flight: Iterable[Reassignment] = ()) -> None:
-        for name, cap in (("per-broker cap", per_broker), ("concurrent cap", concurrent)):
+                 in_flight: Iterable[Reassignment] = (), bytes_per_broker: int | None = None) -> None:
+        for name, cap in (("per-broker cap", per_broker), ("concurrent cap", concurrent),
+                          ("per-broker byte budget", bytes_per_broker)):
             if cap is not None and cap < 1:
                 raise ValueError(f"{name} must be >= 1, got {cap}")
         self.per_broker = per_broker
@@ -111,6 +121,8 @@ class Schedule:
         self._pending: list[Reassignment] = sorted(pending, key=order_key(order))
         self.in_flight: dict[tuple[str, int], Reassignment] = {}
         self.load: dict[int, int] = {}       # broker -> reassignments in flight involving it
+        self.bytes_per_broker = bytes_per_broker
+        self.bytes_load: dict[int, int] = {}  # broker -> bytes to copy of those
         seen = {r.key for r in self._pending}
         if len(seen) != len(self._pending):
             raise ValueError("a partition is scheduled twice")
@@ -132,7 +144,17 @@ class Schedule:
         if self.concurrent is not None and len(self.in_flight) >= self.concurrent:
             return False
         k = self.per_broker
-        return k is None or all(self.load.get(b, 0) < self.caps.get(b, k) for b in r.involved)
+        if k is None:
+            return True
+        budget = self.bytes_per_broker
+        for b in r.involved:
+            load = self.load.get(b, 0)
+            if load < self.caps.get(b, k):
+                continue
+            if (budget is None or load >= SMALL_MOVES_MAX
+                    or self.bytes_load.get(b, 0) + r.bytes_to_copy > budget):
+                return False
+        return True
 
     def set_caps(self, caps: dict[int, int]) -> None:
         """Per-broker caps in place of ``per_broker`` for those brokers (new moves only: one in
@@ -164,8 +186,10 @@ class Schedule:
             left = self.load[b] - 1
             if left:
                 self.load[b] = left
+                self.bytes_load[b] -= r.bytes_to_copy
             else:
                 del self.load[b]
+                del self.bytes_load[b]
         return r
 
     def put_back(self, keys: Iterable[tuple[str, int]]) -> None:
@@ -183,6 +207,7 @@ class Schedule:
         self.in_flight[r.key] = r
         for b in r.involved:
             self.load[b] = self.load.get(b, 0) + 1
+            self.bytes_load[b] = self.bytes_load.get(b, 0) + r.bytes_to_copy
 
 
 def peak_load(in_flight: Sequence[Reassignment]) -> dict[int, int]:

@@ -277,6 +277,26 @@ def test_a_whole_plan_ends_in_the_planned_state_within_the_cap_and_without_throt
     assert "## Execution" in (plan / "report.md").read_text()
 
 
+def test_a_byte_budget_runs_small_moves_past_the_cap_and_ends_in_the_planned_state(
+        kafka: KafkaCluster, topics: Topics, tmp_path: Path) -> None:
+    name, start, targets = ring_topic(kafka, topics, "budget", size=200_000, partitions=10)
+    plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets,
+                      PlanRequest("replica", throttle=1_000_000))
+    run = Run(tmp_path / "out.jsonl", "--plan", str(plan), "--bootstrap-server", kafka.bootstrap,
+              "--max-moves-per-broker", "1", "--max-bytes-in-flight-per-broker", "1000000",
+              "--poll-interval-ms", "300")
+    code, err = run.wait()
+    assert code == 0, err
+    assert replicas_of(kafka.bootstrap, [name]) == targets
+    assert_no_throttles(kafka, name)
+    assert ongoing(kafka.bootstrap) == {}
+    report = json.loads((plan / "execution.json").read_text())
+    assert report["status"] == "done" and report["total"]["finished"] == 10
+    assert max(report["total"]["peak_moves_per_broker"].values()) > 1      # past K = 1, within 1 MB
+    state = json.loads((plan / "execution-state.json").read_text())
+    assert all(m["submissions"] == 1 for m in state["moves"].values())
+
+
 def test_dry_run_changes_nothing(kafka: KafkaCluster, topics: Topics, tmp_path: Path) -> None:
     name, start, targets = ring_topic(kafka, topics, "dry", size=100_000, partitions=4)
     plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets,

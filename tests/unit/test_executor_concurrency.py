@@ -9,7 +9,7 @@ import pytest
 
 from kafka_replica_assignor.planner.execution.executor import ExecutePlan, Executor
 from kafka_replica_assignor.planner.execution.executor_concurrency import Adjuster, CapBounds, Look, adjust
-from kafka_replica_assignor.planner.execution.executor_schedule import Reassignment, Schedule
+from kafka_replica_assignor.planner.execution.executor_schedule import SMALL_MOVES_MAX, Reassignment, Schedule
 from kafka_replica_assignor.planner.execution.executor_state import ExecutionState
 from tests.unit.test_executor_run import START, TARGET, FakeCluster, Read
 
@@ -89,3 +89,34 @@ def test_the_executor_raises_the_caps_of_brokers_that_keep_up_and_halves_one_tha
     assert all(v["cap"] <= 2 for v in changed[0].values())                         # none raised meanwhile
     assert changed[1]["4"]["cap"] == 2 and any(v["cap"] == 3 for v in changed[1].values())   # then raised
     assert isinstance(ex.adjuster, Adjuster) and max(ex.adjuster.caps.values()) <= 4
+
+
+def test_a_byte_budget_lets_small_moves_past_the_cap_and_never_big_ones() -> None:
+    small = [Reassignment("s", p, (1, 2), (1, 3), index=p, size_bytes=100) for p in range(6)]   # involve 2, 3
+    schedule = Schedule(small, per_broker=2, bytes_per_broker=450)
+    assert len(schedule.start()) == 4                   # 2 within K, 2 more within 450 bytes
+    assert schedule.bytes_load == {2: 400, 3: 400} and schedule.load == {2: 4, 3: 4}
+    schedule.finish(small[0].key)
+    assert [r.key for r in schedule.start()] == [small[4].key]
+    big = Reassignment("b", 0, (1, 2), (1, 3), size_bytes=1000)
+    schedule = Schedule([big, *small], per_broker=2, bytes_per_broker=450)
+    started = schedule.start()
+    assert [r.key for r in started] == [big.key, small[0].key]   # over the budget: K is the bound
+    schedule = Schedule(small, per_broker=2)             # no budget: K alone
+    assert len(schedule.start()) == 2
+    empty = [Reassignment("e", p, (1, 2), (1, 3), index=p) for p in range(SMALL_MOVES_MAX + 5)]
+    assert len(Schedule(empty, per_broker=2, bytes_per_broker=1).start()) == SMALL_MOVES_MAX
+    with pytest.raises(ValueError, match="byte budget"):
+        Schedule(small, per_broker=2, bytes_per_broker=0)
+
+
+@pytest.mark.parametrize(("budget", "peak"), [(None, 1), (1500, 1), (2000, 2)])
+def test_the_executor_runs_moves_past_its_cap_within_the_byte_budget(tmp_path: Path, budget: int | None,
+                                                                      peak: int) -> None:
+    cluster = FakeCluster(START, polls=3)                 # every replica holds 1000 bytes
+    plan = ExecutePlan(plan_dir=str(tmp_path), plan_sha256="x", targets=tuple(TARGET.items()), starting=START,
+                       per_broker=1, bytes_per_broker=budget, throttle=1000, poll_interval_s=0.0)
+    ex = Executor(plan, cluster, ExecutionState.new(str(tmp_path), "x"), lambda e, f: None)
+    assert ex.run(*ex.prepare()) == "done"
+    assert cluster.now == TARGET and cluster.configs == {}
+    assert max(cluster.peak.values()) == peak

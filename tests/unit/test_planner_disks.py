@@ -236,7 +236,8 @@ def test_reassignment_json_carries_log_dirs_and_verify_reads_the_plan(tmp_path: 
     assert set(read_plan(str(out))) == {(e["topic"], e["partition"]) for e in entries}
     args = argparse.Namespace(plan=str(out), throttle=None, max_moves_per_broker=None, max_concurrent_moves=None,
                               order=None, no_leader_election=False, poll_interval_ms=1000,
-                              stall_timeout_ms=600_000, unreachable_timeout_ms=300_000, adaptive_cap=None)
+                              stall_timeout_ms=600_000, unreachable_timeout_ms=300_000, adaptive_cap=None,
+                              max_bytes_in_flight_per_broker=None)
     loaded = execute.load_plan(args)
     assert loaded.log_dirs == {(e["topic"], e["partition"], b): d for e in entries
                                for b, d in zip(e["replicas"], e["log_dirs"], strict=True) if d != "any"}
