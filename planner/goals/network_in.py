@@ -5,7 +5,8 @@ Goals
     bytes of the partitions it holds a replica of, leader or follower: :mod:`.traffic`) within
     ``[lo, min(hi, network_in_capacity)]``, ``mean * (1 -+ threshold)`` with the byte band's rule
     (:func:`kafka_replica_assignor.planner.goals.replica_bytes.byte_band`: ``hi`` at least the
-    busiest partition), with the fewest bytes moved. Distance: rate outside the band, summed
+    busiest partition; where full rack diversity forces a broker's network-in away from the mean,
+    its own band: :func:`.traffic.diverse_bands`), with the fewest bytes moved. Distance: rate outside the band, summed
     over brokers (whole milli-bytes/s).
 
 Constraints
@@ -48,6 +49,7 @@ from kafka_replica_assignor.planner.goals.network_capacity import capacities
 from kafka_replica_assignor.planner.goals.replica_bytes import byte_band
 from kafka_replica_assignor.planner.goals.traffic import (
     Tracker,
+    diverse_bands,
     gap,
     rate_floors,
     rated,
@@ -55,6 +57,7 @@ from kafka_replica_assignor.planner.goals.traffic import (
     ratio,
     snapshot_figures,
     text,
+    within_bands,
 )
 
 PARTNERS = 4        # quietest (busiest) brokers of its rack, then of all, paired with one out of band
@@ -72,11 +75,16 @@ class NetworkInGoal(Goal):
     bound_text: ClassVar[dict[str, str]] = {
         "network_in_band_lo": "network-in band low end (bytes/s) at threshold {t}: ceil(mean * (1 - threshold))",
         "network_in_band_hi": "network-in band high end (bytes/s) at threshold {t}: max(floor(mean * (1 + "
-                              "threshold)), busiest partition)"}
+                              "threshold)), busiest partition)",
+        "network_in_band_lo:": "network-in band low end (bytes/s) at threshold {t} of broker {b}, whose share "
+                               "full rack diversity sets",
+        "network_in_band_hi:": "network-in band high end (bytes/s) at threshold {t} of broker {b}, whose share "
+                               "full rack diversity sets (at most the rate it may hold)"}
 
     def __init__(self, work: Any, request: Any) -> None:
         super().__init__(work, request)
         self.lo, self.hi = 0, 1 << 62
+        self.own: dict[int, tuple[int, int]] = {}     # brokers whose band diversity sets (traffic.diverse_bands)
         self.cap = capacities(work)[0]
         self.traffic: Tracker | None = None
         self.failed: dict[tuple[int, int], tuple[int, int, int, int]] = {}
@@ -91,16 +99,37 @@ class NetworkInGoal(Goal):
 
     def band(self) -> tuple[int, int]:
         """``(lo, hi)`` in milli-bytes/s: the rate on eligible brokers once repaired over them."""
+        return self.bands()[0]
+
+    def bands(self) -> tuple[tuple[int, int], dict[int, tuple[int, int]]]:
+        """The band of the mean (:meth:`band`), and the brokers whose own band full rack
+        diversity sets (:func:`.traffic.diverse_bands`), the band of the most brokers first."""
         rin, _ = rates(self.work)
-        total = sum(r * n for r, n in zip(rin, settled_replicas(self.work), strict=True))
-        return byte_band(total, max(1, len(self.work.eligible)), self.request.fraction, max(rin, default=0))
+        weights = settled_replicas(self.work)
+        total = sum(r * n for r, n in zip(rin, weights, strict=True))
+        largest = max(rin, default=0)
+        common = byte_band(total, max(1, len(self.work.eligible)), self.request.fraction, largest)
+        own = diverse_bands(self.work, weights, rin, self.request.fraction, largest)
+        if own is None:
+            return common, {}
+        tally: dict[tuple[int, int], int] = {}
+        for b in self.work.eligible:
+            tally[own[b]] = tally.get(own[b], 0) + 1
+        common = max(tally, key=lambda band: (tally[band], -min(b for b in own if own[b] == band)))
+        return common, {b: v for b, v in own.items() if v != common}
+
+    def lower(self, b: int) -> int:
+        band = self.own.get(b)
+        return self.lo if band is None else band[0]
 
     def upper(self, b: int) -> int:
+        band = self.own.get(b)
+        hi = self.hi if band is None else band[1]
         limit = self.cap.get(b)
-        return self.hi if limit is None else min(self.hi, limit)
+        return hi if limit is None else min(hi, limit)
 
     def gap(self, b: int, value: int) -> int:
-        return gap(value, self.lo, self.upper(b))
+        return gap(value, self.lower(b), self.upper(b))
 
     def bind(self, model: Any, rank: int) -> None:
         super().bind(model, rank)
@@ -112,11 +141,14 @@ class NetworkInGoal(Goal):
         return self.traffic.sync()
 
     def prepare(self) -> None:
-        self.lo, self.hi = self.band()
+        (self.lo, self.hi), self.own = self.bands()
 
     def record_bounds(self) -> None:
         self.work.bounds["network_in_band_lo"] = self.lo
         self.work.bounds["network_in_band_hi"] = self.hi
+        for b, (lo, hi) in sorted(self.own.items()):
+            self.work.bounds[f"network_in_band_lo:{b}"] = lo
+            self.work.bounds[f"network_in_band_hi:{b}"] = hi
 
     # -- the faces --------------------------------------------------------------------------
     def accepts(self, i: int, source: int, destination: int) -> bool:
@@ -144,31 +176,37 @@ class NetworkInGoal(Goal):
         scale = max(1, self.hi)
         for broker, coefs in program.per_broker(lambda i: t.rin[i] / scale).items():
             v = t.net_in[broker]
-            program.row((min(self.lo, v) - v) / scale, (max(self.upper(broker), v) - v) / scale, coefs)
+            program.row((min(self.lower(broker), v) - v) / scale, (max(self.upper(broker), v) - v) / scale, coefs)
 
     def exact_rows(self, program: ExactProgram) -> None:
-        lo, hi = self.band()
+        (lo, hi), own = self.bands()
         rin, _ = rates(program.work)
         scale = float(max(1, hi))
         cols_of = [i for i in program.parts if rin[i]]
         for k, b in enumerate(program.brokers):
+            low, top = own.get(b, (lo, hi))
             limit = self.cap.get(b)
-            top = hi if limit is None else min(hi, limit)
-            program.row(lo / scale, top / scale, [program.x[i][k] for i in cols_of],
+            top = top if limit is None else min(top, limit)
+            program.row(low / scale, top / scale, [program.x[i][k] for i in cols_of],
                         [rin[i] / scale for i in cols_of], self.key)
 
     def bound_rows(self, program: BoundProgram) -> None:
         if self.floors is None:     # the same for every program the bound solves
-            lo, hi = self.band()
+            (lo, hi), own = self.bands()
             rin, _ = rates(self.work)
-            tops = {b: hi if b not in self.cap else min(hi, self.cap[b]) for b in self.work.eligible}
-            self.floors = rate_floors(self.work, rin, lo, tops)
+            his = {b: own.get(b, (lo, hi))[1] for b in self.work.eligible}
+            tops = {b: hi if b not in self.cap else min(hi, self.cap[b]) for b, hi in his.items()}
+            self.floors = rate_floors(self.work, rin, {b: own.get(b, (lo, hi))[0] for b in self.work.eligible}
+                                      if own else lo, tops)
         program.require_floors(*self.floors)
 
     def explain(self) -> None:
         t = self.t
-        values = {b: v // 1000 for b, v in t.net_in.items()}
+        values = {b: (self.lo if b in self.own else v) // 1000 for b, v in t.net_in.items()}
         self.m.note_outside("bytes/s network-in", values, self.lo // 1000, -(-self.hi // 1000))
+        for b, (lo, hi) in self.own.items():     # a band full rack diversity sets: its own note
+            own = {y: (t.net_in[b] if y == b else lo) // 1000 for y in t.net_in}
+            self.m.note_outside("bytes/s network-in", own, lo // 1000, -(-hi // 1000))
 
     # -- the search -------------------------------------------------------------------------
     def optimize(self) -> int:
@@ -236,7 +274,7 @@ class NetworkInGoal(Goal):
         t = self.t
         vx, vz = t.net_in[x], t.net_in[z]
         gx, gz = self.gap(x, vx), self.gap(z, vz)
-        return min(vx - self.lo + gx - (b == x), self.upper(z) + gz - vz - (b == z))
+        return min(vx - self.lower(x) + gx - (b == x), self.upper(z) + gz - vz - (b == z))
 
     def columns(self) -> tuple[np.ndarray, np.ndarray]:
         """Per partition, its rate and its size in bytes (as floats) for the vector searches,
@@ -350,7 +388,7 @@ def band_target(view: ReportView, figure: str, label: str, note: str, section: i
     alive = [b.id for b in plan.before.brokers if b.alive and b.id not in removed]
     before = list(snapshot_figures(plan.before, alive)[figure].values())
     after = list(snapshot_figures(plan.after, alive)[figure].values())
-    reached = lo is None or hi is None or not after or lo <= min(after) and max(after) <= hi
+    reached = within_bands(plan, figure, snapshot_figures(plan.after, alive)[figure])
     band = "-" if lo is None or hi is None else \
         f"{text(lo)}-{text(hi)} bytes/s (band at threshold {view.request.threshold_text})"
     missed = "" if reached else (f"{label}: {text(min(after))}-{text(max(after))} bytes/s after the plan, {band}: "

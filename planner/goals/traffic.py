@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
 from kafka_replica_assignor.cluster.traffic import BrokerTraffic, broker_traffic, has_traffic, partition_rates
-from kafka_replica_assignor.planner.plan import MoveKind
+from kafka_replica_assignor.planner.plan import MoveKind, Plan
 
 if TYPE_CHECKING:
     from kafka_replica_assignor.planner.goals.model import Model
@@ -191,11 +192,11 @@ def knapsack(need: float, rate: np.ndarray, size: np.ndarray) -> float:
     return before_size + (need - before_rate) * float(size[k]) / float(rate[k])
 
 
-def rate_floors(work: Working, weights: Sequence[int], low: int | None,
+def rate_floors(work: Working, weights: Sequence[int], low: int | dict[int, int] | None,
                 high: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
     """Per eligible broker (position), the bytes it gives and takes at least in any plan that
     ends with its ``weights`` held (a replica anywhere counts, as network-in does) within
-    ``[low, high[b]]``: the rate above ``high`` must leave it on replicas it holds now, the rate
+    ``[low, high[b]]`` (``low[b]`` when a dict): the rate above ``high`` must leave it on replicas it holds now, the rate
     below ``low`` arrive on replicas of partitions it does not hold, and :func:`knapsack` is
     the fewest bytes that carry a rate. Partitions out of scope or wider than the eligible
     brokers never move; an excluded broker neither gives nor takes, a broker that is not added
@@ -207,7 +208,7 @@ def rate_floors(work: Working, weights: Sequence[int], low: int | None,
     shut = [b in work.excluded for b in eligible]
     for k, b in enumerate(eligible):
         above = value[k] - high.get(b, math.inf)
-        below = (low or 0) - value[k]
+        below = (low.get(b, 0) if isinstance(low, dict) else low or 0) - value[k]
         if above <= 0 and below <= 0:
             continue
         if shut[k]:
@@ -267,3 +268,97 @@ def positions(holders: Sequence[Sequence[int]], n: int) -> list[list[int]]:
         for k in on:
             held[k].append(j)
     return held
+
+
+def diverse_bands(work: Working, weights: Sequence[int], values: Sequence[int], threshold: Fraction,
+                  largest: int) -> dict[int, tuple[int, int]] | None:
+    """Per eligible broker, its band of a figure that every replica carries (``values[i]`` per
+    replica of partition ``i``, ``weights[i]`` its replicas once repaired) where full rack
+    diversity forces the figure away from the mean; ``None`` where it does not (every broker's
+    band is the mean's).
+
+    The figure is water-filled down the rack tree as the topic caps' replicas are
+    (:class:`kafka_replica_assignor.planner.goals.topic_spread.TopicCaps`): a node's share over its children in
+    proportion to their eligible brokers, each child within what full diversity forces into it
+    (the values of the partitions with at least as many replicas as there are groups at its
+    level: one in each group) and the most it lets it hold (one replica of each partition with
+    no more replicas than groups, ``r - G + 1`` of one with more; a broker one of each). A
+    child held at a bound leaves the rest to its siblings. A broker's band is its share
+    ``* (1 -+ threshold)`` with the byte band's rule
+    (:func:`kafka_replica_assignor.planner.goals.replica_bytes.byte_band`), its top no higher than the most it may
+    hold: a broker alone in its data centre holding a replica of every partition gets the
+    figure diversity forces on it, and the others the band of the mean of the rest."""
+    from kafka_replica_assignor.planner.goals.model import Layout
+    from kafka_replica_assignor.planner.goals.replica_bytes import byte_band
+
+    n = len(work.eligible)
+    depth = work.tree.depth
+    if not depth or n < 2:
+        return None
+    lay = Layout.of(work)
+    groups = (*work.tree.groups(work.eligible), n)
+    low, high = [0] * (depth + 2), [0] * (depth + 2)
+    one = 0
+    for v, r in zip(values, weights, strict=True):
+        if not v or not r or r > n:
+            continue
+        one += v
+        for lv, g in enumerate(groups, 1):
+            if r >= g and lv <= depth:
+                low[lv] += v
+            high[lv] += v * (1 if r <= g else r - g + 1)
+    share: dict[int, Fraction] = {0: Fraction(sum(v * r for v, r in zip(values, weights, strict=True)))}
+    held = False
+    todo = [0]
+    while todo:
+        up = todo.pop()
+        children = lay.children.get(up, ())
+        if children:
+            lv = lay.level[children[0]]
+            fixed, bound = water_fill_shares(share[up], {c: lay.members[c] for c in children}, low[lv], high[lv])
+            held |= bound
+            share.update(fixed)
+            todo.extend(children)
+    if not held:
+        return None
+    out = {}
+    for pos, b in enumerate(work.eligible):
+        mean = share.get(lay.first_broker + pos, Fraction(0))
+        lo, hi = byte_band(mean.numerator, mean.denominator, threshold, largest)
+        out[b] = (lo, max(lo, largest, min(hi, one)))
+    return out
+
+
+def within_bands(plan: Plan, figure: str, values: dict[int, int]) -> bool:
+    """Whether every broker's ``values`` is within its band of ``figure`` recorded in the plan's
+    bounds (``{figure}_band_lo``/``_hi``, or a broker's own ``..._lo:{b}``/``_hi:{b}`` where full
+    rack diversity set it: :func:`diverse_bands`); true without a band."""
+    lo, hi = plan.bound(f"{figure}_band_lo"), plan.bound(f"{figure}_band_hi")
+    if lo is None or hi is None:
+        return True
+    for b, v in values.items():
+        low, top = plan.bound(f"{figure}_band_lo:{b}"), plan.bound(f"{figure}_band_hi:{b}")
+        if not (lo if low is None else low) <= v <= (hi if top is None else top):
+            return False
+    return True
+
+
+def water_fill_shares(total: Fraction, members: dict[int, int], low: int, high: int) -> tuple[dict[int, Fraction], bool]:
+    """``total`` over the children ``members`` (their brokers) in proportion, each within
+    ``[low, high]``; a child held at a bound leaves the rest to the others. The shares, and
+    whether a child was held."""
+    fixed: dict[int, Fraction] = {}
+    held = False
+    while True:
+        free = [c for c in members if c not in fixed]
+        weight = sum(members[c] for c in free)
+        if not free or not weight:
+            return fixed, held
+        rest = max(Fraction(0), total - sum(fixed.values()))
+        new = {c: min(max(rest * members[c] / weight, Fraction(low)), Fraction(high)) for c in free
+               if not low <= rest * members[c] / weight <= high}
+        if not new:
+            fixed.update({c: rest * members[c] / weight for c in free})
+            return fixed, held
+        held = True
+        fixed.update(new)

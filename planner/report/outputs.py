@@ -39,7 +39,7 @@ from typing import Any
 
 from kafka_replica_assignor.cluster.snapshot import PartitionEntry
 from kafka_replica_assignor.planner.execution.batches import Execution, Limits, execution, fingerprint
-from kafka_replica_assignor.planner.goals.traffic import UNIT, rated, snapshot_figures
+from kafka_replica_assignor.planner.goals.traffic import UNIT, rated, snapshot_figures, within_bands
 from kafka_replica_assignor.planner.plan import Plan
 from kafka_replica_assignor.planner.report.charts import render_charts
 from kafka_replica_assignor.planner.report.figures import plan_figures
@@ -117,11 +117,10 @@ def traffic_summary(plan: Plan, request: PlanRequest) -> dict[str, Any]:
         lo, hi = plan.bound(f"{figure}_band_lo"), plan.bound(f"{figure}_band_hi")
         if lo is None or hi is None:
             continue
-        values = after[figure].values()
         out[figure] = {"band_lo": lo / UNIT, "band_hi": hi / UNIT,
                        "before": {str(b): v / UNIT for b, v in before[figure].items()},
                        "after": {str(b): v / UNIT for b, v in after[figure].items()},
-                       "reached": not values or (lo <= min(values) and max(values) <= hi)}
+                       "reached": within_bands(plan, figure, after[figure])}
     return out
 
 

@@ -40,6 +40,8 @@ def bound_text(key: str) -> str:
     if key in texts:
         return texts[key]
     head, _, kept = key.partition(":")
+    if f"{head}:" in texts:     # a broker's own band (network-in where rack diversity sets it)
+        return texts[f"{head}:"].replace("{b}", kept)
     if head == BOUND_KEY:
         names = {cls.key: cls.name for cls in GOALS}
         keeps = ", ".join(names.get(k, k) for k in kept.split(",") if k) or "no target"

@@ -233,19 +233,32 @@ def test_summary_json_states_each_network_band_and_whether_it_is_reached() -> No
                                                       charts=False)["summary.json"])
 
 
-def test_rf3_on_five_brokers_with_one_alone_in_its_data_centre_cannot_reach_the_network_in_band() -> None:
+def test_rf3_on_five_brokers_with_one_alone_in_its_data_centre_reaches_the_band_diversity_allows() -> None:
+    import json
+
+    from kafka_replica_assignor.planner.report.outputs import render_outputs
+
     # the kafka tests' cluster: /dc2 holds broker 2 only, so rack diversity keeps a replica of
-    # every RF 3 partition there: it receives all the produce, 5/3 of the mean (the reason
-    # tests/kafka/test_traffic_balance.py balances partitions of replication factor 1)
+    # every RF 3 partition there: it receives all the produce (65 B/s, 5/3 of the mean). Its
+    # band is its forced load; the others share the rest (130 B/s, 32.5 each) within +-10 %
     racks = ("/dc1/zone-a", "/dc1/zone-b", "/dc2/zone-a")
     brokers = tuple(BrokerEntry(b, racks[b % 3]) for b in range(5))
     parts = tuple(PartitionEntry("t", k, (0, 1, 2) if k < 5 else ((2, 3, 4) if k % 2 else (2, 4, 3)), size_bytes=10,
                                  bytes_in_per_s=10.0 if k < 5 else 1.0) for k in range(20))
-    plan = make_plan_of(ClusterSnapshot(brokers, parts), PlanRequest("cluster", threshold=10))
+    request = PlanRequest("cluster", threshold=10)
+    plan = make_plan_of(ClusterSnapshot(brokers, parts), request)
     values = figure(plan, "network_in")
     lo, hi = band_of(plan, "network_in")
-    assert values[2] == 65 * UNIT > hi and all(2 in p.replicas for p in plan.after.partitions)
-    # a band of +-70 % holds it (mean 39 B/s, top 66): the plan reaches it
-    wide = make_plan_of(ClusterSnapshot(brokers, parts), PlanRequest("cluster", threshold=70))
-    lo, hi = band_of(wide, "network_in")
-    assert all(lo <= v <= hi for v in figure(wide, "network_in").values())
+    assert (lo, hi) == (29250, 35750)
+    assert (plan.bound("network_in_band_lo:2"), plan.bound("network_in_band_hi:2")) == (58500, 65 * UNIT)
+    assert values[2] == 65 * UNIT and all(2 in p.replicas for p in plan.after.partitions)
+    # at 10 % the count band holds each /dc1 broker at 10 replicas (28 or 37 B/s); at 20 % the
+    # plan reaches the band: broker 2 at its forced load, the others within 26-39 B/s
+    request = PlanRequest("cluster", threshold=20)
+    plan = make_plan_of(ClusterSnapshot(brokers, parts), request)
+    lo, hi = band_of(plan, "network_in")
+    values = figure(plan, "network_in")
+    assert (lo, hi) == (26 * UNIT, 39 * UNIT) and plan.bound("network_in_band_hi:2") == 65 * UNIT
+    assert values[2] == 65 * UNIT and all(lo <= v <= hi for b, v in values.items() if b != 2)
+    assert json.loads(render_outputs(plan, request, charts=False)["summary.json"])["traffic"]["network_in"]["reached"]
+    assert not any("network-in" in n for n in plan.notes)
