@@ -550,7 +550,7 @@ def test_cancel_after_a_kill_restores_the_exact_starting_order_from_the_state_fi
     fill(kafka.bootstrap, name, range(6), SIZE)
     targets = {(name, p): ((p + 1) % 5, (p + 2) % 5) for p in range(6)}
     plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets,
-                      PlanRequest("replica", throttle=300_000))
+                      PlanRequest("replica", throttle=100_000))
     run = Run(tmp_path / "out.jsonl", "--plan", str(plan), "--bootstrap-server", kafka.bootstrap,
               "--max-moves-per-broker", "1", "--poll-interval-ms", "300")
     wait_for("moves in flight", lambda: bool(run.events("moves_submitted")) or not run.running())
