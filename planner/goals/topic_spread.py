@@ -69,31 +69,37 @@ TOPIC_CAP = "E(t, node) + 1, E the topic's even share down the rack tree"
 
 class TopicCaps:
     """``cap(t, node)`` of the module doc over a :class:`~kafka_replica_assignor.planner.goals.model.Layout`, memoised
-    (a cap depends on the node's ancestors only)."""
+    (a cap depends on the node's ancestors only). The shares are kept per topic and parent node,
+    one number when its children share alike (the brokers of a rack do), else one per child in
+    ``children`` order: a number per topic and broker would be most of the planner's memory on
+    the largest clusters."""
 
-    __slots__ = ("capped", "depth", "layout", "memo", "stride")
+    __slots__ = ("capped", "depth", "layout", "memo", "position", "stride")
 
     def __init__(self, layout: Layout, depth: int) -> None:
         self.layout = layout
         self.depth = depth
         self.stride = layout.nodes
-        self.memo: dict[int, int] = {}
+        self.memo: dict[int, int | tuple[int, ...]] = {}     # t * stride + parent -> its children's shares
+        self.position = [0] * layout.nodes      # a node's place among its parent's children
+        for children in layout.children.values():
+            for k, child in enumerate(children):
+                self.position[child] = k
         self.capped: dict[int, int] = {}     # t * stride + node -> cap, the hot path's own memo
 
     def share(self, t: int, node: int) -> int:
         """``E(t, node)`` (module doc): the parent's share water-filled over its children."""
-        key = t * self.stride + node
-        hit = self.memo.get(key)
-        if hit is not None:
-            return hit
         lay = self.layout
         if node == 0:
-            self.memo[key] = lay.total[t]
             return lay.total[t]
         up = lay.parent[node]
-        for child, value in self.fill(t, up).items():
-            self.memo[t * self.stride + child] = value
-        return self.memo[key]
+        key = t * self.stride + up
+        hit = self.memo.get(key)
+        if hit is None:
+            filled = self.fill(t, up)
+            shares = tuple(filled[child] for child in lay.children[up])
+            hit = self.memo[key] = shares[0] if shares.count(shares[0]) == len(shares) else shares
+        return hit if isinstance(hit, int) else hit[self.position[node]]
 
     def fill(self, t: int, up: int) -> dict[int, int]:
         """The shares of ``up``'s children: ``E(t, up)`` over them in proportion to their brokers,
