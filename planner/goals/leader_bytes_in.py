@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from kafka_replica_assignor.planner.goals.leader_traffic import LeaderFigure
-from kafka_replica_assignor.planner.goals.traffic import rates
+from kafka_replica_assignor.planner.goals.traffic import band_texts, rates
 
 
 class LeaderBytesInGoal(LeaderFigure):
@@ -37,10 +37,7 @@ class LeaderBytesInGoal(LeaderFigure):
     key = "leader_in"
     figure = "leader_in"
     label = "leader bytes-in per alive broker"
-    bound_text: ClassVar[dict[str, str]] = {
-        "leader_in_band_lo": "leader bytes-in band low end (bytes/s) at threshold {t}: ceil(mean * (1 - threshold))",
-        "leader_in_band_hi": "leader bytes-in band high end (bytes/s) at threshold {t}: max(floor(mean * (1 + "
-                             "threshold)), busiest partition)"}
+    bound_text: ClassVar[dict[str, str]] = band_texts("leader_in", "leader bytes-in")
 
     def weights(self) -> list[int]:
         return rates(self.work)[0]

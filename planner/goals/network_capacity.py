@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, Goal, ReportView, Target, blame
+from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, ReportView, Target, blame
 from kafka_replica_assignor.planner.goals.traffic import (
-    Tracker,
+    TrafficGoal,
     per_broker,
     rate_floors,
     rated,
@@ -53,12 +53,11 @@ from kafka_replica_assignor.planner.request import PlanError, RequestError
 
 if TYPE_CHECKING:
     from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-    from kafka_replica_assignor.planner.goals.model import Model
     from kafka_replica_assignor.planner.plan import Working
     from kafka_replica_assignor.planner.request import PlanRequest
 
 
-class NetworkCapacityGoal(Goal):
+class NetworkCapacityGoal(TrafficGoal):
     """Keep and bring every broker under its network capacities (module doc)."""
 
     name = "network capacity"
@@ -71,21 +70,11 @@ class NetworkCapacityGoal(Goal):
         super().__init__(work, request)
         self.cap_in, self.cap_out = capacities(work)
         self.limited = bool(self.cap_in or self.cap_out)
-        self.traffic: Tracker | None = None
         self.floors: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def applies(cls, snapshot: ClusterSnapshot) -> bool:
         return rated(snapshot)
-
-    def bind(self, model: Model, rank: int) -> None:
-        super().bind(model, rank)
-        self.traffic = Tracker.of(model)
-
-    @property
-    def t(self) -> Tracker:
-        assert self.traffic is not None, "bind() first"
-        return self.traffic.sync()
 
     def accepts(self, i: int, source: int, destination: int) -> bool:
         if not self.limited:        # asked on every move of every goal: no capacity, no work

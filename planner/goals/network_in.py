@@ -43,12 +43,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, Goal, ReportView, Target, blame
+from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, ReportView, Target, blame
 from kafka_replica_assignor.planner.goals.lost_replicas import settled_replicas
 from kafka_replica_assignor.planner.goals.network_capacity import capacities
 from kafka_replica_assignor.planner.goals.replica_bytes import byte_band
 from kafka_replica_assignor.planner.goals.traffic import (
-    Tracker,
+    TrafficGoal,
+    band_texts,
     diverse_bands,
     gap,
     rate_floors,
@@ -65,7 +66,7 @@ SCAN = 48           # replicas of the giver tried per partner, cheapest first
 SWAP = 8            # replicas of each side tried for a swap
 
 
-class NetworkInGoal(Goal):
+class NetworkInGoal(TrafficGoal):
     """Bring every broker's network-in into its band (module doc)."""
 
     name = "network-in"
@@ -73,9 +74,7 @@ class NetworkInGoal(Goal):
     target = True
     phase = "rounds"
     bound_text: ClassVar[dict[str, str]] = {
-        "network_in_band_lo": "network-in band low end (bytes/s) at threshold {t}: ceil(mean * (1 - threshold))",
-        "network_in_band_hi": "network-in band high end (bytes/s) at threshold {t}: max(floor(mean * (1 + "
-                              "threshold)), busiest partition)",
+        **band_texts("network_in", "network-in"),
         "network_in_band_lo:": "network-in band low end (bytes/s) at threshold {t} of broker {b}, whose share "
                                "full rack diversity sets",
         "network_in_band_hi:": "network-in band high end (bytes/s) at threshold {t} of broker {b}, whose share "
@@ -86,7 +85,6 @@ class NetworkInGoal(Goal):
         self.lo, self.hi = 0, 1 << 62
         self.own: dict[int, tuple[int, int]] = {}     # brokers whose band diversity sets (traffic.diverse_bands)
         self.cap = capacities(work)[0]
-        self.traffic: Tracker | None = None
         self.failed: dict[tuple[int, int], tuple[int, int, int, int]] = {}
         self.cols: tuple[Any, np.ndarray, np.ndarray] | None = None
         self.floors: tuple[np.ndarray, np.ndarray] | None = None
@@ -130,15 +128,6 @@ class NetworkInGoal(Goal):
 
     def gap(self, b: int, value: int) -> int:
         return gap(value, self.lower(b), self.upper(b))
-
-    def bind(self, model: Any, rank: int) -> None:
-        super().bind(model, rank)
-        self.traffic = Tracker.of(model)
-
-    @property
-    def t(self) -> Tracker:
-        assert self.traffic is not None, "bind() first"
-        return self.traffic.sync()
 
     def prepare(self) -> None:
         (self.lo, self.hi), self.own = self.bands()

@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from kafka_replica_assignor.planner.goals.leader_traffic import LeaderFigure, LeadershipPass, LeaderState
-from kafka_replica_assignor.planner.goals.traffic import rates
+from kafka_replica_assignor.planner.goals.traffic import band_texts, rates
 
 NO_LIMIT = 1 << 62
 """The top of a broker without a ``network_out_capacity``, in milli-bytes/s: never reached."""
@@ -52,10 +52,7 @@ class NetworkOutGoal(LeaderFigure):
     key = "network_out"
     figure = "network_out"
     label = "network-out per alive broker"
-    bound_text: ClassVar[dict[str, str]] = {
-        "network_out_band_lo": "network-out band low end (bytes/s) at threshold {t}: ceil(mean * (1 - threshold))",
-        "network_out_band_hi": "network-out band high end (bytes/s) at threshold {t}: max(floor(mean * (1 + "
-                               "threshold)), busiest partition)"}
+    bound_text: ClassVar[dict[str, str]] = band_texts("network_out", "network-out")
 
     def weights(self) -> list[int]:
         return rates(self.work)[1]

@@ -34,12 +34,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, PartitionEntry
 from kafka_replica_assignor.cluster.traffic import BrokerTraffic, broker_traffic, has_traffic, partition_rates
+from kafka_replica_assignor.planner.goals.goal import Goal
 from kafka_replica_assignor.planner.plan import MoveKind, Plan
 
 if TYPE_CHECKING:
@@ -362,3 +363,26 @@ def water_fill_shares(total: Fraction, members: dict[int, int], low: int, high: 
             return fixed, held
         held = True
         fixed.update(new)
+
+
+class TrafficGoal(Goal):
+    """A goal that reads each broker's network figures from a :class:`Tracker` kept in step
+    with the model it is bound to (``self.t``, synced on each read)."""
+
+    traffic: Tracker | None = None
+
+    def bind(self, model: Any, rank: int) -> None:
+        super().bind(model, rank)
+        self.traffic = Tracker.of(model)
+
+    @property
+    def t(self) -> Tracker:
+        assert self.traffic is not None, "bind() first"
+        return self.traffic.sync()
+
+
+def band_texts(key: str, label: str) -> dict[str, str]:
+    """The report's texts of a traffic band's two ends (``bound_text`` of the goal owning it)."""
+    return {f"{key}_band_lo": f"{label} band low end (bytes/s) at threshold {{t}}: ceil(mean * (1 - threshold))",
+            f"{key}_band_hi": f"{label} band high end (bytes/s) at threshold {{t}}: max(floor(mean * (1 + "
+                              "threshold)), busiest partition)"}
