@@ -89,3 +89,15 @@ def cli(*args: str, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
 
 def by_partition(reassignment: Mapping[str, Any]) -> dict[int, list[int]]:
     return {p["partition"]: p["replicas"] for p in reassignment["partitions"]}
+
+
+def stop_watcher(process: subprocess.Popen[str]) -> str:
+    """Stop a `replica-assignor watch` process as an operator does (SIGTERM): it exits 0."""
+    process.terminate()
+    try:
+        _, err = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, err = process.communicate()
+    assert process.returncode == 0, err
+    return err

@@ -31,6 +31,7 @@ from tests.kafka.following import (
     others,
     refused_sockets,
     source,
+    stop_watcher,
     topic_state,
     unregister,
     wait_for,
@@ -46,17 +47,6 @@ def start_watcher(kafka: KafkaCluster, assignor: str, state: Path, *extra: str) 
          "--assignor", assignor, "--state-dir", str(state), "--refresh-interval-ms", "500",
          "--grace-period-s", str(GRACE_S), "--timeout-ms", "10000", *extra],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def stop_watcher(process: subprocess.Popen[str]) -> str:
-    process.terminate()
-    try:
-        _, err = process.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        _, err = process.communicate()
-    assert process.returncode == 0, err
-    return err
 
 
 def audit(state: Path) -> list[dict[str, Any]]:

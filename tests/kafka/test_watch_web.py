@@ -20,7 +20,7 @@ import pytest
 
 from scripts.kafka_cluster import KafkaCluster
 from tests.kafka.conftest import RACKS, Topics
-from tests.kafka.following import ROOT, follower, wait_for
+from tests.kafka.following import ROOT, follower, stop_watcher, wait_for
 
 pytestmark = [pytest.mark.browser]
 TOKEN = "browser-test-token-0123456789"
@@ -70,13 +70,7 @@ def watcher(kafka: KafkaCluster, tmp_path: Path) -> Iterator[tuple[int, Path]]:
             started = wait_for(lambda: _started(out), timeout=60, what="the watcher's start")
             yield started["http_port"], state
         finally:
-            process.terminate()
-            try:
-                _, err = process.communicate(timeout=120)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                _, err = process.communicate()
-            assert process.returncode == 0, err
+            stop_watcher(process)
 
 
 def _started(out: Path) -> dict[str, Any] | None:
