@@ -337,7 +337,7 @@ def test_kill_9_mid_plan_then_a_second_run_finishes_without_submitting_a_move_tw
         kafka: KafkaCluster, topics: Topics, tmp_path: Path) -> None:
     name, start, targets = ring_topic(kafka, topics, "kill")
     plan = write_plan(tmp_path / "plan", snapshot_of(kafka.bootstrap, [name]), targets,
-                      PlanRequest("replica", throttle=700_000))
+                      PlanRequest("replica", throttle=250_000))
     args = ("--plan", str(plan), "--bootstrap-server", kafka.bootstrap, "--max-moves-per-broker", "1",
             "--poll-interval-ms", "300")
     first = Run(tmp_path / "first.jsonl", *args)
@@ -345,7 +345,7 @@ def test_kill_9_mid_plan_then_a_second_run_finishes_without_submitting_a_move_tw
              lambda: bool(first.events("moves_finished")) and len(first.events("moves_submitted")) >= 2
              or not first.running())
     assert first.running(), first.wait()[1]
-    changed = execute("--plan", str(plan), "--throttle", "900000", timeout=60)   # the operator's, in flight
+    changed = execute("--plan", str(plan), "--throttle", "300000", timeout=60)   # the operator's, in flight
     assert changed.returncode == 0, changed.stderr
     os.kill(first.proc.pid, signal.SIGKILL)
     code, _ = first.wait()
@@ -363,7 +363,7 @@ def test_kill_9_mid_plan_then_a_second_run_finishes_without_submitting_a_move_tw
     second = Run(tmp_path / "second.jsonl", *args)
     code, err = second.wait()
     assert code == 0, err
-    assert second.events("execution_started")[0]["throttle"] == 900_000     # not the plan's 700 000
+    assert second.events("execution_started")[0]["throttle"] == 300_000     # not the plan's 250 000
     sent_first = {p for e in first.events("moves_submitted") for p in e["partitions"]}
     sent_second = {p for e in second.events("moves_submitted") for p in e["partitions"]}
     assert not sent_first & sent_second, "a move was submitted twice"
