@@ -492,7 +492,7 @@ class LaggingCluster(FakeCluster):
 
 def test_a_resumed_move_that_ended_while_metadata_still_shows_its_merged_list_is_watched_not_drift(
         tmp_path: Path) -> None:
-    """Found by tests/kafka/test_execute_chaos.py: kill -9 while a move ends, resumed while the
+    """Found by the chaos run (bench/execute_chaos.py): kill -9 while a move ends, resumed while the
     answering broker's Metadata lags the controller (or the move ends between the two reads)."""
     key = ("t", 2)
     merged = ongoing_entry(START[key], TARGET[key]).replicas
