@@ -41,7 +41,7 @@ import numpy as np
 
 from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, ReportView, Target, blame
 from kafka_replica_assignor.planner.goals.traffic import (
-    TrafficGoal,
+    TracksTraffic,
     per_broker,
     rate_floors,
     rated,
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from kafka_replica_assignor.planner.request import PlanRequest
 
 
-class NetworkCapacityGoal(TrafficGoal):
+class NetworkCapacityGoal(TracksTraffic):
     """Keep and bring every broker under its network capacities (module doc)."""
 
     name = "network capacity"

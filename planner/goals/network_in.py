@@ -48,7 +48,7 @@ from kafka_replica_assignor.planner.goals.lost_replicas import settled_replicas
 from kafka_replica_assignor.planner.goals.network_capacity import capacities
 from kafka_replica_assignor.planner.goals.replica_bytes import byte_band
 from kafka_replica_assignor.planner.goals.traffic import (
-    TrafficGoal,
+    TracksTraffic,
     band_texts,
     diverse_bands,
     gap,
@@ -66,7 +66,7 @@ SCAN = 48           # replicas of the giver tried per partner, cheapest first
 SWAP = 8            # replicas of each side tried for a swap
 
 
-class NetworkInGoal(TrafficGoal):
+class NetworkInGoal(TracksTraffic):
     """Bring every broker's network-in into its band (module doc)."""
 
     name = "network-in"

@@ -365,7 +365,7 @@ def water_fill_shares(total: Fraction, members: dict[int, int], low: int, high: 
         fixed.update(new)
 
 
-class TrafficGoal(Goal):
+class TracksTraffic(Goal):
     """A goal that reads each broker's network figures from a :class:`Tracker` kept in step
     with the model it is bound to (``self.t``, synced on each read)."""
 
