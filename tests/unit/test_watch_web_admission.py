@@ -20,18 +20,22 @@ from kafka_replica_assignor.web.admission import FailedAuthRate
 from .test_watch_web import TOKEN, Setup
 
 
-@pytest.fixture
-def quick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
+def serving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **limits: float) -> Iterator[Setup]:
+    """A listener with 8 slots and the web server's other ``limits`` set, serving a seen cluster."""
     monkeypatch.setattr(web_server, "MAX_CONNECTIONS", 8)
-    monkeypatch.setattr(web_server, "READ_DEADLINE_S", 1.5)
-    monkeypatch.setattr(web_server, "FAILED_AUTH_RATE", 4.0)
-    monkeypatch.setattr(web_server, "FAILED_AUTH_WAIT_S", 3.0)
+    for name, value in limits.items():
+        monkeypatch.setattr(web_server, name, value)
     setup = Setup(tmp_path)
     setup.see()
     try:
         yield setup
     finally:
         setup.close()
+
+
+@pytest.fixture
+def quick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
+    yield from serving(tmp_path, monkeypatch, READ_DEADLINE_S=1.5, FAILED_AUTH_RATE=4.0, FAILED_AUTH_WAIT_S=3.0)
 
 
 def get(port: int, path: str, auth: str | None = None, source: str = "127.0.0.1") -> int:
@@ -47,14 +51,7 @@ def get(port: int, path: str, auth: str | None = None, source: str = "127.0.0.1"
 def patient(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
     """8 slots and a read deadline far longer than the test: a slot is freed for a bystander
     only by taking it from a slow client, never by that client's deadline."""
-    monkeypatch.setattr(web_server, "MAX_CONNECTIONS", 8)
-    monkeypatch.setattr(web_server, "READ_DEADLINE_S", 60.0)
-    setup = Setup(tmp_path)
-    setup.see()
-    try:
-        yield setup
-    finally:
-        setup.close()
+    yield from serving(tmp_path, monkeypatch, READ_DEADLINE_S=60.0)
 
 
 def test_many_slow_clients_leave_a_bystander_served(patient: Setup) -> None:
