@@ -10,6 +10,16 @@ layout is written here but the topics array's count, a name's length, and that t
 with its two-byte error code, and :func:`unknown_topics_encoder` checks even that against the
 codec when it builds an encoder. ``tests/conformance/test_fast_encode.py`` proves the answers byte-identical to the codec's
 for every version over generated names.
+
+The request side is the same idea: :func:`topic_names_reader` reads, from the codec's request
+naming ``PROBE``, what an entry of the topics array holds around its name (a fixed number of bytes
+before it: the topic id from v10; after it: an empty tagged-field count when flexible), and
+:meth:`TopicNamesReader.names` takes the names' bytes out of a body without building an object per
+topic, answering None for anything it does not read exactly so (a null or empty name, a tagged
+field in an entry, a length past the end, a name that is not UTF-8): the caller then uses the
+codec, which says what is wrong, as before. ``tests/conformance/test_fast_metadata.py`` proves on
+generated and mutated bodies that whenever it answers, the names are the codec's (empty ones aside,
+which the server leaves out) and the codec accepts the body.
 """
 
 from __future__ import annotations
@@ -37,16 +47,18 @@ class UnknownTopicsEncoder:
         self._before, self._after = before, after  # an entry's bytes before and after its name
 
     def body(self, names: Sequence[str]) -> bytes:
+        return self.body_of_raw([name.encode("utf-8") for name in names])
+
+    def body_of_raw(self, names: Sequence[bytes | memoryview]) -> bytes:
+        """:meth:`body` of names already encoded (UTF-8)."""
         before, after = self._before, self._after
-        parts = [self._head, _count(len(names), self.flexible)]
+        parts: list[bytes | memoryview] = [self._head, _count(len(names), self.flexible)]
         if self.flexible:
-            for name in names:
-                raw = name.encode("utf-8")
+            for raw in names:
                 parts += (before, uvarint_bytes(len(raw) + 1), raw, after)
         else:
             pack = _INT16.pack
-            for name in names:
-                raw = name.encode("utf-8")
+            for raw in names:
                 parts += (before, pack(len(raw)), raw, after)
         parts.append(self._tail)
         return b"".join(parts)
@@ -83,3 +95,89 @@ def unknown_topics_encoder(encode: Callable[[Sequence[str]], bytes], flexible: b
     if encoder.body(_CHECK) != encode(_CHECK):
         raise ValueError("the codec's answer naming several topics is not the entries in turn")
     return encoder
+
+
+class TopicNamesReader:
+    """One request version's topics array, read for its names (module doc)."""
+
+    __slots__ = ("flexible", "_skip", "_after", "empty")
+
+    def __init__(self, flexible: bool, skip: int, after: bytes) -> None:
+        self.flexible = flexible
+        self._skip, self._after = skip, after    # an entry's bytes before its name (any), after it (these)
+        self.empty = _count(0, flexible)          # the topics array naming none
+
+    def names(self, body: bytes | bytearray | memoryview) -> tuple[list[bytes], int] | None:
+        """The UTF-8 names of the topics array at the start of ``body``, and where the array ends;
+        None when an entry is not read exactly as the codec's (module doc)."""
+        data = bytes(body)      # one copy: the names are then slices, not views
+        end = len(data)
+        if self.flexible:
+            count, pos = _uvarint(data, 0, end)
+            count -= 1
+        elif end >= 4:
+            (count,), pos = _INT32.unpack_from(data, 0), 4
+        else:
+            return None
+        if count < 0 or count > end:
+            return None
+        skip, after, width = self._skip, self._after, len(self._after)
+        flexible, unpack = self.flexible, _INT16.unpack_from
+        out: list[bytes] = []
+        for _ in range(count):
+            pos += skip
+            if flexible:
+                size, pos = _uvarint(data, pos, end)
+                size -= 1
+            elif pos + 2 <= end:
+                (size,), pos = unpack(data, pos), pos + 2
+            else:
+                return None
+            stop = pos + size
+            if size <= 0 or stop + width > end or data[stop:stop + width] != after:
+                return None
+            raw = data[pos:stop]
+            if not raw.isascii():
+                try:
+                    str(raw, "utf-8")
+                except UnicodeDecodeError:
+                    return None
+            out.append(raw)
+            pos = stop + width
+        return out, pos
+
+
+def _uvarint(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """An unsigned varint of at most 5 bytes at ``pos``; ``(-1, end)`` when it is not one."""
+    value = shift = 0
+    while pos < end and shift <= 28:
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+    return -1, end
+
+
+def topic_names_reader(encode: Callable[[Sequence[str]], bytes], flexible: bool) -> TopicNamesReader:
+    """From the codec (``encode(names)``: the request body naming ``names``, nothing else set): an
+    entry's bytes around its name, read from its requests naming no topic and ``PROBE``, then checked
+    on the names of :data:`_CHECK`. Raises ValueError when the codec's requests do not have that shape
+    (a topics array first, each entry a fixed-size part, the name, then fixed bytes)."""
+    none, one = encode([]), encode([PROBE])
+    zero, single = _count(0, flexible), _count(1, flexible)
+    if not none.startswith(zero) or not one.startswith(single):
+        raise ValueError("the topics array is not the request's first field")
+    tail = none[len(zero):]
+    name = _name(PROBE, flexible)
+    if not one.endswith(tail) or one.count(name) != 1:
+        raise ValueError("the one-topic request is not the empty one with an entry")
+    entry = one[len(single):len(one) - len(tail)]
+    skip = entry.index(name)
+    reader = TopicNamesReader(flexible, skip, entry[skip + len(name):])
+    checked = encode(_CHECK)
+    found = reader.names(checked)
+    if found is None or [str(raw, "utf-8") for raw in found[0]] != list(_CHECK) or checked[found[1]:] != tail:
+        raise ValueError("the codec's request naming several topics is not the entries in turn")
+    return reader

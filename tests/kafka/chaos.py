@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -60,11 +61,18 @@ MIN_ISR = 2
 BROKERS = 5
 
 
-def _quiet(name: str) -> logging.Logger:
-    """librdkafka's logs (brokers refusing connections: expected here) to a logger of their own."""
-    logger = logging.getLogger(f"chaos.{name}")
+def _quiet(name: str, to: Path | None = None) -> logging.Logger:
+    """librdkafka's logs (brokers refusing connections: expected here) to a logger of their own,
+    dropped, or written to ``to``."""
+    logger = logging.getLogger(f"chaos.{name}.{uuid.uuid4().hex[:6]}")
     logger.propagate = False
-    logger.addHandler(logging.NullHandler())
+    logger.setLevel(logging.DEBUG)
+    if to is None:
+        logger.addHandler(logging.NullHandler())
+    else:
+        handler = logging.FileHandler(to)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        logger.addHandler(handler)
     return logger
 
 
@@ -72,16 +80,17 @@ class Producer(threading.Thread):
     """Numbered records (key and value: the number as text), idempotent, ``acks=all``, at about
     ``rate`` a second; ``acked`` the numbers Kafka acknowledged, ``failed`` those it did not."""
 
-    def __init__(self, bootstrap: str, topic: str, rate: float) -> None:
+    def __init__(self, bootstrap: str, topic: str, rate: float, log: Path | None = None) -> None:
         from confluent_kafka import Producer as KafkaProducer
 
         super().__init__(name="chaos-producer", daemon=True)
         self.topic, self.rate = topic, rate
         self.fatal: list[str] = []
+        # with ``log``: librdkafka's idempotence events (producer id, epoch bumps, retries) there
         self.producer = KafkaProducer({
             "bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", "linger.ms": 5,
-            "message.timeout.ms": 300_000, "retry.backoff.ms": 100, "logger": _quiet("producer"),
-            "error_cb": self._error})
+            "message.timeout.ms": 300_000, "retry.backoff.ms": 100, "logger": _quiet("producer", log),
+            "error_cb": self._error, **({"debug": "eos"} if log is not None else {})})
         self.stop = threading.Event()
         self.sent = 0
         self.acked: list[int] = []
@@ -236,8 +245,9 @@ class Traffic:
     watch: IsrWatch
 
     @classmethod
-    def start(cls, bootstrap: str, topic: str, partitions: int, rate: float) -> Traffic:
-        traffic = cls(Producer(bootstrap, topic, rate), Consumer(bootstrap, topic, partitions),
+    def start(cls, bootstrap: str, topic: str, partitions: int, rate: float,
+              producer_log: Path | None = None) -> Traffic:
+        traffic = cls(Producer(bootstrap, topic, rate, producer_log), Consumer(bootstrap, topic, partitions),
                       IsrWatch(bootstrap, topic))
         for thread in (traffic.watch, traffic.consumer, traffic.producer):
             thread.start()
@@ -389,7 +399,7 @@ def chaos_run(cluster: KafkaCluster, workdir: Path, topic: str, *, mode: str = "
     args = ("--plan", str(plan), "--bootstrap-server", cluster.bootstrap, "--max-moves-per-broker",
             str(per_broker), "--poll-interval-ms", "300",
             *(("--adaptive-cap", str(adaptive_cap)) if adaptive_cap else ()))
-    traffic = Traffic.start(cluster.bootstrap, topic, partitions, rate)
+    traffic = Traffic.start(cluster.bootstrap, topic, partitions, rate, workdir / "producer-eos.log")
     runs: list[Execution] = []
     try:
         first = Execution(workdir / "first.jsonl", *args)
@@ -469,6 +479,9 @@ def _account(outcome: ChaosOutcome, traffic: Traffic, cluster: KafkaCluster, top
         outcome.notes.append(f"lost {n} (of 0..{max(acked)}), acknowledged at {part}:{offset}; read there: "
                              f"{consumer.numbers.get((part, offset))}; read up to {consumer.next_offset.get(part)}")
     outcome.duplicated = sum(1 for n, c in at_offsets.items() if c > 1) + sum(1 for c in acked.values() if c > 1)
+    twice = sorted(n for n, c in at_offsets.items() if c > 1)
+    if twice:
+        outcome.notes += explain_duplicates(cluster, topic, consumer.numbers, twice[:5])
     outcome.not_acked = len(producer.failed)
     outcome.unflushed = producer.unflushed
     outcome.fatal = producer.fatal
@@ -484,11 +497,45 @@ def _account(outcome: ChaosOutcome, traffic: Traffic, cluster: KafkaCluster, top
     outcome.reassignments_left = sum(1 for t, _ in ongoing(cluster.bootstrap) if t == topic)
 
 
+def explain_duplicates(cluster: KafkaCluster, topic: str, numbers: Mapping[tuple[int, int], int],
+                       twice: list[int]) -> list[str]:
+    """For each number in the log twice, the record batches that hold it, as Kafka's own
+    ``kafka-dump-log`` shows them on a replica: producer id, epoch and sequences tell a
+    producer's retry with a new epoch (the client's) from a batch the broker let in twice."""
+    where: dict[int, list[tuple[int, int]]] = {}
+    for (part, offset), n in sorted(numbers.items()):
+        if n in twice:
+            where.setdefault(n, []).append((part, offset))
+    notes = []
+    for n, places in where.items():
+        part = places[0][0]
+        found = [d for node in cluster.nodes for d in cluster.log_dirs(node.node_id)
+                 if (d / f"{topic}-{part}").is_dir()]
+        if not found:
+            notes.append(f"twice {n} at {places}: no replica's log found")
+            continue
+        files = sorted(str(f) for f in (found[0] / f"{topic}-{part}").glob("*.log"))
+        dump = cluster.tool("kafka-dump-log", "--files", ",".join(files))
+        batches = []
+        for line in dump.stdout.splitlines():
+            fields = dict(re.findall(r"(\w+): (\S+)", line))
+            if "baseOffset" in fields and "lastOffset" in fields and any(
+                    int(fields["baseOffset"]) <= o <= int(fields["lastOffset"]) for _, o in places):
+                batches.append(" ".join(f"{k}={fields.get(k)}" for k in (
+                    "baseOffset", "lastOffset", "producerId", "producerEpoch", "baseSequence", "lastSequence",
+                    "CreateTime")))
+        notes.append(f"twice {n} at {places} ({found[0].name} of node "
+                     f"{next(nd.node_id for nd in cluster.nodes if found[0] in cluster.log_dirs(nd.node_id))}): "
+                     + (" | ".join(batches) or f"no batch found ({dump.returncode}: {dump.stderr.strip()[-200:]})"))
+    return notes
+
+
 def problems(outcome: ChaosOutcome) -> list[str]:
     """What the run broke; empty when it kept every promise (module doc)."""
     found = []
     if outcome.lost or outcome.duplicated:
         found.append(f"{outcome.lost} acknowledged record(s) lost, {outcome.duplicated} duplicated")
+        found += [n for n in outcome.notes if n.startswith(("lost ", "twice "))]
     if outcome.acked == 0 or outcome.fatal or outcome.unflushed:
         found.append(f"the producer: {outcome.acked} acked, {outcome.unflushed} unflushed, fatal {outcome.fatal}")
     if not outcome.consumer_caught_up:
