@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """``replica-assignor execute`` under faults, runs in a row (issue 31): what
-``--runs`` times each way, as a table (the suite does not run it: one run in a clean-clone
-suite run found 2 numbers twice in the log, see the README).
+``--runs`` times each way, as a table (the suite runs each way once:
+tests/kafka/test_execute_chaos.py).
 
 Each run (tests/kafka/chaos.py): a topic of ``--partitions`` partitions, RF 3,
 ``min.insync.replicas=2``, a plan moving one replica of each; an idempotent producer
@@ -11,7 +11,9 @@ flight is killed (SIGKILL) and restarted, then the active controller, then the e
 (``cancel``). Columns:
 
 - ``acked`` / ``read``: numbered records Kafka acknowledged / found in the log;
-- ``lost``: acknowledged, never read; ``dup``: a number at two offsets of the log;
+- ``lost``: acknowledged, never read; ``dup``: a number at two offsets of the log (in brackets,
+  those Kafka's dump of the log shows written by one producer id in two epochs: the client's
+  resend after its epoch bump, :class:`tests.kafka.chaos.Twice`, not a failure of the run);
 - ``<minISR``: spells of a partition below ``min.insync.replicas`` (or leaderless), and the
   longest; ``restarts``: each crash until the node was back (registered, unfenced);
 - ``outside``: partitions neither at their planned replicas (``finish``) nor at their starting
@@ -72,7 +74,8 @@ def delete_topic(bootstrap: str, topic: str) -> None:
 
 def row(run: int, o: ChaosOutcome) -> str:
     restarts = " ".join(f"{role[0]}{node}:{s:.0f}s" for role, node, s in o.restarts)
-    return (f"| {run} | {o.mode} | {o.moves} | {o.acked} | {o.read} | {o.lost} | {o.duplicated} | "
+    return (f"| {run} | {o.mode} | {o.moves} | {o.acked} | {o.read} | {o.lost} | {o.duplicated}"
+            f"{f' ({o.client_duplicated} epoch)' if o.client_duplicated else ''} | "
             f"{o.min_isr_spells} ({o.longest_spell_s:.1f} s) | {restarts} | {len(o.outside_plan)} | "
             f"{len(o.throttles_left)} | -{o.caps_lowered} +{o.caps_raised} | {o.wall_s:.0f} s | "
             f"{'ok' if not problems(o) else 'FAILED'} |")
