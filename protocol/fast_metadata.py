@@ -27,7 +27,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 
-from .frame import uvarint_bytes
+from .frame import MalformedFrameError, uvarint_bytes, uvarint_read
 
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
@@ -110,10 +110,15 @@ class TopicNamesReader:
     def names(self, body: bytes | bytearray | memoryview) -> tuple[list[bytes], int] | None:
         """The UTF-8 names of the topics array at the start of ``body``, and where the array ends;
         None when an entry is not read exactly as the codec's (module doc)."""
-        data = bytes(body)      # one copy: the names are then slices, not views
+        try:
+            return self._names(bytes(body))     # one copy: the names are then slices, not views
+        except MalformedFrameError:             # a varint truncated or too long
+            return None
+
+    def _names(self, data: bytes) -> tuple[list[bytes], int] | None:
         end = len(data)
         if self.flexible:
-            count, pos = _uvarint(data, 0, end)
+            count, pos = uvarint_read(data, 0)
             count -= 1
         elif end >= 4:
             (count,), pos = _INT32.unpack_from(data, 0), 4
@@ -127,7 +132,7 @@ class TopicNamesReader:
         for _ in range(count):
             pos += skip
             if flexible:
-                size, pos = _uvarint(data, pos, end)
+                size, pos = uvarint_read(data, pos)
                 size -= 1
             elif pos + 2 <= end:
                 (size,), pos = unpack(data, pos), pos + 2
@@ -145,19 +150,6 @@ class TopicNamesReader:
             out.append(raw)
             pos = stop + width
         return out, pos
-
-
-def _uvarint(data: bytes, pos: int, end: int) -> tuple[int, int]:
-    """An unsigned varint of at most 5 bytes at ``pos``; ``(-1, end)`` when it is not one."""
-    value = shift = 0
-    while pos < end and shift <= 28:
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-    return -1, end
 
 
 def topic_names_reader(encode: Callable[[Sequence[str]], bytes], flexible: bool) -> TopicNamesReader:

@@ -97,6 +97,12 @@ def _uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
             raise MalformedFrameError("varint too long in request header")
 
 
+def uvarint_read(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """The unsigned varint at ``pos`` (at most 5 bytes) and the position after it; raises
+    :class:`MalformedFrameError` when it is truncated or longer."""
+    return _uvarint(buf, pos)
+
+
 def uvarint_at(buf: bytes | memoryview, pos: int) -> int:
     """The unsigned varint at ``pos`` (at most 5 bytes): a compact array's count, peeked."""
     return _uvarint(buf, pos)[0]
