@@ -19,6 +19,11 @@ lines), the next run moves it on again. Columns:
     python bench/execute_throttled.py [--bootstrap-server HOST:PORT] [--partitions 300]
         [--size 200000] [--throttle 2000000,4000000] [--per-broker 5,20,5:20] [--poll-interval-ms 500]
 
+``--per-broker kafka`` runs Kafka's own tool on the same plan instead of ours
+(``kafka-reassign-partitions --execute --throttle``, then ListPartitionReassignments polled every
+0.3 s until none is left, then ``--verify``, which removes its throttles), for the limit Kafka's
+replication quota sets; only on the cluster the bench starts.
+
 ``--per-broker K:MAX`` runs with ``--adaptive-cap MAX`` from K (the cap each broker reaches is
 the ``peak K`` column); ``K/BYTES`` (or ``K:MAX/BYTES``) adds ``--max-bytes-in-flight-per-broker
 BYTES`` (``peak K`` then counts the moves beyond K too).
@@ -50,6 +55,7 @@ from tests.kafka.test_execute import (  # noqa: E402
     create_topic,
     events,
     fill,
+    ongoing,
     replicas_of,
     snapshot_of,
     write_plan,
@@ -59,18 +65,39 @@ BROKERS = 5
 
 
 @contextlib.contextmanager
-def cluster(bootstrap: str | None) -> Iterator[str]:
+def cluster(bootstrap: str | None) -> Iterator[tuple[str, KafkaCluster | None]]:
     if bootstrap:
-        yield bootstrap
+        yield bootstrap, None
         return
     with tempfile.TemporaryDirectory(prefix="execute-bench-") as tmp:
         kafka = KafkaCluster(directory=Path(tmp) / "cluster", brokers=BROKERS - 1,
                              racks=("/dc1/zone-a", "/dc1/zone-b", "/dc2/zone-a"))
         kafka.up(timeout=300)
         try:
-            yield kafka.bootstrap
+            yield kafka.bootstrap, kafka
         finally:
             kafka.down()
+
+
+def kafka_tool_run(kafka: KafkaCluster, targets: dict[tuple[str, int], tuple[int, ...]], throttle: int,
+                   out: Path) -> float:
+    """Kafka's own reassignment tool on ``targets``: the wall time until no reassignment is left."""
+    plan = out / "kafka-reassignment.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": t, "partition": p, "replicas": list(r), "log_dirs": ["any"] * len(r)}
+        for (t, p), r in sorted(targets.items())]}))
+    began = time.perf_counter()
+    done = kafka.tool("kafka-reassign-partitions", "--bootstrap-server", kafka.bootstrap, "--reassignment-json-file",
+                      str(plan), "--execute", "--throttle", str(throttle))
+    if done.returncode != 0:
+        raise SystemExit(f"kafka-reassign-partitions failed: {done.stderr.strip()[-500:]}")
+    topics = {t for t, _ in targets}
+    while any(t in topics for t, _ in ongoing(kafka.bootstrap)):
+        time.sleep(0.3)
+    wall = time.perf_counter() - began
+    kafka.tool("kafka-reassign-partitions", "--bootstrap-server", kafka.bootstrap, "--reassignment-json-file",
+               str(plan), "--verify")
+    return wall
 
 
 def cap_arguments(per_broker: str) -> list[str]:
@@ -83,7 +110,7 @@ def cap_arguments(per_broker: str) -> list[str]:
 
 
 def run_once(bootstrap: str, topic: str, partitions: int, shift: int, throttle: int, per_broker: str,
-             poll_ms: int, out: Path) -> dict[str, float]:
+             poll_ms: int, out: Path, kafka: KafkaCluster | None = None) -> dict[str, float]:
     snap = snapshot_of(bootstrap, [topic])
     now = {(p.topic, p.partition): p.replicas for p in snap.partitions}
     targets = {k: (r[0], (r[1] + 1) % BROKERS if (r[1] + 1) % BROKERS != r[0] else (r[1] + 2) % BROKERS)
@@ -97,6 +124,15 @@ def run_once(bootstrap: str, topic: str, partitions: int, shift: int, throttle: 
                 inbound[b] = inbound.get(b, 0) + sizes[k]
                 outbound[now[k][0]] = outbound.get(now[k][0], 0) + sizes[k]
     busiest = max([*inbound.values(), *outbound.values()])
+    if per_broker == "kafka":
+        if kafka is None:
+            raise SystemExit("--per-broker kafka needs the cluster the bench starts (no --bootstrap-server)")
+        wall = kafka_tool_run(kafka, targets, throttle, out)
+        if replicas_of(bootstrap, [topic]) != targets:
+            raise SystemExit("the cluster did not end in the planned state")
+        total = sum(sizes[k] * sum(1 for b in t if b not in now[k]) for k, t in targets.items())
+        return {"moves": len(targets), "bytes": total, "sum_s": total / throttle, "busiest_s": busiest / throttle,
+                "wall_s": wall, "polls": 0, "cpu_ms_per_poll": 0.0, "peak": 0}
     plan = write_plan(out / f"plan-{shift}", snap, targets, PlanRequest("replica", throttle=throttle))
     began = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "kafka_replica_assignor.cli.main", "execute", "--plan", str(plan),
@@ -129,7 +165,8 @@ def main() -> int:
     args = parser.parse_args()
     throttles = [int(x) for x in args.throttle.split(",")]
     caps = args.per_broker.split(",")
-    with cluster(args.bootstrap_server) as bootstrap, tempfile.TemporaryDirectory(prefix="execute-plans-") as tmp:
+    with cluster(args.bootstrap_server) as (bootstrap, kafka), \
+            tempfile.TemporaryDirectory(prefix="execute-plans-") as tmp:
         topic = f"bench-execute-{uuid.uuid4().hex[:6]}"
         create_topic(bootstrap, topic, {p: (p % BROKERS, (p + 1) % BROKERS) for p in range(args.partitions)})
         began = time.perf_counter()
@@ -143,7 +180,9 @@ def main() -> int:
         for throttle in throttles:
             for k in caps:
                 shift += 1
-                r = run_once(bootstrap, topic, args.partitions, shift, throttle, k, args.poll_interval_ms, Path(tmp))
+                work = Path(tmp) / f"run-{shift}"
+                work.mkdir()
+                r = run_once(bootstrap, topic, args.partitions, shift, throttle, k, args.poll_interval_ms, work, kafka)
                 print(f"| {throttle} | {k} | {r['moves']} | {r['bytes']} | {r['sum_s']:.1f} | {r['busiest_s']:.1f} | "
                       f"{r['wall_s']:.1f} | {r['wall_s'] / r['busiest_s']:.2f} | {r['polls']} | "
                       f"{r['cpu_ms_per_poll']:.1f} | {r['peak']} |", flush=True)
