@@ -34,10 +34,22 @@ START_TIMEOUT = 60.0
 JOB_TIMEOUT = 240.0   # each job; far less on an idle machine
 
 
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports on loopback: the sockets are held together while the kernel picks,
+    so two picks cannot be the same port (one CI run got the master's RPC and web UI ports equal,
+    and the UI probe then spoke HTTP to the RPC port)."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
 
 
 def spark_env(tmp: Path) -> dict[str, str]:
@@ -67,7 +79,7 @@ def standalone(tmp_path: Path) -> Iterator[Standalone]:
     env = spark_env(tmp_path)
     (tmp_path / "conf").mkdir()
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    port, ui = free_port(), free_port()
+    port, ui = free_ports(2)
     cluster = Standalone(f"spark://127.0.0.1:{port}", ui, [tmp_path / "worker-0", tmp_path / "worker-1"], env)
     started: list[tuple[subprocess.Popen[bytes], Path]] = []
 
