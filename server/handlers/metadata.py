@@ -166,8 +166,6 @@ def _answer_from_names(state: ServerState, header: RequestHeaderPeek, body: memo
         return None
     names, end = found
     decode_body(MetadataRequest, memoryview(reader.empty + bytes(body[end:])), version)
-    if not names:
-        return None
     if adv is not None and adv == state.advertised:
         adv = None
     flexible = MetadataResponse.flexible_version_q(version)
