@@ -15,11 +15,14 @@ Constraints
 
 Algorithm
     For a partition whose replicas span fewer groups at some level than they could, a replica
-    of a doubled group (a follower, on the most loaded broker) moves to the broker of an unused
+    of a doubled group moves to the broker of an unused
     group furthest below the byte band that takes it within the topic caps (:func:`filler`:
     the bytes the band must bring there anyway carry the repair), else to the least loaded
     broker of an unused group (:func:`kafka_replica_assignor.planner.goals.search.receiver`). A replica leaving a doubled
-    group for a new one keeps every level's diversity. Both searches, within the topic caps,
+    group for a new one keeps every level's diversity, and the group it takes is new at every
+    deeper level too, so the replica chosen is first the one whose leaving leaves the others
+    lacking the fewest groups below (:func:`left_short`: one move where another choice needs
+    two), then a follower, then the one on the most loaded broker. Both searches, within the topic caps,
     leave out the racks under a node holding the topic at its cap
     (:meth:`~kafka_replica_assignor.planner.goals.topic_spread.TopicSpreadGoal.open_racks`): none of
     their brokers fits, and a data centre at a topic's cap would otherwise be scanned broker by
@@ -172,7 +175,7 @@ class RackDiversityGoal(Goal):
                               if len({k[lv] for k in keys}) < min(len(reps), groups[lv])), None)
                 if level is None:
                     break
-                if not self.fix_diversity(i, level):
+                if not self.fix_diversity(i, level, groups):
                     stuck += 1
                     break
         if stuck:
@@ -181,7 +184,7 @@ class RackDiversityGoal(Goal):
                 "the racks they lack with room (capacity_bytes) for a replica allowed to leave its "
                 "doubled rack (max leader changes); a search, not a proof that none exists")
 
-    def fix_diversity(self, i: int, level: int) -> bool:
+    def fix_diversity(self, i: int, level: int, groups: tuple[int, ...]) -> bool:
         m = self.m
         tree = m.tree
         reps = m.reps[i]
@@ -191,6 +194,9 @@ class RackDiversityGoal(Goal):
             seen[key] = seen.get(key, 0) + 1
         sources = sorted((b for b in reps if seen[tree.keys[b][level]] > 1 and b not in m.work.excluded),
                          key=lambda b: (b == reps[0], -m.load_key(b)[0], -m.sizes[b], b))
+        if level + 1 < tree.depth and len(sources) > 1:     # the one whose leaving ends the deeper lack first
+            short = {x: left_short(tree, reps, x, level, groups) for x in sources}
+            sources.sort(key=short.__getitem__)
         free = [leaf for leaf, members in m.leaf_members.items() if tree.keys[members[0]][level] not in seen]
         courtesy = m.rank("topics") + 1     # the topic caps too, when a broker keeps them
         # per source, the racks whose brokers the topic caps may let in: under a node holding
@@ -210,6 +216,15 @@ class RackDiversityGoal(Goal):
                     m.do_move(i, x, best)
                     return True
         return False
+
+
+def left_short(tree: RackTree, reps: list[int], x: int, level: int, groups: tuple[int, ...]) -> int:
+    """The groups the partition of ``reps`` would still lack below ``level`` once ``x`` leaves
+    for a group it lacks at ``level``: that group is new at every deeper level too (the tree
+    nests), so each deeper level counts the others' groups plus one; a source leaving 0 makes
+    one move of what would otherwise be two."""
+    others = [tree.keys[b] for b in reps if b != x]
+    return max(min(len(reps), groups[lv]) - 1 - len({k[lv] for k in others}) for lv in range(level + 1, tree.depth))
 
 
 def filler(m: Model, i: int, x: int, leaves: Iterable[int], upto: int, open_leaves: Collection[int]) -> int | None:

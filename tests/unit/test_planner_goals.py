@@ -249,6 +249,22 @@ def test_diversity_repair_without_a_broker_below_the_band_takes_the_least_loaded
     goal.optimize()
     assert [(s, d) for _, s, d, _ in work.moves] == [(2, 3)]
 
+def test_diversity_repair_moves_the_replica_whose_leaving_also_ends_the_deeper_lack():
+    # x-0 [1, 3, 2] is all in dc1 and has two replicas in zone a (brokers 1 and 2). Broker 3 (zone
+    # b) is the most loaded follower, but were it to leave for dc2, x-0 would still lack a zone and
+    # need a second move; broker 2 (a follower in zone a) leaving fixes both levels in one move
+    brokers = (BrokerEntry(1, rack="/dc1/za/r1"), BrokerEntry(2, rack="/dc1/za/r2"),
+               BrokerEntry(3, rack="/dc1/zb/r3"), BrokerEntry(4, rack="/dc2/zc/r4"),
+               BrokerEntry(5, rack="/dc2/zd/r5"))
+    parts = [PartitionEntry("x", 0, (1, 3, 2), size_bytes=10)]
+    parts += [PartitionEntry(f"load{k}", 0, (b,), size_bytes=50) for k, b in enumerate((3, 3, 3, 1, 2, 4, 5))]
+    work, model, goal = diversity_model(ClusterSnapshot(brokers, tuple(parts)))
+    assert model.load_key(3)[0] > max(model.load_key(1)[0], model.load_key(2)[0])
+    goal.optimize()
+    assert [(s, d in (4, 5)) for _, s, d, _ in work.moves] == [(2, True)]
+    assert goal.distance() == 0
+
+
 
 @pytest.mark.parametrize(("hot", "fills_to_bottom"), [(1, True), (8, False)])
 def test_receivers_fill_to_the_band_bottom_only_when_the_bytes_below_it_dominate(hot, fills_to_bottom):
