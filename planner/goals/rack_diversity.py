@@ -43,6 +43,7 @@ Example
 from __future__ import annotations
 
 import math
+from collections import Counter
 from heapq import merge
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -56,7 +57,7 @@ from kafka_replica_assignor.planner.plan import MoveKind, Working
 from kafka_replica_assignor.planner.racks import RackTree
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable
+    from collections.abc import Callable, Collection, Iterable
 
 FILLERS = 16        # brokers below the byte band looked at for one repair, emptiest first
 
@@ -69,6 +70,8 @@ class RackDiversityGoal(Goal):
     target = True
     hard = True         # never reduced; full diversity is the target (its soft rows)
     phase = "once"
+    courtesy: tuple[int, TopicSpreadGoal | None] = (0, None)
+    """While repairing: the rank asking the topic caps too, and the goal keeping them."""
     bound_text: ClassVar[dict[str, str]] = {
         "diversity_repairs_needed": "replica moves lower bound (any threshold): one per missing rack of a partition",
         "diversity_bytes_needed": "bytes moved lower bound (any threshold): bytes repaired + each partition's "
@@ -164,6 +167,8 @@ class RackDiversityGoal(Goal):
         if tree.depth == 0:
             return
         groups = m.tree.groups(m.work.eligible)
+        spread = m.goal("topics")     # the topic caps too, when a broker keeps them
+        self.courtesy = m.rank("topics") + 1, spread if isinstance(spread, TopicSpreadGoal) else None
         stuck = 0
         for i in m.work.order:
             reps = m.reps[i]
@@ -195,52 +200,74 @@ class RackDiversityGoal(Goal):
         sources = sorted((b for b in reps if seen[tree.keys[b][level]] > 1 and b not in m.work.excluded),
                          key=lambda b: (b == reps[0], -m.load_key(b)[0], -m.sizes[b], b))
         if level + 1 < tree.depth and len(sources) > 1:     # the one whose leaving ends the deeper lack first
-            short = {x: left_short(tree, reps, x, level, groups) for x in sources}
-            sources.sort(key=short.__getitem__)
+            sources.sort(key=left_short(tree, reps, level, groups))
         free = [leaf for leaf, members in m.leaf_members.items() if tree.keys[members[0]][level] not in seen]
-        courtesy = m.rank("topics") + 1     # the topic caps too, when a broker keeps them
+        courtesy, spread = self.courtesy
         # per source, the racks whose brokers the topic caps may let in: under a node holding
         # the topic at its cap none fits, so the searches within the caps look at none of them
-        spread = m.goal("topics")
-        open_to = (spread.open_racks(m.topic[i], sources, free) if isinstance(spread, TopicSpreadGoal)
-                   else dict.fromkeys(sources, free))
-        for x in sources:
-            best = filler(m, i, x, free, courtesy, set(open_to[x]))
+        # (found when first asked, the nodes' counts read once for all sources)
+        at_cap: dict[int, bool] = {}
+        opened: dict[int, list[int]] = {}
+
+        def open_to(x: int) -> list[int]:
+            got = opened.get(x)
+            if got is None:
+                got = opened[x] = free if spread is None else spread.open_racks(m.topic[i], (x,), free, at_cap)[x]
+            return got
+        below = below_band(m, free)     # the same for every source: looked up once
+        for x in sources if below else ():
+            best = filler(m, i, x, below, courtesy, set(open_to(x)))
             if best is not None:
                 m.do_move(i, x, best)
                 return True
         for upto in (courtesy, self.rank):   # diversity comes before the topic caps
             for x in sources:
-                best = receiver(m, i, x, open_to[x] if upto == courtesy else free, mode=ANY, upto=upto)
+                leaves = open_to(x) if upto == courtesy else free
+                best = receiver(m, i, x, leaves, mode=ANY, upto=upto) if leaves else None
                 if best is not None:
                     m.do_move(i, x, best)
                     return True
         return False
 
 
-def left_short(tree: RackTree, reps: list[int], x: int, level: int, groups: tuple[int, ...]) -> int:
-    """The groups the partition of ``reps`` would still lack below ``level`` once ``x`` leaves
-    for a group it lacks at ``level``: that group is new at every deeper level too (the tree
-    nests), so each deeper level counts the others' groups plus one; a source leaving 0 makes
+def left_short(tree: RackTree, reps: list[int], level: int, groups: tuple[int, ...]) -> Callable[[int], int]:
+    """Per replica ``x`` of ``reps``: the groups its partition would still lack below ``level``
+    once ``x`` leaves for a group it lacks at ``level``. That group is new at every deeper
+    level too (the tree nests), so a level counts the others' groups plus one: the groups
+    of all, less one when ``x`` is alone in its own. A replica whose leaving leaves 0 makes
     one move of what would otherwise be two."""
-    others = [tree.keys[b] for b in reps if b != x]
-    return max(min(len(reps), groups[lv]) - 1 - len({k[lv] for k in others}) for lv in range(level + 1, tree.depth))
+    levels = range(level + 1, tree.depth)
+    tally = [Counter(tree.keys[b][lv] for b in reps) for lv in levels]
+    room = [min(len(reps), groups[lv]) - 1 - len(t) for lv, t in zip(levels, tally, strict=True)]
+
+    def short(x: int) -> int:
+        keys = tree.keys[x]
+        return max(r + (t[keys[lv]] == 1) for lv, t, r in zip(levels, tally, room, strict=True))
+    return short
 
 
-def filler(m: Model, i: int, x: int, leaves: Iterable[int], upto: int, open_leaves: Collection[int]) -> int | None:
-    """The broker of ``leaves`` furthest below the byte band that may take partition ``i``'s
-    replica from ``x`` (hard rules and topic caps kept) and stays within the band's top, of
-    the first :data:`FILLERS`: the
-    bytes the band needs moved there anyway carry the repair. None when no broker below the
-    band fits. ``open_leaves``: the leaves where the topic caps may let a broker take it (the
-    others are not asked: :meth:`Model.fits` would refuse)."""
-    if not m.sized or not any(m.leaf_bytes[lf][0][0] < m.blo for lf in open_leaves if m.leaf_bytes[lf]):
-        return None     # no broker of an open rack below the band: none could be chosen
-    w = m.size[i]
-    leaf = m.leaf
+def below_band(m: Model, leaves: Iterable[int]) -> list[tuple[int, int]]:
+    """``(bytes, broker)`` of the brokers of ``leaves`` below the byte band's bottom, emptiest
+    first, of the first :data:`FILLERS` (none without sizes): the brokers :func:`filler` asks."""
+    if not m.sized:
+        return []
+    out = []
     for s, y in islice(merge(*(m.leaf_bytes[lf] for lf in leaves)), FILLERS):
         if s >= m.blo:
-            return None
+            break
+        out.append((s, y))
+    return out
+
+
+def filler(m: Model, i: int, x: int, below: list[tuple[int, int]], upto: int, open_leaves: Collection[int]) -> int | None:
+    """Of ``below`` (:func:`below_band`), the broker furthest below the byte band that may take
+    partition ``i``'s replica from ``x`` (hard rules and topic caps kept) and stays within the
+    band's top: the bytes the band needs moved there anyway carry the repair. None when none
+    fits. ``open_leaves``: the leaves where the topic caps may let a broker take it (the
+    others are not asked: :meth:`Model.fits` would refuse)."""
+    w = m.size[i]
+    leaf = m.leaf
+    for s, y in below:
         if s + w <= m.upper(y) and leaf[y] in open_leaves and m.fits(i, x, y, upto, leaf_known=True):
             return y
     return None

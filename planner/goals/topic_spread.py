@@ -253,18 +253,21 @@ class TopicSpreadGoal(Goal):
             d += 1
         return leaf, d, x if d == len(above) else -1
 
-    def open_racks(self, t: int, sources: Iterable[int], leaves: Iterable[int]) -> dict[int, list[int]]:
+    def open_racks(self, t: int, sources: Iterable[int], leaves: Iterable[int],
+                   at_cap: dict[int, bool] | None = None) -> dict[int, list[int]]:
         """Per broker of ``sources``, the racks of ``leaves`` where :meth:`caps_ok` may let a
         replica of topic ``t`` from it in: those with no node on their path below the node
         common with the source (the rack itself included) holding the topic at its cap or
         above, which refuses every broker of the rack. ``O(depth)`` per rack, each node's count
-        read once, no scan of brokers (a data centre at the topic's cap shuts each of its racks)."""
+        read once, no scan of brokers (a data centre at the topic's cap shuts each of its racks).
+        ``at_cap``: the nodes found at the cap or not, kept by a caller asking again for other
+        sources while no count has changed."""
         m = self.m
         chain, leaf_chain = m.chain, m.leaf_chain
         base = t * m.stride
         get = m.ncount.get
         capped, cap = self.caps.capped, self.caps.cap
-        at_cap: dict[int, bool] = {}
+        at_cap = {} if at_cap is None else at_cap
         out: dict[int, list[int]] = {}
         for x in sources:
             cx = chain[x]

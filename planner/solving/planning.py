@@ -118,9 +118,9 @@ def replicas(snapshot: ClusterSnapshot, request: PlanRequest) -> Working:
         if request.mode != "repair" and not closer(start, end, soft if isinstance(soft, tuple) else ()):
             break
         kept.append(work)
-        current = work.plan().after
         if request.mode == "repair" or not any(end):
             break
+        current = work.plan().after
     assert first is not None
     out = Working(snapshot, request.scope)
     out.bounds.update(first.bounds)
