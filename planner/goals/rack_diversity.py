@@ -22,7 +22,10 @@ Algorithm
     group for a new one keeps every level's diversity, and the group it takes is new at every
     deeper level too, so the replica chosen is first the one whose leaving leaves the others
     lacking the fewest groups below (:func:`left_short`: one move where another choice needs
-    two), then a follower, then the one on the most loaded broker. Both searches, within the topic caps,
+    two), then a follower, then the one on the most loaded broker; but the leader first when its
+    broker is above the byte band by more than the bytes it follows (only leader replicas can
+    take those bytes off it, so that leader change is the plan's anyway) and no follower's
+    broker is above the band. Both searches, within the topic caps,
     leave out the racks under a node holding the topic at its cap
     (:meth:`~kafka_replica_assignor.planner.goals.topic_spread.TopicSpreadGoal.open_racks`): none of
     their brokers fits, and a data centre at a topic's cap would otherwise be scanned broker by
@@ -71,6 +74,7 @@ class RackDiversityGoal(Goal):
     hard = True         # never reduced; full diversity is the target (its soft rows)
     phase = "once"
     courtesy: tuple[int, TopicSpreadGoal | None] = (0, None)
+    followed: Counter[int] = Counter()
     """While repairing: the rank asking the topic caps too, and the goal keeping them."""
     bound_text: ClassVar[dict[str, str]] = {
         "diversity_repairs_needed": "replica moves lower bound (any threshold): one per missing rack of a partition",
@@ -169,6 +173,13 @@ class RackDiversityGoal(Goal):
         groups = m.tree.groups(m.work.eligible)
         spread = m.goal("topics")     # the topic caps too, when a broker keeps them
         self.courtesy = m.rank("topics") + 1, spread if isinstance(spread, TopicSpreadGoal) else None
+        # per broker, the bytes of the replicas it follows: a broker above the byte band by
+        # more than these must move leader replicas anyway (nothing else lowers its bytes)
+        followed: Counter[int] = Counter()
+        for k, reps in enumerate(m.reps):
+            for b in reps[1:]:
+                followed[b] += m.size[k]
+        self.followed = followed
         stuck = 0
         for i in m.work.order:
             reps = m.reps[i]
@@ -197,10 +208,7 @@ class RackDiversityGoal(Goal):
         for b in reps:
             key = tree.keys[b][level]
             seen[key] = seen.get(key, 0) + 1
-        sources = sorted((b for b in reps if seen[tree.keys[b][level]] > 1 and b not in m.work.excluded),
-                         key=lambda b: (b == reps[0], -m.load_key(b)[0], -m.sizes[b], b))
-        if level + 1 < tree.depth and len(sources) > 1:     # the one whose leaving ends the deeper lack first
-            sources.sort(key=left_short(tree, reps, level, groups))
+        sources = self.sources(i, [b for b in reps if seen[tree.keys[b][level]] > 1], level, groups)
         free = [leaf for leaf, members in m.leaf_members.items() if tree.keys[members[0]][level] not in seen]
         courtesy, spread = self.courtesy
         # per source, the racks whose brokers the topic caps may let in: under a node holding
@@ -218,16 +226,38 @@ class RackDiversityGoal(Goal):
         for x in sources if below else ():
             best = filler(m, i, x, below, courtesy, set(open_to(x)))
             if best is not None:
-                m.do_move(i, x, best)
+                self.move(i, x, best)
                 return True
         for upto in (courtesy, self.rank):   # diversity comes before the topic caps
             for x in sources:
                 leaves = open_to(x) if upto == courtesy else free
                 best = receiver(m, i, x, leaves, mode=ANY, upto=upto) if leaves else None
                 if best is not None:
-                    m.do_move(i, x, best)
+                    self.move(i, x, best)
                     return True
         return False
+
+    def sources(self, i: int, doubled: list[int], level: int, groups: tuple[int, ...]) -> list[int]:
+        """Partition ``i``'s replicas of ``doubled`` (in a group shared at ``level``) in the
+        order they are tried (module doc)."""
+        m = self.m
+        reps = m.reps[i]
+        sources = sorted((b for b in doubled if b not in m.work.excluded),
+                         key=lambda b: (b == reps[0], -m.load_key(b)[0], -m.sizes[b], b))
+        lead = reps[0]
+        if (len(sources) > 1 and sources[-1] == lead and m.sizes[lead] - m.upper(lead) > self.followed[lead]
+                and not any(m.sizes[b] > m.upper(b) for b in sources[:-1])):
+            sources.insert(0, sources.pop())    # a leader replica must leave that broker anyway
+        if level + 1 < m.tree.depth and len(sources) > 1:     # the one whose leaving ends the deeper lack first
+            sources.sort(key=left_short(m.tree, reps, level, groups))
+        return sources
+
+    def move(self, i: int, x: int, y: int) -> None:
+        """The repair ``x -> y`` of partition ``i``, the bytes each broker follows kept."""
+        if self.m.reps[i][0] != x:
+            self.followed[x] -= self.m.size[i]
+            self.followed[y] += self.m.size[i]
+        self.m.do_move(i, x, y)
 
 
 def left_short(tree: RackTree, reps: list[int], level: int, groups: tuple[int, ...]) -> Callable[[int], int]:

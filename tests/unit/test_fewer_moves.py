@@ -123,7 +123,7 @@ def test_never_more_bytes_nor_a_worse_target_and_the_same_on_every_run(seed, mon
 def test_it_moves_fewer_bytes_on_some_random_clusters(monkeypatch):
     # not a no-op: on these seeds the goals' plan moved bytes that the undos take back
     fewer = 0
-    for seed in (0, 3, 6, 12, 17, 37):
+    for seed in (2, 3, 6, 14, 17, 21):
         rng = Random(seed)
         snap = random_cluster(rng)
         threshold = rng.choice((0, 10, 20))

@@ -249,6 +249,23 @@ def test_diversity_repair_without_a_broker_below_the_band_takes_the_least_loaded
     goal.optimize()
     assert [(s, d) for _, s, d, _ in work.moves] == [(2, 3)]
 
+@pytest.mark.parametrize(("hot", "source"), [(6, 1), (1, 2)])
+def test_diversity_repair_moves_a_leader_only_off_a_broker_that_must_move_leaders_anyway(hot, source):
+    # x-0 [1, 2] lacks rack b. Broker 1 leads it and ``hot`` partitions of 100 bytes alone. With
+    # 6 it is 357 bytes above the band's top and follows nothing: only leader replicas can take
+    # bytes off it, so its leader replica makes the repair (one move, no leader change the plan
+    # could have spared). With 1 it is in the band: the follower on 2 moves, the leader stays
+    brokers = (BrokerEntry(1, rack="a"), BrokerEntry(2, rack="a"), BrokerEntry(3, rack="b"),
+               BrokerEntry(4, rack="b"))
+    parts = [PartitionEntry("x", 0, (1, 2), size_bytes=10)]
+    parts += [PartitionEntry(f"h{k}", 0, (1,), size_bytes=100) for k in range(hot)]
+    parts += [PartitionEntry(f"n{b}", 0, (b,), size_bytes=100) for b in (2, 3, 4)]
+    work, model, goal = diversity_model(ClusterSnapshot(brokers, tuple(parts)))
+    assert (model.sizes[1] > model.upper(1)) is (hot == 6)
+    goal.optimize()
+    assert [(s, d in (3, 4)) for _, s, d, _ in work.moves] == [(source, True)]
+
+
 def test_diversity_repair_moves_the_replica_whose_leaving_also_ends_the_deeper_lack():
     # x-0 [1, 3, 2] is all in dc1 and has two replicas in zone a (brokers 1 and 2). Broker 3 (zone
     # b) is the most loaded follower, but were it to leave for dc2, x-0 would still lack a zone and
