@@ -35,7 +35,6 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -200,16 +199,17 @@ def _gib(n: float) -> str:
 
 
 def lp_bound(data: Mapping[str, Any]) -> int | None:
-    """The bound of :mod:`kafka_replica_assignor.planner.solving.bound` for the snapshot at :data:`THRESHOLD`."""
+    """The bound of :mod:`kafka_replica_assignor.planner.solving.bound` for the snapshot at
+    :data:`THRESHOLD`, for the goals of ``--mode cluster`` (what the planner's report gives)."""
     from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
-    from kafka_replica_assignor.planner.racks import RackTree
+    from kafka_replica_assignor.planner.goals.order import REPLICA_PHASES, goals_for
+    from kafka_replica_assignor.planner.plan import Working
+    from kafka_replica_assignor.planner.request import PlanRequest
     from kafka_replica_assignor.planner.solving.bound import byte_lower_bound
 
-    snap = ClusterSnapshot.from_dict(data)
-    eligible = sorted(b.id for b in snap.brokers if b.alive)
-    capacity = {b.id: b.capacity_bytes for b in snap.brokers if b.alive and b.capacity_bytes is not None}
-    found = byte_lower_bound(snap, eligible, RackTree.of({b.id: b.rack for b in snap.brokers}),
-                             Fraction(str(THRESHOLD)), capacity)
+    work = Working(ClusterSnapshot.from_dict(data))
+    request = PlanRequest(mode="cluster", threshold=round(THRESHOLD * 100))
+    found = byte_lower_bound(work, goals_for(work, request, ("lists", *REPLICA_PHASES)))
     return None if found is None else found.bytes
 
 
