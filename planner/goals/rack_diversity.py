@@ -73,9 +73,10 @@ class RackDiversityGoal(Goal):
     target = True
     hard = True         # never reduced; full diversity is the target (its soft rows)
     phase = "once"
-    courtesy: tuple[int, TopicSpreadGoal | None] = (0, None)
-    followed: Counter[int] = Counter()
+    courtesy: tuple[int, TopicSpreadGoal | None]
     """While repairing: the rank asking the topic caps too, and the goal keeping them."""
+    followed: Counter[int]
+    """While repairing: per broker, the bytes of the replicas it follows (:meth:`sources`)."""
     bound_text: ClassVar[dict[str, str]] = {
         "diversity_repairs_needed": "replica moves lower bound (any threshold): one per missing rack of a partition",
         "diversity_bytes_needed": "bytes moved lower bound (any threshold): bytes repaired + each partition's "
