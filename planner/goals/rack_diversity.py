@@ -139,6 +139,7 @@ class RackDiversityGoal(Goal):
         import numpy as np  # the planner extra, loaded when planning
 
         p: Any = program
+        p.diverse = True
         fig, scale, outs, ins = p.fig, p.scale, p.outs, p.ins
         for mask, excess, deficit, holding, sole in fig.nodes:
             if excess > 0:      # d_b <= min(out_b, X_n,b), sum(d_b, b in n) >= E_n

@@ -364,9 +364,13 @@ class TopicSpreadGoal(Goal):
                 program.row(-float("inf"), cap, cols, [1.0] * len(cols), self.key)
 
     def bound_rows(self, program: BoundProgram) -> None:
-        """A broker holding more of a topic than its cap gives at least the excess."""
+        """A broker holding more of a topic than its cap gives at least the excess; with rack
+        diversity's rows, a broker takes at most its cap of each topic's partitions lacking its
+        group (row 7 of the bound's module doc)."""
         p: Any = program
         p.require_topic_drops(self.caps.broker_caps)
+        if p.diverse:
+            p.arrivals_within(self.caps.broker_caps)
 
     @staticmethod
     def targets(view: ReportView) -> tuple[Target, ...]:

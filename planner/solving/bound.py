@@ -44,9 +44,14 @@ Algorithm
        ``in_b >=`` the ``lo - count_b`` smallest partitions that may move; (topic caps) ``out_b
        >=`` per topic ``t`` the ``count_tb - cap_tb`` smallest replicas of ``t`` it may give,
        plus (with the replica band) the smallest of its others up to ``count_b - hi`` in all,
-       where ``cap_tb = max(ceil(R_t / B), ceil(H_t / B_rack)) + 1`` and ``H_t`` bounds the
-       topic's replicas in ``b``'s rack after any plan (:class:`_Topics`);
-    6. with ``takers``: ``sum(in_b, b not a taker) <= D``.
+       where ``cap_tb`` is topic spread's cap of ``t`` on broker ``b`` (``E(t, b) + 1``, a
+       figure of the cluster: :class:`~kafka_replica_assignor.planner.goals.topic_spread.TopicCaps`);
+    6. with ``takers``: ``sum(in_b, b not a taker) <= D``;
+    7. (topic caps, with full diversity kept) per node ``n`` with ``F_n > 0``: ``sum(f_nb, b in n)
+       >= F_n`` with ``0 <= f_nb <= min(in_b, W_nb)``, ``W_nb`` summing, per topic ``t``, the
+       ``cap_tb`` largest of the partitions of ``t`` that have no replica in ``n`` (``r >= G``;
+       the caps of the :data:`ARRIVAL_CAPS` most crowded (topic, rack) pairs, all of the
+       partitions for the others).
 
     With ``r`` replicas and ``G`` groups at a level, full diversity holds at most ``cap = 1``
     replica per group when ``r <= G`` (``r - G + 1`` otherwise), and at least one in every group
@@ -74,7 +79,10 @@ Algorithm
     partitions; a broker holding ``count_tb`` replicas of topic ``t`` and ending within its cap
     ``cap_tb`` (a figure of the cluster, not of the plan) drops at least ``count_tb - cap_tb`` of them, and the cheapest set of dropped replicas with that many of every topic
     and ``count_b - hi`` in all is the one of row 5: (5). A broker that was not added gains no
-    replica, and an excluded one neither gains nor loses one: (6). So the plan's ``(out, in, d)`` is a
+    replica, and an excluded one neither gains nor loses one: (6). A partition of ``F_n`` gains a
+    replica in ``n``, on some broker ``b`` of ``n`` (``f_nb`` the bytes of those gaining theirs
+    on ``b``, within ``in_b``); ``b`` ends with at most ``cap_tb`` replicas of ``t``, so at most
+    ``cap_tb`` of these partitions of ``t`` arrive there: (7). So the plan's ``(out, in, d)`` is a
     feasible point and its bytes moved are at least the program's minimum. The value returned is
     the solver's objective rounded down after a relative safety margin of ``1e-6`` (solver
     tolerances).
@@ -109,6 +117,7 @@ if TYPE_CHECKING:
     from kafka_replica_assignor.planner.request import PlanRequest
 
 MARGIN = 1e-6       # relative margin taken off the solver's objective (its tolerances)
+ARRIVAL_CAPS = 20_000   # (topic, rack) caps row 7 asks at most (each a water filling down the tree)
 BOUND_KEY = "bytes_moved_lp_bound"
 """The plan's bound key; the targets kept follow it, ``bytes_moved_lp_bound:diversity,topics``."""
 
@@ -138,6 +147,8 @@ class _Figures:
     free_size: np.ndarray       # and size
     smallest_cum: np.ndarray    # running sums of the movable partitions' sizes, smallest first
     topics: _Topics             # replicas with their topics, for the topic caps
+    lacks: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]   # (level, key, topic, size) per group a partition lacks (r >= G)
+    arrivals: list[tuple[np.ndarray, np.ndarray, float]] | None = None   # row 7 per node: members, W_nb, F_n (once)
 
 
 class Program:
@@ -166,6 +177,8 @@ class Program:
         self.topic_caps: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
         self.floors = (np.zeros(n), np.zeros(n))
         self.flows: tuple[dict[int, float], dict[int, float]] = ({}, {})
+        self.diverse = False
+        """Whether rack diversity's rows are in (the arrivals of row 7 are its repairs)."""
 
     # -- what the goals call -----------------------------------------------------------------
     def columns(self, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -226,6 +239,20 @@ class Program:
         """(5): a broker gives at least, per topic, the smallest of its replicas above the topic's
         cap; ``caps(topics, broker positions)`` gives the caps."""
         self.topic_caps = caps
+
+    def arrivals_within(self, caps: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> None:
+        """(7): per node ``n`` where partitions lack a group (``r >= G``), the bytes of those
+        partitions arriving at each broker ``b`` of ``n`` (``f_nb``) come within ``in_b`` and
+        within ``W_nb``, per topic the largest ``cap_tb`` of them (``caps(topics, broker
+        positions)``), and sum to ``F_n`` at least."""
+        fig = self.fig
+        if fig.arrivals is None:
+            fig.arrivals = _arrivals(fig.lacks, np.array([self.work.tree.keys[b] for b in self.brokers],
+                                                         dtype=np.int64).reshape(self.n, self.work.tree.depth), caps)
+        for members, room, need in fig.arrivals:
+            fs = self.columns(np.zeros(len(members)), room / self.scale)
+            self.pairs(fs, self.ins[members], np.full(len(fs), -math.inf), np.zeros(len(fs)))
+            self.row(need / self.scale, math.inf, fs, np.ones(len(fs)))
 
     def require_floors(self, out_floor: np.ndarray, in_floor: np.ndarray) -> None:
         """Bytes each broker gives and takes at least (in bytes, per broker position), from a
@@ -317,6 +344,46 @@ def record_bound(work: Working, request: PlanRequest, goals: Sequence[Goal]) -> 
     if bound is not None:
         work.bounds[BOUND_KEY + ":" + ",".join(bound.kept)] = bound.bytes
         work.memo["flows"] = bound.flows
+
+
+def _arrivals(lacks: tuple[np.ndarray, ...], keys: np.ndarray,
+              caps: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """Row 7's figures per node lacked: its eligible brokers (positions), ``W_nb`` of each and
+    ``F_n``. ``keys``: the eligible brokers' rack keys per level. The brokers of one rack share
+    their caps, so the caps are asked once per (topic, rack), and only for the :data:`ARRIVAL_CAPS`
+    (topic, rack) pairs with the most partitions lacking (a work limit: a pair not asked counts
+    all of its partitions, which keeps the bound sound, only less tight)."""
+    level, key, topic, size = lacks
+    if not len(size):
+        return []
+    order = np.lexsort((-size, topic, key, level))
+    level, key, topic, size = level[order], key[order], topic[order].astype(np.int64), size[order]
+    cum = np.concatenate([[0.0], np.cumsum(size)])
+    cut = np.concatenate([[True], (level[1:] != level[:-1]) | (key[1:] != key[:-1]) | (topic[1:] != topic[:-1])])
+    starts = np.flatnonzero(cut)
+    ends = np.append(starts[1:], len(size))
+    node_of = level[starts] * (int(key.max()) + 1) + key[starts]
+    out = []
+    asked = ARRIVAL_CAPS
+    for code in np.unique(node_of):
+        groups = np.flatnonzero(node_of == code)
+        lv, kk = int(level[starts[groups[0]]]), int(key[starts[groups[0]]])
+        members = np.flatnonzero(keys[:, lv] == kk)
+        racks, first_member, rack_of = np.unique(keys[members, -1], return_index=True, return_inverse=True)
+        ts = np.repeat(topic[starts[groups]], len(racks))
+        first = np.repeat(starts[groups], len(racks))
+        count = np.repeat(ends[groups] - starts[groups], len(racks))
+        take = count.copy()
+        crowded = np.flatnonzero(count >= 3)    # a cap is at least 2: only these may be cut
+        if len(crowded) > asked:       # the most crowded first (stable: by topic, then rack)
+            crowded = np.sort(crowded[np.argsort(-count[crowded], kind="stable")[:asked]])
+        asked -= len(crowded)
+        if len(crowded):
+            spots = np.tile(members[first_member], len(groups))
+            take[crowded] = np.minimum(caps(ts[crowded], spots[crowded]), count[crowded])
+        room = (cum[first + take] - cum[first]).reshape(len(groups), len(racks)).sum(axis=0)
+        out.append((members, room[rack_of.reshape(-1)], float(cum[ends[groups[-1]]] - cum[starts[groups[0]]])))
+    return out
 
 
 def _count_floors(fig: _Figures, limits: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -419,9 +486,11 @@ class _Racks:
         self.deficit = np.zeros((depth, nkeys))
         self.holding = np.zeros((depth, n))     # replicas in a group with an excess, per broker
         self.sole = np.zeros((depth, n))        # replicas alone in their group with r >= G, per broker
+        self.lacks: list[tuple[np.ndarray, ...]] = []   # (level, key, topic, size) per group a partition lacks
+        self.present: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * depth    # the keys at each level
 
     def add(self, level: int, k: np.ndarray, alive: np.ndarray, spot: np.ndarray, s: np.ndarray,
-            use: np.ndarray) -> np.ndarray:
+            use: np.ndarray, topic: np.ndarray) -> np.ndarray:
         """Add partitions of one replication factor: ``k`` their groups at ``level`` (``nkeys + j``
         for a replica ``j`` off the eligible brokers), ``spot`` their brokers' positions (``n``
         when off); returns the groups each lacks."""
@@ -449,6 +518,12 @@ class _Racks:
         if rf >= g:
             held = np.bincount(k.ravel(), weights=(weight * first).ravel(), minlength=nkeys + rf)[:nkeys]
             self.deficit[level] += float(weight.sum()) - held
+            present = self.present[level]
+            has = np.zeros((len(k), len(present)), dtype=bool)
+            for j in range(rf):
+                has |= k[:, j:j + 1] == present[None, :]
+            row, col = np.nonzero(~has & use[:, None])
+            self.lacks.append((np.full(len(row), level), present[col], topic[row], s[row].astype(float)))
         distinct = first[:, 0].astype(np.int64)
         for j in range(1, rf):
             distinct += first[:, j]
@@ -484,6 +559,7 @@ def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
     keys = np.array([tree.keys[b] for b in eligible] if depth else [], dtype=np.int64).reshape(n, depth)
     nkeys = len(tree.names)
     racks = _Racks(depth, nkeys, n, tree.groups(eligible))
+    racks.present = [np.unique(keys[:, level]) for level in range(depth)]
     tid = np.asarray(topic_of, dtype=np.int64)
     leaf = np.unique(keys[:, depth - 1], return_inverse=True)[1].reshape(n) if depth else np.zeros(n, dtype=np.int64)
     topics = _Topics(n, leaf, np.array([b in excluded for b in eligible], dtype=bool))
@@ -520,7 +596,7 @@ def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
             lacking = np.zeros(len(rows), dtype=np.int64)
             for level in range(depth):
                 k = np.where(alive, keys[np.minimum(spot, n - 1), level], nkeys + np.arange(rf))
-                lacking = np.maximum(lacking, racks.add(level, k, alive, spot, s, use))
+                lacking = np.maximum(lacking, racks.add(level, k, alive, spot, s, use, tid[rows]))
             gap_bytes += float((s * lacking)[use & (lost == 0)].sum())
     nodes: list[tuple[np.ndarray, float, float, np.ndarray, np.ndarray]] = []
     for level in range(depth):
@@ -530,6 +606,8 @@ def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
     fpos = np.concatenate(free_pos) if free_pos else np.zeros(0, dtype=np.int64)
     fsize = np.concatenate(free_size) if free_size else np.zeros(0, dtype=np.int64)
     smallest = np.concatenate([[0.0], np.cumsum(np.sort(size[~stay]), dtype=float)])
+    parts_lacking = [np.concatenate(c) for c in zip(*racks.lacks, strict=True)] if racks.lacks else [np.zeros(0)] * 4
+    lacks = (parts_lacking[0], parts_lacking[1], parts_lacking[2], parts_lacking[3])
     return _Figures(before, movable, dead, gap_bytes, nodes,
                     int(before.sum() + dead), int(size.max(initial=0)), counts,
-                    int(counts.sum()) + dead_count, fpos, fsize, smallest, topics)
+                    int(counts.sum()) + dead_count, fpos, fsize, smallest, topics, lacks)

@@ -16,7 +16,7 @@ from kafka_replica_assignor.planner.plan import Plan, Working
 from kafka_replica_assignor.planner.racks import RackTree
 from kafka_replica_assignor.planner.report.plan_report import render_report
 from kafka_replica_assignor.planner.request import PlanError, RequestError, Scope
-from kafka_replica_assignor.planner.solving.bound import BOUND_KEY, MARGIN, ByteBound, byte_lower_bound
+from kafka_replica_assignor.planner.solving.bound import BOUND_KEY, MARGIN, ByteBound, Program, byte_lower_bound
 from kafka_replica_assignor.planner.solving.planning import make_plan
 from tests.planning import plan_of, request_of
 from tests.unit.test_planner_exact import after_lists, brute_force, moved, off_targets
@@ -161,3 +161,22 @@ def test_a_partitions_only_replica_in_a_rack_that_leaves_must_be_replaced_there(
     found = bound(snap, 10)
     assert found is not None and found.bytes >= 349
     assert found.bytes <= brute_force(snap, 10)[0] == 350
+
+
+def test_a_brokers_topic_cap_limits_the_repairs_it_takes(monkeypatch):
+    # racks a = {1, 2}, b = {3, 4, 5}; t-0..t-2 [1, 2] all lack rack b and broker 4 is empty, so
+    # without row 7 the program lands all three repairs on 4, the bytes its band asks for anyway.
+    # Topic t's cap on a broker of b is 2 (an even share of 1, plus one): one repair must land on
+    # 3 or 5, which then give bytes back. Row 7 sees it: 351 -> 371; the enumerated optimum is 450
+    brokers = tuple(BrokerEntry(b, "a" if b < 3 else "b", True, None, None, None) for b in (1, 2, 3, 4, 5))
+    parts = tuple(PartitionEntry("t", p, (1, 2), None, None, 100) for p in range(3)) + (
+        PartitionEntry("u", 0, (3,), None, None, 200), PartitionEntry("u", 1, (5,), None, None, 150),
+        PartitionEntry("u", 2, (5,), None, None, 150))
+    snap = ClusterSnapshot(brokers, parts)
+    found = bound(snap, 20)
+    assert found is not None and found.kept == TARGETS
+    assert found.bytes <= brute_force(snap, 20)[0] == 450
+    monkeypatch.setattr(Program, "arrivals_within", lambda self, caps: None)
+    without = bound(snap, 20)
+    assert without is not None and without.kept == TARGETS
+    assert without.bytes < found.bytes
