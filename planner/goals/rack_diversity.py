@@ -25,7 +25,11 @@ Algorithm
     two), then a follower, then the one on the most loaded broker; but the leader first when its
     broker is above the byte band by more than the bytes it follows (only leader replicas can
     take those bytes off it, so that leader change is the plan's anyway) and no follower's
-    broker is above the band. Both searches, within the topic caps,
+    broker is above the band. The partitions are repaired in their order, except that where
+    more of a topic's partitions lack a group than the topic's caps let that group's brokers
+    below the byte band take (the repairs :func:`filler` lands there), they go largest first
+    (:func:`scarce_first`): that room then carries the most of the bytes the band must bring
+    there anyway. Both searches, within the topic caps,
     leave out the racks under a node holding the topic at its cap
     (:meth:`~kafka_replica_assignor.planner.goals.topic_spread.TopicSpreadGoal.open_racks`): none of
     their brokers fits, and a data centre at a topic's cap would otherwise be scanned broker by
@@ -183,7 +187,8 @@ class RackDiversityGoal(Goal):
                 followed[b] += m.size[k]
         self.followed = followed
         stuck = 0
-        for i in m.work.order:
+        order = scarce_first(m, spread, groups) if m.sized and isinstance(spread, TopicSpreadGoal) else m.work.order
+        for i in order:
             reps = m.reps[i]
             if len(reps) < 2 or not m.work.eligible_set.issuperset(reps) or i in m.work.frozen:
                 continue
@@ -260,6 +265,78 @@ class RackDiversityGoal(Goal):
             self.followed[x] -= self.m.size[i]
             self.followed[y] += self.m.size[i]
         self.m.do_move(i, x, y)
+
+
+def scarce_first(m: Model, spread: TopicSpreadGoal, groups: tuple[int, ...]) -> list[int]:
+    """The partitions in the order rack diversity repairs them: ``m.work.order``, except that
+    where more of a topic's partitions lack a group than the topic's caps let its brokers below
+    the byte band take (:func:`filler` lands repairs there), and the largest of them that fit
+    bring no more than the bytes the band asks for there, those partitions take their places
+    largest first: the room goes to the most bytes the band must bring there anyway."""
+    tree = m.tree
+    below = [y for y in m.work.eligible if m.sizes[y] < m.blo]
+    order = list(m.work.order)
+    if not below:
+        return order
+    fillers: dict[tuple[int, int], list[int]] = {}      # (level, group) -> its brokers below the band
+    for y in below:
+        for level in range(tree.depth):
+            fillers.setdefault((level, tree.keys[y][level]), []).append(y)
+    at_level = [{g for lv, g in fillers if lv == level} for level in range(tree.depth)]
+    crowded: dict[int, set[int]] = {}      # topic -> the places its partitions take largest first
+    for (t, level, g), places in groups_lacked(m, order, at_level, groups).items():
+        if len(places) < 3:     # a cap is at least 2
+            continue
+        ys = fillers[level, g]
+        room = room_for(m, spread, t, ys, len(places))
+        if room < len(places):
+            sizes = sorted((m.size[order[k]] for k in places), reverse=True)
+            if sum(sizes[:room]) <= sum(m.blo - m.sizes[y] for y in ys):
+                crowded.setdefault(t, set()).update(places)
+    for places in map(sorted, crowded.values()):
+        for k, i in zip(places, sorted((order[k] for k in places), key=lambda i: -m.size[i]), strict=True):
+            order[k] = i
+    return order
+
+
+def room_for(m: Model, spread: TopicSpreadGoal, t: int, brokers: list[int], enough: int) -> int:
+    """The replicas of topic ``t`` that ``brokers`` may still take within its caps, counted
+    up to ``enough``: first with each cap's least (2), then with the caps themselves (a
+    water filling each, asked only when the least does not reach ``enough``)."""
+    chain, held = m.chain, m.n
+    least = 0
+    for y in brokers:
+        least += max(0, 2 - held(t, chain[y][-1]))
+        if least >= enough:
+            return least
+    room = 0
+    for y in brokers:
+        node = chain[y][-1]
+        room += max(0, spread.cap(t, node) - held(t, node))
+        if room >= enough:
+            break
+    return room
+
+
+def groups_lacked(m: Model, order: list[int], at_level: list[set[int]],
+                  groups: tuple[int, ...]) -> dict[tuple[int, int, int], list[int]]:
+    """Per (topic, level, group of ``at_level[level]``): the places in ``order`` of the
+    partitions of the topic lacking that group at the first level they lack one (the level
+    repaired first)."""
+    tree = m.tree
+    gap = gaps(m.work)
+    out: dict[tuple[int, int, int], list[int]] = {}
+    for k, i in enumerate(order):
+        if not gap[i]:
+            continue
+        reps = m.reps[i]
+        for level in range(tree.depth):
+            have = {tree.keys[b][level] for b in reps}
+            if len(have) < min(len(reps), groups[level]):
+                for g in at_level[level] - have:
+                    out.setdefault((m.topic[i], level, g), []).append(k)
+                break
+    return out
 
 
 def left_short(tree: RackTree, reps: list[int], level: int, groups: tuple[int, ...]) -> Callable[[int], int]:

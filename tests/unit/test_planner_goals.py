@@ -283,6 +283,24 @@ def test_diversity_repair_moves_the_replica_whose_leaving_also_ends_the_deeper_l
 
 
 
+def test_diversity_repairs_give_a_topics_scarce_room_below_the_band_to_its_largest_partitions():
+    # t-0..t-3 [1, 2] (10, 20, 30, 40 bytes) all lack rack b, whose broker 5 is empty and 252
+    # bytes below the band: the repairs land there, but topic t's cap on 5 is 3. In the
+    # partitions' order 5 took t-0..t-2 (60 bytes) and t-3 went to 3, bytes the band did not
+    # ask for there; largest first, 5 takes t-1..t-3 (90 bytes) and only t-0 goes elsewhere
+    brokers = (BrokerEntry(1, rack="a"), BrokerEntry(2, rack="a"), BrokerEntry(3, rack="b"),
+               BrokerEntry(4, rack="b"), BrokerEntry(5, rack="b"))
+    parts = [PartitionEntry("t", p, (1, 2), size_bytes=10 * (p + 1)) for p in range(4)]
+    parts += [PartitionEntry(f"o{b}", 0, (b,), size_bytes=300) for b in (1, 2, 3, 4)]
+    work, model, goal = diversity_model(ClusterSnapshot(brokers, tuple(parts)))
+    spread = next(g for g in model.goals if isinstance(g, TopicSpreadGoal))
+    assert spread.cap(model.topic[0], model.chain[5][-1]) == 3 and model.sizes[5] + 100 < model.blo
+    goal.optimize()
+    landed = sorted(work.snapshot.partitions[i].partition for i, _, d, _ in work.moves if d == 5)
+    assert landed == [1, 2, 3] and model.sizes[5] == 90
+    assert goal.distance() == 0 and len(work.moves) == 4
+
+
 @pytest.mark.parametrize(("hot", "fills_to_bottom"), [(1, True), (8, False)])
 def test_receivers_fill_to_the_band_bottom_only_when_the_bytes_below_it_dominate(hot, fills_to_bottom):
     # broker 3 is empty; broker 1 holds ``hot`` partitions of 50 bytes. When the bytes missing below the band are at least
