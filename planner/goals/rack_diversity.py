@@ -26,7 +26,7 @@ Algorithm
     broker is above the byte band by more than the bytes it follows (only leader replicas can
     take those bytes off it, so that leader change is the plan's anyway) and no follower's
     broker is above the band. The partitions are repaired in their order, except that where
-    more of a topic's partitions lack a group than the topic's caps let that group's brokers
+    more of a topic's partitions lack only one group than the topic's caps let that group's brokers
     below the byte band take (the repairs :func:`filler` lands there), they go largest first
     (:func:`scarce_first`): that room then carries the most of the bytes the band must bring
     there anyway. Both searches, within the topic caps,
@@ -269,8 +269,9 @@ class RackDiversityGoal(Goal):
 
 def scarce_first(m: Model, spread: TopicSpreadGoal, groups: tuple[int, ...]) -> list[int]:
     """The partitions in the order rack diversity repairs them: ``m.work.order``, except that
-    where more of a topic's partitions lack a group than the topic's caps let its brokers below
-    the byte band take (:func:`filler` lands repairs there), and the largest of them that fit
+    where more of a topic's partitions must be repaired into a group (:func:`groups_lacked`)
+    than the topic's caps let its brokers below the byte band take (:func:`filler` lands
+    repairs there), and the largest of them that fit
     bring no more than the bytes the band asks for there, those partitions take their places
     largest first: the room goes to the most bytes the band must bring there anyway."""
     tree = m.tree
@@ -321,8 +322,9 @@ def room_for(m: Model, spread: TopicSpreadGoal, t: int, brokers: list[int], enou
 def groups_lacked(m: Model, order: list[int], at_level: list[set[int]],
                   groups: tuple[int, ...]) -> dict[tuple[int, int, int], list[int]]:
     """Per (topic, level, group of ``at_level[level]``): the places in ``order`` of the
-    partitions of the topic lacking that group at the first level they lack one (the level
-    repaired first)."""
+    partitions of the topic whose repair must go to that group: at the first level they lack
+    one (the level repaired first), it is the only group they lack (a partition lacking two has
+    another way, and need not take that group's room)."""
     tree = m.tree
     gap = gaps(m.work)
     out: dict[tuple[int, int, int], list[int]] = {}
@@ -333,8 +335,9 @@ def groups_lacked(m: Model, order: list[int], at_level: list[set[int]],
         for level in range(tree.depth):
             have = {tree.keys[b][level] for b in reps}
             if len(have) < min(len(reps), groups[level]):
-                for g in at_level[level] - have:
-                    out.setdefault((m.topic[i], level, g), []).append(k)
+                if groups[level] - len(have) == 1:      # the one group its repair may go to
+                    for g in at_level[level] - have:
+                        out.setdefault((m.topic[i], level, g), []).append(k)
                 break
     return out
 

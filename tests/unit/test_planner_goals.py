@@ -14,7 +14,7 @@ from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot
 from kafka_replica_assignor.planner.goals.goal import Goal, ReportView
 from kafka_replica_assignor.planner.goals.model import Model
 from kafka_replica_assignor.planner.goals.order import GOALS, REPLICA_PHASES, goals_for, targets
-from kafka_replica_assignor.planner.goals.rack_diversity import RackDiversityGoal
+from kafka_replica_assignor.planner.goals.rack_diversity import RackDiversityGoal, scarce_first
 from kafka_replica_assignor.planner.goals.topic_spread import TopicSpreadGoal
 from kafka_replica_assignor.planner.plan import MoveKind, Working
 from kafka_replica_assignor.planner.report.figures import plan_figures
@@ -299,6 +299,19 @@ def test_diversity_repairs_give_a_topics_scarce_room_below_the_band_to_its_large
     landed = sorted(work.snapshot.partitions[i].partition for i, _, d, _ in work.moves if d == 5)
     assert landed == [1, 2, 3] and model.sizes[5] == 90
     assert goal.distance() == 0 and len(work.moves) == 4
+
+
+def test_diversity_repairs_keep_their_order_when_a_partition_has_another_group_to_go_to():
+    # as above with a third rack c: t-0..t-3 lack both b and c, so their repairs need not take
+    # broker 5's room, and they keep the partitions' order
+    brokers = (BrokerEntry(1, rack="a"), BrokerEntry(2, rack="a"), BrokerEntry(3, rack="b"),
+               BrokerEntry(4, rack="b"), BrokerEntry(5, rack="b"), BrokerEntry(6, rack="c"))
+    parts = [PartitionEntry("t", p, (1, 2), size_bytes=10 * (p + 1)) for p in range(4)]
+    parts += [PartitionEntry(f"o{b}", 0, (b,), size_bytes=300) for b in (1, 2, 3, 4, 6)]
+    work, model, goal = diversity_model(ClusterSnapshot(brokers, tuple(parts)))
+    spread = next(g for g in model.goals if isinstance(g, TopicSpreadGoal))
+    assert model.sizes[5] < model.blo
+    assert scarce_first(model, spread, model.tree.groups(work.eligible)) == list(work.order)
 
 
 @pytest.mark.parametrize(("hot", "fills_to_bottom"), [(1, True), (8, False)])
