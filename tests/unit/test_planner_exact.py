@@ -134,9 +134,15 @@ def brute_force(snap: ClusterSnapshot, threshold: int, scope: Scope | None = Non
     eligible = sorted(b.id for b in snap.brokers if b.alive)
     scope = scope or Scope()
     frozen, excluded, takers = scope.frozen(snap), set(scope.exclude_brokers), set(scope.add_brokers)
+    tree = RackTree.of({b.id: b.rack for b in snap.brokers})
+    groups = [len({tree.keys[b][lv] for b in eligible}) for lv in range(tree.depth)]
+
+    def diverse(c: tuple[int, ...]) -> bool:    # every target holds full diversity: the others cannot qualify
+        return len(c) < 2 or all(len({tree.keys[b][lv] for b in c}) >= min(len(c), groups[lv])
+                                 for lv in range(tree.depth))
     choices = [[p.replicas] if i in frozen else
                [c for c in combinations(eligible, len(p.replicas)) if set(c) & excluded == set(p.replicas) & excluded
-                and (not takers or set(c) - set(p.replicas) <= takers)]
+                and (not takers or set(c) - set(p.replicas) <= takers) and diverse(c)]
                for i, p in enumerate(snap.partitions)]
     best: tuple[int, int] | None = None
     for lists in product(*choices):
