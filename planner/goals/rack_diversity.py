@@ -26,10 +26,10 @@ Algorithm
     broker is above the byte band by more than the bytes it follows (only leader replicas can
     take those bytes off it, so that leader change is the plan's anyway) and no follower's
     broker is above the band. The partitions are repaired in their order, except that where
-    more of a topic's partitions lack only one group than the topic's caps let that group's brokers
-    below the byte band take (the repairs :func:`filler` lands there), they go largest first
-    (:func:`scarce_first`): that room then carries the most of the bytes the band must bring
-    there anyway. Both searches, within the topic caps,
+    more of a topic's partitions lack only one group than the topic's caps let that group's
+    brokers below the byte band take (the repairs :func:`filler` lands there), they go largest
+    first (:func:`scarce_first`): that room then carries the most of the bytes the band must
+    bring there anyway. Both searches, within the topic caps,
     leave out the racks under a node holding the topic at its cap
     (:meth:`~kafka_replica_assignor.planner.goals.topic_spread.TopicSpreadGoal.open_racks`): none of
     their brokers fits, and a data centre at a topic's cap would otherwise be scanned broker by
@@ -271,9 +271,9 @@ def scarce_first(m: Model, spread: TopicSpreadGoal, groups: tuple[int, ...]) -> 
     """The partitions in the order rack diversity repairs them: ``m.work.order``, except that
     where more of a topic's partitions must be repaired into a group (:func:`groups_lacked`)
     than the topic's caps let its brokers below the byte band take (:func:`filler` lands
-    repairs there), and the largest of them that fit
-    bring no more than the bytes the band asks for there, those partitions take their places
-    largest first: the room goes to the most bytes the band must bring there anyway."""
+    repairs there), and the largest of them that fit bring no more than the bytes the band
+    asks for there, those partitions take their places largest first: the room goes to the
+    most bytes the band must bring there anyway."""
     tree = m.tree
     below = [y for y in m.work.eligible if m.sizes[y] < m.blo]
     order = list(m.work.order)
