@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -92,8 +93,10 @@ def run_until_killed(child: str, path: Path, first_batch: int, kill_after: float
         proc.stdout.close()
         proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
-    # the snapshot source logs to stdout too: keep the confirmations only
-    return [int(line.split()[1]) for line in (first + rest).splitlines() if line.startswith("confirmed ")]
+    # the snapshot source logs to stdout too: keep the confirmations only, and only whole lines
+    # (the kill may cut the last one short: a batch is confirmed once its line has ended)
+    whole = (first + rest).split("\n")[:-1]
+    return [int(line.split()[1]) for line in whole if re.fullmatch(r"confirmed \d+", line)]
 
 
 @pytest.mark.parametrize("child", [STORE_CHILD, SOURCE_CHILD], ids=["store", "snapshot-source"])
