@@ -193,12 +193,10 @@ class RackDiversityGoal(Goal):
             if len(reps) < 2 or not m.work.eligible_set.issuperset(reps) or i in m.work.frozen:
                 continue
             while m.budget_left():
-                keys = [tree.keys[b] for b in reps]
-                level = next((lv for lv in range(tree.depth)
-                              if len({k[lv] for k in keys}) < min(len(reps), groups[lv])), None)
-                if level is None:
+                lack = first_lack(tree, reps, groups)
+                if lack is None:
                     break
-                if not self.fix_diversity(i, level, groups):
+                if not self.fix_diversity(i, lack[0], groups):
                     stuck += 1
                     break
         if stuck:
@@ -325,21 +323,25 @@ def groups_lacked(m: Model, order: list[int], at_level: list[set[int]],
     partitions of the topic whose repair must go to that group: at the first level they lack
     one (the level repaired first), it is the only group they lack (a partition lacking two has
     another way, and need not take that group's room)."""
-    tree = m.tree
     gap = gaps(m.work)
     out: dict[tuple[int, int, int], list[int]] = {}
     for k, i in enumerate(order):
-        if not gap[i]:
-            continue
-        reps = m.reps[i]
-        for level in range(tree.depth):
-            have = {tree.keys[b][level] for b in reps}
-            if len(have) < min(len(reps), groups[level]):
-                if groups[level] - len(have) == 1:      # the one group its repair may go to
-                    for g in at_level[level] - have:
-                        out.setdefault((m.topic[i], level, g), []).append(k)
-                break
+        lack = first_lack(m.tree, m.reps[i], groups) if gap[i] else None
+        if lack is not None and groups[lack[0]] - len(lack[1]) == 1:    # the one group its repair may go to
+            level, have = lack
+            for g in at_level[level] - have:
+                out.setdefault((m.topic[i], level, g), []).append(k)
     return out
+
+
+def first_lack(tree: RackTree, reps: list[int], groups: tuple[int, ...]) -> tuple[int, set[int]] | None:
+    """The first level where ``reps`` span fewer groups than they could (the level repaired
+    first), with the groups they span there; None when fully diverse."""
+    for level in range(tree.depth):
+        have = {tree.keys[b][level] for b in reps}
+        if len(have) < min(len(reps), groups[level]):
+            return level, have
+    return None
 
 
 def left_short(tree: RackTree, reps: list[int], level: int, groups: tuple[int, ...]) -> Callable[[int], int]:
