@@ -30,14 +30,20 @@ Algorithm
     ``TOPIC``): below its count target first, then not pushed above the byte band, then holding
     the fewest of the topic. The replica is the smallest follower, or, when the receiver is
     below its count target and both sides want bytes moved, the one nearest that size (the
-    nearest that fits, asked nearest first). A search that finds nothing marks the racks where
+    nearest that fits, asked nearest first). A topic's racks shed first, then its brokers,
+    the one whose smallest follower is largest first (:meth:`TopicSpreadGoal.dearest_first`):
+    the brokers below their count target take only the topic's caps' worth, and what they
+    cannot take lands where no bytes were asked for. A shed that no broker has room for is a
+    swap with a replica of another topic of about its size (:meth:`TopicSpreadGoal.swap_out`). A search that finds nothing marks the racks where
     no broker may take the topic from that giver within the caps (:class:`FullRacks`: the same
     for every replica of the topic, and for every giver whose path in the rack tree parts from
     the rack's at the same level); the topic's other replicas are searched for in the other
     racks only, until a move of the topic lowers a count the verdict read. Exact
     program: ``sum(x[p, b] for p of t, b under g) <= cap(t, g)`` where the topic could exceed
     it. Bound: a broker above a topic's cap gives at least that many of the topic's replicas,
-    its smallest (:mod:`kafka_replica_assignor.planner.solving.bound` combines it with the count band's own).
+    its smallest (:mod:`kafka_replica_assignor.planner.solving.bound` combines it with the count band's own),
+    and what the brokers below the byte band cannot take within their caps arrives elsewhere
+    (its row 8).
 
 Example
     Topic x with 12 replicas on 6 brokers without racks: ``E = ceil(12 / 6) = 2``, cap 3; broker
@@ -50,20 +56,24 @@ Example
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
-from itertools import chain
+from itertools import chain, groupby, islice
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
 from kafka_replica_assignor.planner.goals.goal import BoundProgram, ExactProgram, Goal, ReportView, Target, blame
 from kafka_replica_assignor.planner.goals.model import Layout
-from kafka_replica_assignor.planner.goals.search import TOPIC, receiver
+from kafka_replica_assignor.planner.goals.search import NEAR, TOPIC, receiver
 from kafka_replica_assignor.planner.racks import RackTree
 
 if TYPE_CHECKING:
     from kafka_replica_assignor.planner.plan import Working
     from kafka_replica_assignor.planner.request import PlanRequest
 
+SWAP_TRIES = 4      # followers per giver, and brokers per follower, a shed's swap tries
+SWAP_LOOK = 32      # the emptiest brokers it looks at for them
 TOPIC_CAP = "E(t, node) + 1, E the topic's even share down the rack tree"
 
 
@@ -364,9 +374,10 @@ class TopicSpreadGoal(Goal):
                 program.row(-float("inf"), cap, cols, [1.0] * len(cols), self.key)
 
     def bound_rows(self, program: BoundProgram) -> None:
-        """A broker holding more of a topic than its cap gives at least the excess; with rack
-        diversity's rows, a broker takes at most its cap of each topic's partitions lacking its
-        group (row 7 of the bound's module doc)."""
+        """A broker holding more of a topic than its cap gives at least the excess, and what the
+        brokers below the byte band cannot take of it within their caps arrives elsewhere (rows
+        5 and 8 of the bound's module doc); with rack diversity's rows, a broker takes at most its
+        cap of each topic's partitions lacking its group (row 7)."""
         p: Any = program
         p.require_topic_drops(self.caps.broker_caps)
         if p.diverse:
@@ -399,28 +410,44 @@ class TopicSpreadGoal(Goal):
     def repair_topics(self) -> None:
         m = self.m
         first_broker = m.nodes - len(m.work.eligible)
-        last = -1
-        parts_on: dict[int, list[int]] = {}     # the topic's partitions per broker
         self.found = FullRacks(self)
-        for t, level, node, _ in self.above_cap():
-            if t != last:
-                last = t
-                parts_on = {}
-                self.found.known.clear()    # (only the topic being repaired moves meanwhile)
-                for i in m.topic_parts[t]:
-                    for b in m.reps[i]:
-                        if b not in m.work.excluded:
-                            parts_on.setdefault(b, []).append(i)
-            if node >= first_broker:
-                x = m.work.eligible[node - first_broker]
-                on = {x: parts_on.get(x, [])}
-            else:
-                on = {b: held for b, held in parts_on.items() if m.chain[b][level] == node}
-            while self.over_cap(t, node) > 0 and m.budget_left():
-                moved = self.shed_topic(on, level, node)
-                if moved is None:
-                    break
-                parts_on.setdefault(moved[1], []).append(moved[0])
+        for t, entries in groupby(self.above_cap(), key=itemgetter(0)):
+            parts_on: dict[int, list[int]] = {}     # the topic's partitions per broker
+            self.found.known.clear()    # (only the topic being repaired moves meanwhile)
+            for i in m.topic_parts[t]:
+                for b in m.reps[i]:
+                    if b not in m.work.excluded:
+                        parts_on.setdefault(b, []).append(i)
+            for _, level, node, _ in self.dearest_first(list(entries), parts_on, first_broker):
+                if node >= first_broker:
+                    x = m.work.eligible[node - first_broker]
+                    on = {x: parts_on.get(x, [])}
+                else:
+                    on = {b: held for b, held in parts_on.items() if m.chain[b][level] == node}
+                while self.over_cap(t, node) > 0 and m.budget_left():
+                    moved = self.shed_topic(on, level, node)
+                    if moved is None:
+                        break
+                    parts_on.setdefault(moved[1], []).append(moved[0])
+
+    def dearest_first(self, entries: list[tuple[int, int, int, int]], parts_on: dict[int, list[int]],
+                      first_broker: int) -> list[tuple[int, int, int, int]]:
+        """One topic's nodes above its cap (:meth:`above_cap`) in the order they shed: racks
+        first (a rack's shedding may bring a broker within its cap), then the brokers by the
+        size of the replica each sheds first (its smallest follower), largest first. The
+        brokers below their count target, where :func:`~kafka_replica_assignor.planner.goals.search.receiver`
+        sends a shed first and which need the bytes anyway, take only the topic's caps' worth
+        of it: that room goes to the sheds that would cost most elsewhere, and the smallest go
+        where their bytes are extra (the bound's row 8 counts the same)."""
+        m = self.m
+
+        def first_shed(node: int) -> int:
+            x = m.work.eligible[node - first_broker]
+            held = parts_on.get(x)
+            return m.size[min(held, key=lambda i: (m.reps[i][0] == x, m.slot[i]))] if held else 0
+        racks = [e for e in entries if e[2] < first_broker]
+        brokers = [e for e in entries if e[2] >= first_broker]
+        return racks + sorted(brokers, key=lambda e: (-first_shed(e[2]), e[2]))
 
     def shed_topic(self, on: dict[int, list[int]], level: int, node: int) -> tuple[int, int] | None:
         """Move one replica of a topic out of ``node`` (``on``: its partitions per broker of
@@ -451,6 +478,33 @@ class TopicSpreadGoal(Goal):
                 m.do_move(i, x, y)
                 found.moved(t, x, y)
                 return i, y
+        return self.swap_out(on, givers, level, node)
+
+    def swap_out(self, on: dict[int, list[int]], givers: list[int], level: int,
+                 node: int) -> tuple[int, int] | None:
+        """When no broker outside ``node`` may take one of the topic's replicas from it (a
+        capacity or a band full): a swap of one of the :data:`SWAP_TRIES` smallest followers of
+        each giver with a replica of another topic of about its size, on one of the
+        :data:`SWAP_TRIES` first, of the :data:`SWAP_LOOK` emptiest, outside the node whose caps let the topic in (the
+        swap as a whole kept within the capacities and bands). Returns ``(partition,
+        receiver)`` or None."""
+        m = self.m
+        upto = self.rank + 1
+        for x in givers:
+            for i in sorted(on[x], key=lambda i: (m.reps[i][0] == x, m.slot[i]))[:SWAP_TRIES]:
+                t = m.topic[i]
+                takers = (y for _, y in islice(m.by_bytes, SWAP_LOOK)
+                          if m.chain[y][level] != node and self.caps_ok(t, x, y) and m.unit_fits(i, x, y, upto))
+                for y in islice(takers, SWAP_TRIES):
+                    near = bisect_left(m.held[y], m.slot[i])
+                    for key in m.held[y][max(0, near - NEAR):near + NEAR]:
+                        b = m.partition(key)
+                        if m.topic[b] != t and m.swap_fits(i, x, b, y, upto):
+                            on[x].remove(i)
+                            m.do_move(i, x, y)
+                            m.do_move(b, y, x)
+                            self.found.moved(t, x, y)
+                            return i, y
         return None
 
 

@@ -51,7 +51,11 @@ Algorithm
        >= F_n`` with ``0 <= f_nb <= min(in_b, W_nb)``, ``W_nb`` summing, per topic ``t``, the
        ``cap_tb`` largest of the partitions of ``t`` that have no replica in ``n`` (``r >= G``;
        the caps of the :data:`ARRIVAL_CAPS` most crowded (topic, rack) pairs, all of the
-       partitions for the others).
+       partitions for the others);
+    8. (topic caps) ``sum(in_b, b not in N) >= L_N``, ``N`` the brokers below the byte band's
+       bottom that may take (below the mean bytes without the band; any set keeps the row
+       sound), ``L_N`` summing, per topic ``t``, the replicas row 5 makes its brokers give (each
+       broker's ``count_tb - cap_tb`` smallest) less the largest ``sum(cap_tb, b in N)`` of them.
 
     With ``r`` replicas and ``G`` groups at a level, full diversity holds at most ``cap = 1``
     replica per group when ``r <= G`` (``r - G + 1`` otherwise), and at least one in every group
@@ -82,7 +86,13 @@ Algorithm
     replica, and an excluded one neither gains nor loses one: (6). A partition of ``F_n`` gains a
     replica in ``n``, on some broker ``b`` of ``n`` (``f_nb`` the bytes of those gaining theirs
     on ``b``, within ``in_b``); ``b`` ends with at most ``cap_tb`` replicas of ``t``, so at most
-    ``cap_tb`` of these partitions of ``t`` arrive there: (7). So the plan's ``(out, in, d)`` is a
+    ``cap_tb`` of these partitions of ``t`` arrive there: (7). Per topic ``t``, the replicas added
+    and dropped are of the same partitions, as many of each (its replication factor holds), so
+    their bytes are equal; a broker of ``N`` ends with at most ``cap_tb`` of ``t``, so at most
+    ``sum(cap_tb, b in N)`` of the additions land in ``N``, and the others (the bytes dropped
+    less those largest) land outside it. The drops include each broker's ``count_tb - cap_tb``
+    at least; dropping more, or larger ones, never lowers that difference: (8). So the plan's
+    ``(out, in, d)`` is a
     feasible point and its bytes moved are at least the program's minimum. The value returned is
     the solver's objective rounded down after a relative safety margin of ``1e-6`` (solver
     tolerances).
@@ -171,7 +181,7 @@ class Program:
         self.lower = np.zeros(2 * n)
         self.upper = np.concatenate([fig.movable / self.scale, np.full(n, math.inf)])
         self.blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        self.band_limits: tuple[float, float] | None = None
+        self.band_low: float | None = None
         self.caps = np.full(n, math.inf)
         self.counts_band: tuple[int, int] | None = None
         self.topic_caps: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
@@ -226,6 +236,7 @@ class Program:
 
     def byte_band(self, blo: int, bhi: int) -> None:
         """(2): ``blo <= after_b <= min(bhi, capacity_b)``."""
+        self.band_low = blo
         before = self.fig.before / self.scale
         tops = np.minimum(self.caps, bhi / self.scale)
         self.pairs(self.ins, self.outs, blo / self.scale - before, tops - before)
@@ -237,7 +248,8 @@ class Program:
 
     def require_topic_drops(self, caps: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> None:
         """(5): a broker gives at least, per topic, the smallest of its replicas above the topic's
-        cap; ``caps(topics, broker positions)`` gives the caps."""
+        cap; (8): what the brokers below the band cannot take of them within their caps arrives
+        on the others. ``caps(topics, broker positions)`` gives the caps."""
         self.topic_caps = caps
 
     def arrivals_within(self, caps: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> None:
@@ -272,8 +284,18 @@ class Program:
         in_floor = np.zeros(n)
         if self.counts_band is not None:
             out_floor, in_floor = _count_floors(self.fig, self.counts_band)
+        blocks = list(self.blocks)
         if self.topic_caps is not None:
             out_floor = self.fig.topics.floors(self.topic_caps, None if self.counts_band is None else self.counts_band[1])
+            # row 8 with the brokers that must take bytes anyway inside (any set keeps it sound)
+            before = self.fig.before
+            low = before.mean() if self.band_low is None else self.band_low
+            inside = np.flatnonzero((before < low) & (self.upper[self.ins] > 0))
+            rest = np.setdiff1d(np.arange(n), inside)
+            need = self.fig.topics.landing(self.topic_caps, inside)
+            if need > 0 and len(rest):
+                blocks.append((np.array([need / scale]), np.array([math.inf]), np.array([0, len(rest)], dtype=np.int32),
+                               self.ins[rest], np.ones(len(rest))))
         out_floor, in_floor = np.maximum(out_floor, self.floors[0]), np.maximum(in_floor, self.floors[1])
         lower[self.outs] = np.maximum(lower[self.outs], out_floor / scale)
         lower[self.ins] = np.maximum(lower[self.ins], in_floor / scale)
@@ -289,7 +311,7 @@ class Program:
         cost = np.zeros(cols)
         cost[self.ins] = 1.0
         h.changeColsCost(cols, np.arange(cols, dtype=np.int32), cost)
-        for lo, up, starts, index, value in self.blocks:
+        for lo, up, starts, index, value in blocks:
             if len(lo):
                 h.addRows(len(lo), lo, up, len(index), starts[:-1], index, value)
         h.run()
@@ -421,6 +443,7 @@ class _Topics:
         self.size: list[np.ndarray] = []    # size,
         self.free: list[np.ndarray] = []    # whether it may move
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []   # per partition: topic, rf, may move
+        self.memo: tuple[object, tuple[np.ndarray, ...]] | None = None    # :meth:`drops` for one caps function
 
     def add(self, topic: np.ndarray, spot: np.ndarray, alive: np.ndarray, s: np.ndarray, use: np.ndarray) -> None:
         """Partitions of one replication factor (rows of ``spot``, ``n`` off the eligible brokers)."""
@@ -432,41 +455,57 @@ class _Topics:
         self.parts.append((topic, np.full(len(topic), rf), use))
 
 
+    def drops(self, caps: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[np.ndarray, ...]:
+        """The replicas the topic caps make their brokers give at least (row 5): per (topic,
+        broker) above the cap (``caps(topics, broker positions)``), its ``count - cap`` smallest
+        that may move. Returns ``(pos, topic, size, free, chosen, short)``: the replicas on
+        eligible brokers, the indices of those chosen, and the brokers with fewer that may move
+        than they must give. Memoised per ``caps`` (a figure of the cluster)."""
+        if self.memo is not None and self.memo[0] == caps:
+            return self.memo[1]
+        n = self.n
+        pos, topic = np.concatenate(self.pos), np.concatenate(self.topic)
+        size, free = np.concatenate(self.size), np.concatenate(self.free)
+        chosen = np.zeros(0, dtype=np.int64)
+        short = np.zeros(0, dtype=np.int64)
+        if len(pos):
+            code = topic * n + pos
+            uniq, inverse, count = np.unique(code, return_inverse=True, return_counts=True)
+            t, b = uniq // n, uniq % n
+            excess = np.zeros(len(uniq), dtype=np.int64)
+            crowded = np.flatnonzero(count >= 3)      # a cap is at least 2
+            if len(crowded):
+                excess[crowded] = np.maximum(0, count[crowded] - caps(t[crowded], b[crowded]))
+            # only the groups above their cap need their replicas sorted
+            hot = np.flatnonzero(free & (excess[inverse] > 0))
+            order = np.lexsort((size[hot], code[hot]))
+            gcode, ggroup = code[hot][order], inverse[hot][order]
+            first = np.searchsorted(gcode, uniq[ggroup])
+            chosen = hot[order][np.arange(len(gcode)) - first < excess[ggroup]]
+            short = np.unique(b[excess > np.bincount(inverse[free], minlength=len(uniq))])
+        out = (pos, topic, size, free, chosen, short)
+        self.memo = (caps, out)
+        return out
+
     def floors(self, caps: Callable[[np.ndarray, np.ndarray], np.ndarray], hi: int | None) -> np.ndarray:
         """Bytes each eligible broker gives at least: per topic the smallest of its replicas of
-        the topic above the cap (``caps(topics, broker positions)``), and with ``hi`` the
-        smallest others up to ``count - hi`` (``inf`` when it has too few it may give)."""
+        the topic above the cap (:meth:`drops`), and with ``hi`` the smallest others up to
+        ``count - hi`` (``inf`` when it has too few it may give)."""
         n = self.n
         out = np.zeros(n)
         if not self.pos:
             return out
-        pos, topic = np.concatenate(self.pos), np.concatenate(self.topic)
-        size, free = np.concatenate(self.size), np.concatenate(self.free)
+        pos, _, size, free, chosen, short = self.drops(caps)
         if not len(pos):
             return out
-        code = topic * n + pos
-        uniq, inverse, count = np.unique(code, return_inverse=True, return_counts=True)
-        t, b = uniq // n, uniq % n
-        excess = np.zeros(len(uniq), dtype=np.int64)
-        crowded = np.flatnonzero(count >= 3)      # a cap is at least 2
-        if len(crowded):
-            excess[crowded] = np.maximum(0, count[crowded] - caps(t[crowded], b[crowded]))
-        # only the groups above their cap (and the brokers above hi) need their replicas sorted
-        hot = np.flatnonzero(free & (excess[inverse] > 0))
-        gcode, gsize = code[hot], size[hot]
-        order = np.lexsort((gsize, gcode))
-        gcode, gsize, ggroup = gcode[order], gsize[order], inverse[hot][order]
-        first = np.searchsorted(gcode, uniq[ggroup])
-        take = np.arange(len(gcode)) - first < excess[ggroup]
-        free_count = np.bincount(inverse[free], minlength=len(uniq))
-        out[np.unique(b[excess > free_count])] = math.inf
-        out += np.bincount(gcode[take] % n, weights=gsize[take], minlength=n)
+        out[short] = math.inf
+        out += np.bincount(pos[chosen], weights=size[chosen], minlength=n)
         if hi is not None:
-            taken = np.bincount(gcode[take] % n, minlength=n)
+            taken = np.bincount(pos[chosen], minlength=n)
             more = np.maximum(0, np.bincount(pos, minlength=n) - hi) - taken
-            chosen = np.zeros(len(code), dtype=bool)
-            chosen[hot[order][take]] = True
-            rest = np.flatnonzero(free & ~chosen & (more[pos] > 0))
+            picked = np.zeros(len(pos), dtype=bool)
+            picked[chosen] = True
+            rest = np.flatnonzero(free & ~picked & (more[pos] > 0))
             rpos, rsize = pos[rest], size[rest]
             order = np.lexsort((rsize, rpos))
             rpos, rsize = rpos[order], rsize[order]
@@ -475,6 +514,26 @@ class _Topics:
             out += np.bincount(rpos[pick], weights=rsize[pick], minlength=n)
             out[(more > 0) & (np.bincount(rpos, minlength=n) < more)] = math.inf
         return out
+
+    def landing(self, caps: Callable[[np.ndarray, np.ndarray], np.ndarray], inside: np.ndarray) -> float:
+        """Row 8: the bytes arriving on brokers outside ``inside`` (their positions) at least,
+        for the topic caps: per topic, the replicas :meth:`drops` chooses, less the largest
+        as many of them as the brokers of ``inside`` may hold of the topic (the sum of their
+        caps)."""
+        if not self.pos:
+            return 0.0
+        _, topic, size, _, chosen, _ = self.drops(caps)
+        if not len(chosen):
+            return 0.0
+        t, s = topic[chosen].astype(np.int64), size[chosen]
+        ts = np.unique(t)
+        room = np.zeros(len(ts), dtype=np.int64)
+        if len(inside):
+            room = caps(np.repeat(ts, len(inside)), np.tile(inside, len(ts))).reshape(len(ts), len(inside)).sum(axis=1)
+        order = np.lexsort((-s, t))     # per topic, largest first
+        t, s = t[order], s[order]
+        rank = np.arange(len(t)) - np.searchsorted(t, t)
+        return float(s[rank >= room[np.searchsorted(ts, t)]].sum())
 
 
 class _Racks:

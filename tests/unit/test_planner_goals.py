@@ -314,6 +314,43 @@ def test_diversity_repairs_keep_their_order_when_a_partition_has_another_group_t
     assert scarce_first(model, spread, model.tree.groups(work.eligible)) == list(work.order)
 
 
+def test_topic_sheds_give_the_room_below_the_count_target_to_the_largest_first_sheds():
+    # topic t (cap 2 per broker) is one above it on brokers 1 and 2; broker 7, below its count
+    # target, may take one more of t. Broker 2's first shed (50 bytes) takes that room and
+    # broker 1's (10 bytes) goes to a broker that needs no bytes; in the brokers' order it was
+    # the 10 bytes on 7 and 50 bytes elsewhere
+    brokers = tuple(BrokerEntry(b) for b in range(1, 8))
+    parts = [PartitionEntry("t", p, (1 if p < 3 else 2,), size_bytes=s) for p, s in enumerate((10, 80, 90, 50, 80, 90))]
+    parts.append(PartitionEntry("t", 6, (7,), size_bytes=5))
+    parts += [PartitionEntry(f"o{b}{k}", 0, (b,), size_bytes=100) for b in (3, 4, 5, 6) for k in range(3)]
+    work, model, _ = diversity_model(ClusterSnapshot(brokers, tuple(parts)))
+    spread = next(g for g in model.goals if isinstance(g, TopicSpreadGoal))
+    t = model.topic[0]
+    assert [spread.over_cap(t, model.chain[b][-1]) for b in (1, 2, 7)] == [1, 1, -1]
+    assert model.counts[7] < model.targets[7]
+    spread.repair_topics()
+    moved = {work.snapshot.partitions[i].partition: (s, d) for i, s, d, _ in work.moves}
+    assert moved[3] == (2, 7) and moved[0][0] == 1 and moved[0][1] != 7 and len(moved) == 2
+    assert spread.distance() == 0
+
+
+def test_a_topic_shed_no_broker_has_room_for_is_a_swap():
+    # every broker is at its capacity: broker 1's third replica of t (cap 2) can leave only
+    # by a swap with a replica of another topic of the same size
+    brokers = tuple(BrokerEntry(b, capacity_bytes=150) for b in range(1, 5))
+    parts = [PartitionEntry("t", p, (1,), size_bytes=50) for p in range(3)]
+    parts.append(PartitionEntry("t", 3, (2,), size_bytes=50))
+    parts += [PartitionEntry(f"o{b}{k}", 0, (b,), size_bytes=50) for b in (2, 3, 4) for k in range(3 if b > 2 else 2)]
+    work, model, _ = diversity_model(ClusterSnapshot(brokers, tuple(parts)))
+    spread = next(g for g in model.goals if isinstance(g, TopicSpreadGoal))
+    assert spread.over_cap(model.topic[0], model.chain[1][-1]) == 1
+    spread.repair_topics()
+    assert spread.distance() == 0 and len(work.moves) == 2
+    (a, x, y, _), (b, y2, x2, _) = work.moves
+    assert work.snapshot.partitions[a].topic == "t" and work.snapshot.partitions[b].topic != "t"
+    assert (x, y) == (x2, y2) == (1, y) and all(model.sizes[k] <= 150 for k in range(1, 5))
+
+
 @pytest.mark.parametrize(("hot", "fills_to_bottom"), [(1, True), (8, False)])
 def test_receivers_fill_to_the_band_bottom_only_when_the_bytes_below_it_dominate(hot, fills_to_bottom):
     # broker 3 is empty; broker 1 holds ``hot`` partitions of 50 bytes. When the bytes missing below the band are at least
