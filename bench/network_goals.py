@@ -42,10 +42,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from snapshots import SnapshotSpec, generate  # noqa: E402
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot, gc_paused  # noqa: E402
+from kafka_replica_assignor.planner.goals.replica_bytes import BOUND_KEY  # noqa: E402
 from kafka_replica_assignor.planner.goals.traffic import UNIT, snapshot_figures  # noqa: E402
 from kafka_replica_assignor.planner.plan import Plan  # noqa: E402
 from kafka_replica_assignor.planner.request import PlanRequest  # noqa: E402
-from kafka_replica_assignor.planner.solving.bound import BOUND_KEY  # noqa: E402
 from kafka_replica_assignor.planner.solving.planning import make_plan  # noqa: E402
 
 

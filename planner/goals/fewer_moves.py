@@ -65,6 +65,7 @@ import math
 from typing import Any, ClassVar
 
 from kafka_replica_assignor.planner.goals.goal import ExactProgram, Goal
+from kafka_replica_assignor.planner.goals.replica_bytes import bounds_that_hold
 from kafka_replica_assignor.planner.plan import Working
 from kafka_replica_assignor.planner.request import PlanError
 
@@ -158,12 +159,14 @@ class FewerMovesGoal(Goal):
 
     def near_bound(self) -> bool:
         """Whether what the plan moves now is within :data:`SOLVER_GAP` of its lower bound
-        (the largest recorded: there is then too little left for the solver stage to gain)."""
+        (the largest recorded that holds, :func:`~kafka_replica_assignor.planner.goals.replica_bytes.bounds_that_hold`:
+        there is then too little left for the solver stage to gain)."""
         m = self.m
         work = m.work
         moved = sum(self.gain(i) * sum(1 for b in m.reps[i] if b not in work.original[i]) for i in work.touched)
-        prefix = "bytes_moved_" if m.sized else "replica_moves_"
-        bound = max((v for k, v in work.bounds.items() if k.startswith(prefix)), default=0)
+        held = bounds_that_hold(work.bounds) if m.sized else {
+            k: v for k, v in work.bounds.items() if k.startswith("replica_moves_")}
+        bound = max(held.values(), default=0)
         return moved <= bound * (1 + SOLVER_GAP)
 
     # -- candidates and the rules --------------------------------------------------------

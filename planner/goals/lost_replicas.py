@@ -97,18 +97,22 @@ def settled(work: Working) -> tuple[int, int]:
 
 def settled_replicas(work: Working) -> list[int]:
     """Per partition, its replicas on eligible brokers once every partition that can be repaired
-    is. A partition out of scope, or with more replicas than brokers that may take one, keeps
-    only what it has on eligible brokers."""
+    is. A partition out of scope, or with more lost replicas than brokers that may take one and
+    do not hold it (:func:`repair_working`'s rule), keeps only what it has on eligible brokers."""
     hit = work.memo.get("settled_replicas")
     if isinstance(hit, list):
         return hit
     eligible = work.eligible_set
-    takers = [b for b in work.eligible if b not in work.excluded and (not work.takers or b in work.takers)]
+    takers = {b for b in work.eligible if b not in work.excluded and (not work.takers or b in work.takers)}
     out = []
     for i, reps in enumerate(work.original):
         n = len(reps)
-        if not eligible.issuperset(reps) and (i in work.frozen or n > len(takers)):
-            n = sum(1 for b in reps if b in eligible)
+        if not eligible.issuperset(reps):
+            # the repair's own rule: each lost replica goes to a broker that may take and does
+            # not hold the partition yet (its replicas on brokers that may not take stay)
+            lost = sum(1 for b in reps if b not in eligible)
+            if i in work.frozen or lost > len(takers) - sum(1 for b in reps if b in takers):
+                n -= lost
         out.append(n)
     work.memo["settled_replicas"] = out
     return out

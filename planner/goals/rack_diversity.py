@@ -38,9 +38,11 @@ Algorithm
 
     Exact program, per level and partition: ``u[p, g] <= sum(x[p, b] for b in g)``, ``u <= 1``;
     ``sum_g u[p, g] >=`` the groups it spans now (hard: never reduced) and ``>= min(RF,
-    groups)`` (the target). Bound (rows 3 and 4 of :mod:`kafka_replica_assignor.planner.solving.bound`): bytes a
+    groups)`` (the target). Bound (rows 3, 4 and 9 of :mod:`kafka_replica_assignor.planner.solving.bound`): bytes a
     crowded group must give leave it for brokers outside it; a group a partition lacks, or
-    loses its only replica in, takes one; every group lacking costs its partition's bytes.
+    loses its only replica in, takes one; every group lacking costs its partition's bytes; a
+    set of groups ends holding what full diversity lets it hold (a byte band beyond that is
+    out of reach, and the bound leaves it out).
 
 Example
     Brokers 1, 2 in rack a, 3 in rack b; ``y-1 [1, 2]`` lacks rack b: its follower leaves 2 for
@@ -139,12 +141,17 @@ class RackDiversityGoal(Goal):
                     program.row(full, math.inf, u, [1.0] * len(u), self.key)
 
     def bound_rows(self, program: BoundProgram) -> None:
-        """Rows (3) and (4) of the bound's module doc."""
+        """Rows (3), (4) and (9) of the bound's module doc."""
         import numpy as np  # the planner extra, loaded when planning
 
         p: Any = program
         p.diverse = True
         fig, scale, outs, ins = p.fig, p.scale, p.outs, p.ins
+        for mask, least, most, _, _ in fig.holds if p.holds else ():   # (9): a set of groups holds what diversity lets it
+            members = np.flatnonzero(mask)
+            held = float(fig.before[members].sum())
+            p.row((least - held) / scale, (most - held) / scale, np.concatenate([ins[members], outs[members]]),
+                  np.concatenate([np.ones(len(members)), -np.ones(len(members))]))
         for mask, excess, deficit, holding, sole in fig.nodes:
             if excess > 0:      # d_b <= min(out_b, X_n,b), sum(d_b, b in n) >= E_n
                 members = np.flatnonzero(mask)

@@ -36,6 +36,7 @@ Example
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -63,6 +64,24 @@ def byte_band(total: int, brokers: int, threshold: Fraction, largest: int) -> tu
     if lo > hi:
         lo, hi = math.floor(mean), math.ceil(mean)
     return max(0, lo), max(hi, largest)
+
+
+BOUND_KEY = "bytes_moved_lp_bound"
+"""The plan's LP bound key (:mod:`kafka_replica_assignor.planner.solving.bound`); the targets it
+kept follow it, ``bytes_moved_lp_bound:diversity,topics``."""
+BAND_BOUND = "bytes_moved_lower_bound"
+
+
+def bounds_that_hold(bounds: Mapping[str, int]) -> dict[str, int]:
+    """The bytes-moved lower bounds among a plan's ``bounds`` (``bytes_moved_*``) that bound it:
+    every one, but the byte band's own (:data:`BAND_BOUND`) when the LP bound did not keep the
+    band (the band is then out of reach with the targets before it: no plan is within it, and
+    the band's figure bounds nothing). The report's figure and the fewer-moves goal's stop
+    both read these."""
+    kept = [key.partition(":")[2].split(",") for key in bounds if key.partition(":")[0] == BOUND_KEY]
+    out_of_reach = bool(kept) and ReplicaBytesGoal.key not in kept[0]
+    return {key: value for key, value in bounds.items()
+            if key.startswith("bytes_moved_") and not (out_of_reach and key == BAND_BOUND)}
 
 
 class ReplicaBytesGoal(Goal):
@@ -164,7 +183,7 @@ class ReplicaBytesGoal(Goal):
         reach = sum(max(0, m.blo - s) for s in m.pre_bytes.values())
         work.bounds["bytes_band_lo"] = m.blo
         work.bounds["bytes_band_hi"] = m.bhi
-        work.bounds["bytes_moved_lower_bound"] = max(repaired + leave, reach)
+        work.bounds[BAND_BOUND] = max(repaired + leave, reach)
 
     def optimize(self) -> int:
         m = self.m

@@ -32,7 +32,8 @@ Algorithm
     (before repair):
     ``repairs + sum(max(0, count - hi))`` and ``sum(max(0, lo - count))``. Exact program:
     ``lo <= sum_p x[p, b] <= hi``. Bound: a broker above ``hi`` gives at least its ``count - hi``
-    smallest replicas, one below ``lo`` takes at least the ``lo - count`` smallest partitions.
+    smallest replicas, one below ``lo`` takes at least the ``lo - count`` smallest partitions;
+    with rack diversity's rows, a band its groups cannot hold is out of reach (row 10).
 
 Example
     Brokers 1..6 hold 4, 3, 2, 3, 0, 0 replicas (12, band [2, 2]): 1 gives two followers, 2 and
@@ -122,7 +123,10 @@ class ReplicaCountGoal(Goal):
 
     def bound_rows(self, program: BoundProgram) -> None:
         p: Any = program
-        p.require_counts(*self.band())
+        lo, hi = self.band()
+        p.require_counts(lo, hi)
+        if p.diverse and p.holds:   # (10): a set of groups' brokers hold what full diversity lets it hold
+            p.unreachable |= any(mask.sum() * lo > most or mask.sum() * hi < least for mask, _, _, least, most in p.fig.holds)
 
     def prepare(self) -> None:
         """The band and the count targets on the model."""

@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from kafka_replica_assignor.planner.plan import Working
     from kafka_replica_assignor.planner.request import PlanRequest
 
-SWAP_TRIES = 4      # followers per giver, and brokers per follower, a shed's swap tries
+SWAP_TRIES = 4      # givers, followers per giver and brokers per follower a shed's swap tries
 SWAP_LOOK = 32      # the emptiest brokers it looks at for them
 TOPIC_CAP = "E(t, node) + 1, E the topic's even share down the rack tree"
 
@@ -224,6 +224,8 @@ class TopicSpreadGoal(Goal):
         self.caps = TopicCaps(self.layout, work.tree.depth)
         self.found = FullRacks(self)
         """The racks :meth:`shed_topic`'s searches found full for the topic being repaired."""
+        self.unswapped: set[int] = set()
+        """The topics :meth:`swap_out` found nothing for in this round."""
 
     def cap(self, t: int, node: int) -> int:
         return self.caps.cap(t, node)
@@ -411,6 +413,7 @@ class TopicSpreadGoal(Goal):
         m = self.m
         first_broker = m.nodes - len(m.work.eligible)
         self.found = FullRacks(self)
+        self.unswapped = set()    # topics whose swap found nothing this round
         for t, entries in groupby(self.above_cap(), key=itemgetter(0)):
             parts_on: dict[int, list[int]] = {}     # the topic's partitions per broker
             self.found.known.clear()    # (only the topic being repaired moves meanwhile)
@@ -484,13 +487,19 @@ class TopicSpreadGoal(Goal):
                  node: int) -> tuple[int, int] | None:
         """When no broker outside ``node`` may take one of the topic's replicas from it (a
         capacity or a band full): a swap of one of the :data:`SWAP_TRIES` smallest followers of
-        each giver with a replica of another topic of about its size, on one of the
+        each of the first :data:`SWAP_TRIES` givers with a replica of another topic of about its size, on one of the
         :data:`SWAP_TRIES` first, of the :data:`SWAP_LOOK` emptiest, outside the node whose caps let the topic in (the
-        swap as a whole kept within the capacities and bands). Returns ``(partition,
-        receiver)`` or None."""
+        swap as a whole kept within the capacities and bands). Only with capacities (nothing
+        else ranked before the topic caps refuses a receiver a swap could satisfy), and once per
+        topic and round when it finds nothing (the topic's counts change only by its own moves,
+        and one of those ends the round's work on it or finds a receiver). Returns
+        ``(partition, receiver)`` or None."""
         m = self.m
+        t = m.topic[next(i for held in on.values() for i in held)] if any(on.values()) else -1
+        if not m.capacity or t in self.unswapped:
+            return None     # only a capacity stops a shed that a swap may carry
         upto = self.rank + 1
-        for x in givers:
+        for x in givers[:SWAP_TRIES]:
             for i in sorted(on[x], key=lambda i: (m.reps[i][0] == x, m.slot[i]))[:SWAP_TRIES]:
                 t = m.topic[i]
                 takers = (y for _, y in islice(m.by_bytes, SWAP_LOOK)
@@ -505,6 +514,7 @@ class TopicSpreadGoal(Goal):
                             m.do_move(b, y, x)
                             self.found.moved(t, x, y)
                             return i, y
+        self.unswapped.add(t)
         return None
 
 

@@ -18,10 +18,10 @@ from kafka_replica_assignor.planner.execution.batches import Execution, Limits, 
 from kafka_replica_assignor.planner.goals.goal import Target
 from kafka_replica_assignor.planner.goals.leaders import LeaderGoal
 from kafka_replica_assignor.planner.goals.order import GOALS, bound_texts, targets
+from kafka_replica_assignor.planner.goals.replica_bytes import BOUND_KEY, bounds_that_hold
 from kafka_replica_assignor.planner.plan import MoveKind, Plan
 from kafka_replica_assignor.planner.report.figures import Figures, plan_figures
 from kafka_replica_assignor.planner.request import PlanRequest
-from kafka_replica_assignor.planner.solving.bound import BOUND_KEY
 
 MOVES_SHOWN = 100
 BATCHES_SHOWN = 100
@@ -51,11 +51,14 @@ def bound_text(key: str) -> str:
 
 
 def _byte_bound(plan: Plan) -> tuple[int, str]:
-    """The largest bytes-moved lower bound of the plan and what it is."""
+    """The largest bytes-moved lower bound of the plan and what it is. The byte band's own
+    bound is left out when the linear program found the band out of reach with the targets
+    before it (it did not keep ``bytes``): it bounds plans within the band, and there are none."""
     best, how = 0, "per-broker band"
+    hold = bounds_that_hold(dict(plan.bounds))
     for key, value in plan.bounds:
         kind = BYTE_BOUNDS.get(key.partition(":")[0])
-        if kind is not None and value >= best:
+        if kind is not None and key in hold and value >= best:
             best, how = value, kind
     return best, how
 

@@ -55,7 +55,17 @@ Algorithm
     8. (topic caps) ``sum(in_b, b not in N) >= L_N``, ``N`` the brokers below the byte band's
        bottom that may take (below the mean bytes without the band; any set keeps the row
        sound), ``L_N`` summing, per topic ``t``, the replicas row 5 makes its brokers give (each
-       broker's ``count_tb - cap_tb`` smallest) less the largest ``sum(cap_tb, b in N)`` of them.
+       broker's ``count_tb - cap_tb`` smallest) less the largest ``sum(cap_tb, b in N)`` of them;
+    9. (rack diversity) per set ``S`` of groups at a level (each group alone, and the largest
+       ``2 .. G - 1`` by brokers together): ``H_S^- <= sum(after_b, b in S) <= H_S^+``, the bytes
+       full diversity lets ``S`` hold: per partition that may move, ``size`` times at least
+       ``max(|S|, r - O)`` (``r >= G``; ``max(0, r - O)`` otherwise) and at most ``min(I, r - G +
+       |S|)`` (``r >= G``; ``min(I, r, |S|)`` otherwise), ``I`` and ``O`` the most the groups in
+       and out of ``S`` may hold of it (``min(r - G + 1, brokers)`` each, 1 when ``r <= G``); the
+       others' bytes in ``S`` as they are;
+    10. (replica counts, with rack diversity's rows) the same sets' replica counts: a band whose
+       ``|S| * lo`` is above what ``S`` may hold, or ``|S| * hi`` below what it must, is out of
+       reach (no row: the program is infeasible).
 
     With ``r`` replicas and ``G`` groups at a level, full diversity holds at most ``cap = 1``
     replica per group when ``r <= G`` (``r - G + 1`` otherwise), and at least one in every group
@@ -91,8 +101,11 @@ Algorithm
     their bytes are equal; a broker of ``N`` ends with at most ``cap_tb`` of ``t``, so at most
     ``sum(cap_tb, b in N)`` of the additions land in ``N``, and the others (the bytes dropped
     less those largest) land outside it. The drops include each broker's ``count_tb - cap_tb``
-    at least; dropping more, or larger ones, never lowers that difference: (8). So the plan's
-    ``(out, in, d)`` is a
+    at least; dropping more, or larger ones, never lowers that difference: (8). A partition with
+    full diversity spans ``min(r, G)`` groups: with ``r >= G`` one at least in each group, so the
+    groups out of ``S`` hold ``G - |S|`` at least and those of ``S`` ``|S|``; with ``r < G`` one at
+    most in each; no group holds more than its brokers, nor than ``r - G + 1``: the replicas in
+    ``S`` are within the bounds of (9) and (10). So the plan's ``(out, in, d)`` is a
     feasible point and its bytes moved are at least the program's minimum. The value returned is
     the solver's objective rounded down after a relative safety margin of ``1e-6`` (solver
     tolerances).
@@ -119,6 +132,7 @@ import numpy as np
 
 from kafka_replica_assignor.cluster.snapshot import ClusterSnapshot
 from kafka_replica_assignor.planner.goals.model import Layout
+from kafka_replica_assignor.planner.goals.replica_bytes import BOUND_KEY
 from kafka_replica_assignor.planner.racks import RackTree
 
 if TYPE_CHECKING:
@@ -128,14 +142,13 @@ if TYPE_CHECKING:
 
 MARGIN = 1e-6       # relative margin taken off the solver's objective (its tolerances)
 ARRIVAL_CAPS = 20_000   # (topic, rack) caps row 7 asks at most (each a water filling down the tree)
-BOUND_KEY = "bytes_moved_lp_bound"
-"""The plan's bound key; the targets kept follow it, ``bytes_moved_lp_bound:diversity,topics``."""
 
 
 @dataclass(frozen=True, slots=True)
 class ByteBound:
     """The bound (bytes), the targets the program kept (the goals' keys, in their order), and a
-    minimum's flows: per broker the bytes leaving and arriving."""
+    minimum's flows: per broker the bytes leaving and arriving (of the program with every
+    target and without rows 9 and 10, when that one holds)."""
 
     bytes: int
     kept: tuple[str, ...]
@@ -158,6 +171,7 @@ class _Figures:
     smallest_cum: np.ndarray    # running sums of the movable partitions' sizes, smallest first
     topics: _Topics             # replicas with their topics, for the topic caps
     lacks: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]   # (level, key, topic, size) per group a partition lacks (r >= G)
+    holds: list[tuple[np.ndarray, float, float, float, float]]   # row 9: per set of groups (members), the bytes and replicas it holds at least and at most
     arrivals: list[tuple[np.ndarray, np.ndarray, float]] | None = None   # row 7 per node: members, W_nb, F_n (once)
 
 
@@ -189,6 +203,10 @@ class Program:
         self.flows: tuple[dict[int, float], dict[int, float]] = ({}, {})
         self.diverse = False
         """Whether rack diversity's rows are in (the arrivals of row 7 are its repairs)."""
+        self.holds = True
+        """Whether rows 9 and 10 (what full diversity lets a set of groups hold) are in."""
+        self.unreachable = False
+        """A goal found its target out of reach with the rows before it (:meth:`solve` gives None)."""
 
     # -- what the goals call -----------------------------------------------------------------
     def columns(self, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -278,6 +296,8 @@ class Program:
         :attr:`flows` then holds each broker's bytes leaving and arriving at that minimum."""
         import highspy
 
+        if self.unreachable:
+            return None
         lower, upper = self.lower.copy(), self.upper.copy()
         n, scale = self.n, self.scale
         out_floor = np.zeros(n)
@@ -338,11 +358,19 @@ def byte_lower_bound(work: Working, goals: Sequence[Goal]) -> ByteBound | None:
     value = program.solve()
     if value is None:
         return None
-    return ByteBound(max(0, math.floor(value * (1 - MARGIN))), tuple(g.key for g in kept), program.flows)
+    # the flows the plan is given: those of every target without rows 9 and 10, which put a
+    # target out of reach that the plan still goes as near as it can (a minimum's flows are
+    # one vertex of many: the same program gives the plan the same hint whatever was kept)
+    flows = program.flows
+    loose = _program(work, fig, goals, [g for g in goals if g.target], holds=False)
+    if loose.solve() is not None:
+        flows = loose.flows
+    return ByteBound(max(0, math.floor(value * (1 - MARGIN))), tuple(g.key for g in kept), flows)
 
 
-def _program(work: Working, fig: _Figures, goals: Sequence[Goal], kept: Sequence[Goal]) -> Program:
+def _program(work: Working, fig: _Figures, goals: Sequence[Goal], kept: Sequence[Goal], holds: bool = True) -> Program:
     program = Program(work, fig)
+    program.holds = holds
     for goal in goals:
         if not goal.target or goal in kept:
             goal.bound_rows(program)
@@ -590,6 +618,51 @@ class _Racks:
         return lacking
 
 
+class _Holds:
+    """Row 9's figures: per level, each group and the largest (most brokers) 2, 3, ... ``G - 1``
+    groups together, the bytes and replicas full diversity lets the set hold, at least and at
+    most (the module doc)."""
+
+    def __init__(self, keys: np.ndarray, nkeys: int, groups: tuple[int, ...]) -> None:
+        self.nkeys = nkeys
+        self.groups = groups
+        self.members = [np.bincount(keys[:, level], minlength=nkeys) for level in range(len(groups))]
+        self.present = [np.unique(keys[:, level]) for level in range(len(groups))]
+        self.sets: list[list[tuple[np.ndarray, np.ndarray]]] = []     # per level: (brokers, group keys)
+        for level, ks in enumerate(self.present):
+            big = ks[np.lexsort((ks, -self.members[level][ks]))]
+            chosen = [ks[i:i + 1] for i in range(len(ks))] + [big[:k] for k in range(2, len(ks))]
+            self.sets.append([(np.isin(keys[:, level], c), c) for c in chosen])
+        self.first = np.concatenate([[0], np.cumsum([len(x) for x in self.sets])]).astype(int).tolist()
+        self.values = np.zeros((self.first[-1], 4))    # bytes least, most; replicas least, most
+
+    def add(self, rf: int, k: np.ndarray, alive: np.ndarray, s: np.ndarray, use: np.ndarray) -> None:
+        """Partitions of ``rf`` replicas: ``k`` their brokers' keys per level (rows x replicas x
+        levels), ``s`` their sizes, ``use`` whether they may move (the others' replicas on
+        eligible brokers count where they are)."""
+        kept = alive & ~use[:, None]
+        figures = ((float(s[use].sum()), np.where(kept, s[:, None], 0).ravel()),
+                   (float(use.sum()), kept.ravel().astype(float)))
+        for j, (moving, fixed) in enumerate(figures):
+            for level, g in enumerate(self.groups):
+                held = np.bincount(k[:, :, level].ravel(), weights=fixed, minlength=self.nkeys)
+                most = np.minimum(1 if rf <= g else rf - g + 1, self.members[level])    # per group
+                every = int(most[self.present[level]].sum())
+                for at, (_, ks) in enumerate(self.sets[level], self.first[level]):
+                    inside = int(most[ks].sum())
+                    if rf >= g:
+                        low, high = max(len(ks), rf - (every - inside)), min(inside, rf - (g - len(ks)))
+                    else:
+                        low, high = max(0, rf - (every - inside)), min(inside, rf, len(ks))
+                    fixed_in = float(held[ks].sum())
+                    self.values[at, 2 * j:2 * j + 2] += (fixed_in + moving * low, fixed_in + moving * high)
+
+    def limits(self) -> list[tuple[np.ndarray, float, float, float, float]]:
+        rows: list[list[float]] = self.values.tolist()
+        return [(mask, row[0], row[1], row[2], row[3])
+                for (mask, _), row in zip(chain.from_iterable(self.sets), rows, strict=True)]
+
+
 def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree, topic_of: Sequence[int],
              frozen: frozenset[int], excluded: frozenset[int] = frozenset(),
              takers: frozenset[int] = frozenset()) -> _Figures:
@@ -617,7 +690,9 @@ def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
     depth = tree.depth
     keys = np.array([tree.keys[b] for b in eligible] if depth else [], dtype=np.int64).reshape(n, depth)
     nkeys = len(tree.names)
-    racks = _Racks(depth, nkeys, n, tree.groups(eligible))
+    groups = tree.groups(eligible)
+    racks = _Racks(depth, nkeys, n, groups)
+    holds = _Holds(keys, nkeys, groups)
     racks.present = [np.unique(keys[:, level]) for level in range(depth)]
     tid = np.asarray(topic_of, dtype=np.int64)
     leaf = np.unique(keys[:, depth - 1], return_inverse=True)[1].reshape(n) if depth else np.zeros(n, dtype=np.int64)
@@ -651,6 +726,7 @@ def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
             lost -= alive[:, j]
         dead += float((s * lost)[use].sum())
         dead_count += int(lost[use].sum())
+        holds.add(rf, keys[np.minimum(spot, n - 1)], alive, s, use)
         if depth and rf >= 2:
             lacking = np.zeros(len(rows), dtype=np.int64)
             for level in range(depth):
@@ -662,6 +738,7 @@ def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
         for key in np.unique(keys[:, level]):
             nodes.append((keys[:, level] == key, float(racks.excess[level, key]),
                           float(racks.deficit[level, key]), racks.holding[level], racks.sole[level]))
+    limits = holds.limits()
     fpos = np.concatenate(free_pos) if free_pos else np.zeros(0, dtype=np.int64)
     fsize = np.concatenate(free_size) if free_size else np.zeros(0, dtype=np.int64)
     smallest = np.concatenate([[0.0], np.cumsum(np.sort(size[~stay]), dtype=float)])
@@ -669,4 +746,4 @@ def _figures(snapshot: ClusterSnapshot, eligible: Sequence[int], tree: RackTree,
     lacks = (parts_lacking[0], parts_lacking[1], parts_lacking[2], parts_lacking[3])
     return _Figures(before, movable, dead, gap_bytes, nodes,
                     int(before.sum() + dead), int(size.max(initial=0)), counts,
-                    int(counts.sum()) + dead_count, fpos, fsize, smallest, topics, lacks)
+                    int(counts.sum()) + dead_count, fpos, fsize, smallest, topics, lacks, limits)

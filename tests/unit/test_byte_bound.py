@@ -12,11 +12,12 @@ import pytest
 from bench.exact_optimum import generate
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from kafka_replica_assignor.planner.goals.order import REPLICA_PHASES, goals_for
+from kafka_replica_assignor.planner.goals.replica_bytes import BOUND_KEY, bounds_that_hold
 from kafka_replica_assignor.planner.plan import Plan, Working
 from kafka_replica_assignor.planner.racks import RackTree
 from kafka_replica_assignor.planner.report.plan_report import render_report
 from kafka_replica_assignor.planner.request import PlanError, RequestError, Scope
-from kafka_replica_assignor.planner.solving.bound import BOUND_KEY, MARGIN, ByteBound, Program, byte_lower_bound
+from kafka_replica_assignor.planner.solving.bound import MARGIN, ByteBound, Program, byte_lower_bound
 from kafka_replica_assignor.planner.solving.planning import make_plan
 from tests.planning import plan_of, request_of
 from tests.unit.test_planner_exact import after_lists, brute_force, moved, off_targets
@@ -33,9 +34,11 @@ def bound(snap: ClusterSnapshot, threshold: int, scope: Scope | None = None) -> 
     return byte_lower_bound(work, goals_for(work, request, ("lists", *REPLICA_PHASES)))
 
 
-def old_bounds(plan: Plan) -> int:
-    """The per-broker and per-partition bytes bounds the heuristic recorded on ``plan``."""
-    return max(plan.bound(k) or 0 for k in OLD)
+def old_bounds(plan: Plan, kept: tuple[str, ...] = TARGETS) -> int:
+    """The per-broker and per-partition bytes bounds the heuristic recorded on ``plan``; the
+    per-broker one (the byte band's) only when the program kept the byte band (``kept``): it
+    is a bound of the plans within the band, and there may be none."""
+    return max(plan.bound(k) or 0 for k in OLD if k != OLD[0] or "bytes" in kept)
 
 
 def old_bound(snap: ClusterSnapshot, threshold: int) -> int:
@@ -65,7 +68,7 @@ def test_never_above_a_plan_meeting_every_target_nor_below_the_old_bounds(seed):
         plan = plan_of(snap, "replica", threshold=threshold)
     except (RequestError, PlanError):
         return      # refused (capacity): nothing to compare with
-    assert found.bytes >= old_bounds(plan) * (1 - 2 * MARGIN)
+    assert found.bytes >= old_bounds(plan, found.kept) * (1 - 2 * MARGIN)
     lists = after_lists(plan, snap)
     off = off_targets(snap, lists, threshold)
     assert off is not None
@@ -96,7 +99,7 @@ def test_never_above_the_enumerated_optimum(seed, scope):
         optimum, _ = brute_force(snap, threshold, scope)
     except AssertionError:      # no plan meets every target: nothing to bound
         return
-    assert found is not None
+    assert found is not None and found.kept == TARGETS     # none found out of reach wrongly
     assert found.bytes <= optimum
 
 
@@ -119,7 +122,7 @@ def test_never_above_the_enumerated_optimum_with_levels_and_capacities(seed):
     snap, threshold, scope = tiny_tree(seed)
     found = bound(snap, threshold, scope)
     optimum, _ = brute_force(snap, threshold, scope)
-    assert found is not None
+    assert found is not None and found.kept == TARGETS
     assert found.bytes <= optimum
 
 
@@ -199,3 +202,37 @@ def test_a_topics_drops_beyond_the_caps_of_the_brokers_below_the_band_land_elsew
     without = bound(snap, 20, scope)
     assert without is not None and without.kept == TARGETS
     assert without.bytes < found.bytes
+
+
+def test_a_band_the_rack_tree_cannot_hold_is_out_of_reach_and_bounds_nothing():
+    # rack a has broker 1 alone, rack b brokers 2..4: full diversity puts one replica of every
+    # partition of RF 2 on broker 1, far above both bands (rows 9 and 10). The program keeps
+    # rack diversity and the topic caps only, and the byte band's own figure is not a bound
+    # of this plan (none is within the band)
+    brokers = (BrokerEntry(1, "a", True, None, None, None),) + tuple(
+        BrokerEntry(b, "b", True, None, None, None) for b in (2, 3, 4))
+    parts = tuple(PartitionEntry(f"t{p}", 0, (2 + p % 3, 2 + (p + 1) % 3), None, None, 10 + p) for p in range(6))
+    snap = ClusterSnapshot(brokers, parts)
+    found = bound(snap, 10)
+    assert found is not None and found.kept == ("diversity", "topics")
+    total = sum(p.size_bytes or 0 for p in parts)      # one replica of each moves to broker 1
+    assert total * (1 - 2 * MARGIN) - 1 <= found.bytes <= total
+    plan = plan_of(snap, "replica", threshold=10)
+    assert plan.bound("bytes_moved_lower_bound") is not None
+    held = bounds_that_hold(dict(plan.bounds))
+    assert "bytes_moved_lower_bound" not in held and max(held.values()) <= moved(snap, after_lists(plan, snap))[0]
+
+
+def test_a_partition_whose_lost_replica_an_added_broker_can_take_counts_in_the_bands():
+    # broker 1 is dead; only 2 and 3 may take (added). t-0 [1, 4, 2] has one lost replica and
+    # broker 3 free for it: it is repaired, so its bytes count in the bands (they counted out,
+    # which put broker 4 above a band too low and the bound above the enumerated optimum)
+    brokers = (BrokerEntry(1, "b", False, None, None, None), BrokerEntry(2, "a", True, None, None, 250),
+               BrokerEntry(3, "c", True, None, None, None), BrokerEntry(4, "b", True, None, None, None))
+    parts = (PartitionEntry("t", 0, (1, 4, 2), None, None, 16), PartitionEntry("t", 1, (3, 4), None, None, 85),
+             PartitionEntry("t", 2, (2, 4, 3), None, None, 36), PartitionEntry("t", 3, (2, 3), None, None, 60),
+             PartitionEntry("t", 4, (4, 2), None, None, 98))
+    snap, scope = ClusterSnapshot(brokers, parts), Scope(add_brokers=(2, 3))
+    found = bound(snap, 10, scope)
+    assert found is not None and found.kept == TARGETS
+    assert found.bytes <= brute_force(snap, 10, scope)[0] == 16

@@ -8,10 +8,10 @@ import pytest
 
 from kafka_replica_assignor.cluster.snapshot import BrokerEntry, ClusterSnapshot, PartitionEntry
 from kafka_replica_assignor.planner.goals.order import goals_for
+from kafka_replica_assignor.planner.goals.replica_bytes import BOUND_KEY
 from kafka_replica_assignor.planner.goals.traffic import UNIT, snapshot_figures
 from kafka_replica_assignor.planner.plan import Plan, Working
 from kafka_replica_assignor.planner.request import PlanError, PlanRequest, RequestError
-from kafka_replica_assignor.planner.solving.bound import BOUND_KEY
 from tests.planning import plan_of
 
 NETWORK = {"network_capacity", "network_in", "network_out", "leader_in"}
