@@ -30,10 +30,11 @@ Algorithm
     ``TOPIC``): below its count target first, then not pushed above the byte band, then holding
     the fewest of the topic. The replica is the smallest follower, or, when the receiver is
     below its count target and both sides want bytes moved, the one nearest that size (the
-    nearest that fits, asked nearest first). A topic's racks shed first, then its brokers,
-    the one whose smallest follower is largest first (:meth:`TopicSpreadGoal.dearest_first`):
-    the brokers below their count target take only the topic's caps' worth, and what they
-    cannot take lands where no bytes were asked for. A shed that no broker has room for is a
+    nearest that fits, asked nearest first). Where a topic's brokers above its cap must shed
+    more than the brokers below their count target may take of it within the caps, its racks
+    shed first, then its brokers, the one whose smallest follower is largest first
+    (:meth:`TopicSpreadGoal.dearest_first`): what those brokers cannot take lands where no
+    bytes were asked for. A shed that no broker has room for is a
     swap with a replica of another topic of about its size (:meth:`TopicSpreadGoal.swap_out`). A search that finds nothing marks the racks where
     no broker may take the topic from that giver within the caps (:class:`FullRacks`: the same
     for every replica of the topic, and for every giver whose path in the rack tree parts from
@@ -414,6 +415,7 @@ class TopicSpreadGoal(Goal):
         first_broker = m.nodes - len(m.work.eligible)
         self.found = FullRacks(self)
         self.unswapped = set()    # topics whose swap found nothing this round
+        takers = [y for y in m.work.eligible if m.counts[y] < m.targets.get(y, m.counts[y])]
         for t, entries in groupby(self.above_cap(), key=itemgetter(0)):
             parts_on: dict[int, list[int]] = {}     # the topic's partitions per broker
             self.found.known.clear()    # (only the topic being repaired moves meanwhile)
@@ -421,7 +423,7 @@ class TopicSpreadGoal(Goal):
                 for b in m.reps[i]:
                     if b not in m.work.excluded:
                         parts_on.setdefault(b, []).append(i)
-            for _, level, node, _ in self.dearest_first(list(entries), parts_on, first_broker):
+            for _, level, node, _ in self.dearest_first(list(entries), parts_on, first_broker, takers):
                 if node >= first_broker:
                     x = m.work.eligible[node - first_broker]
                     on = {x: parts_on.get(x, [])}
@@ -434,22 +436,33 @@ class TopicSpreadGoal(Goal):
                     parts_on.setdefault(moved[1], []).append(moved[0])
 
     def dearest_first(self, entries: list[tuple[int, int, int, int]], parts_on: dict[int, list[int]],
-                      first_broker: int) -> list[tuple[int, int, int, int]]:
-        """One topic's nodes above its cap (:meth:`above_cap`) in the order they shed: racks
-        first (a rack's shedding may bring a broker within its cap), then the brokers by the
-        size of the replica each sheds first (its smallest follower), largest first. The
-        brokers below their count target, where :func:`~kafka_replica_assignor.planner.goals.search.receiver`
-        sends a shed first and which need the bytes anyway, take only the topic's caps' worth
-        of it: that room goes to the sheds that would cost most elsewhere, and the smallest go
-        where their bytes are extra (the bound's row 8 counts the same)."""
+                      first_broker: int, takers: list[int]) -> list[tuple[int, int, int, int]]:
+        """One topic's nodes above its cap (:meth:`above_cap`) in the order they shed. The
+        brokers below their count target (``takers``: those of the round's start still below
+        it), where :func:`~kafka_replica_assignor.planner.goals.search.receiver` sends a shed
+        first and which need the bytes anyway, take only the topic's caps' worth of it. When
+        the brokers above the cap must shed more than that room: racks first (a rack's shedding
+        may bring a broker within its cap), then the brokers by the size of the replica each
+        sheds first (its smallest follower), largest first, so that the room goes to the sheds
+        that would cost most elsewhere and the smallest go where their bytes are extra (the
+        bound's row 8 counts the same). Otherwise as they come."""
         m = self.m
+        brokers = [e for e in entries if e[2] >= first_broker]
+        if len(brokers) < 2:
+            return entries
+        t, drops, room = entries[0][0], sum(e[3] for e in brokers), 0
+        for y in takers:
+            if m.counts[y] < m.targets[y]:
+                node = m.chain[y][-1]
+                room += max(0, self.cap(t, node) - m.n(t, node))
+                if room >= drops:
+                    return entries
 
         def first_shed(node: int) -> int:
             x = m.work.eligible[node - first_broker]
             held = parts_on.get(x)
             return m.size[min(held, key=lambda i: (m.reps[i][0] == x, m.slot[i]))] if held else 0
         racks = [e for e in entries if e[2] < first_broker]
-        brokers = [e for e in entries if e[2] >= first_broker]
         return racks + sorted(brokers, key=lambda e: (-first_shed(e[2]), e[2]))
 
     def shed_topic(self, on: dict[int, list[int]], level: int, node: int) -> tuple[int, int] | None:
