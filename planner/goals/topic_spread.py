@@ -34,8 +34,9 @@ Algorithm
     more than the brokers below their count target may take of it within the caps, its racks
     shed first, then its brokers, the one whose smallest follower is largest first
     (:meth:`TopicSpreadGoal.dearest_first`): what those brokers cannot take lands where no
-    bytes were asked for. A shed that no broker has room for is a
-    swap with a replica of another topic of about its size (:meth:`TopicSpreadGoal.swap_out`). A search that finds nothing marks the racks where
+    bytes were asked for. A shed that no broker has the capacity for is a swap with a replica
+    of another topic of about its size (:meth:`TopicSpreadGoal.swap_out`). A search that finds
+    nothing marks the racks where
     no broker may take the topic from that giver within the caps (:class:`FullRacks`: the same
     for every replica of the topic, and for every giver whose path in the rack tree parts from
     the rack's at the same level); the topic's other replicas are searched for in the other
@@ -498,15 +499,15 @@ class TopicSpreadGoal(Goal):
 
     def swap_out(self, on: dict[int, list[int]], givers: list[int], level: int,
                  node: int) -> tuple[int, int] | None:
-        """When no broker outside ``node`` may take one of the topic's replicas from it (a
-        capacity or a band full): a swap of one of the :data:`SWAP_TRIES` smallest followers of
-        each of the first :data:`SWAP_TRIES` givers with a replica of another topic of about its size, on one of the
-        :data:`SWAP_TRIES` first, of the :data:`SWAP_LOOK` emptiest, outside the node whose caps let the topic in (the
-        swap as a whole kept within the capacities and bands). Only with capacities (nothing
-        else ranked before the topic caps refuses a receiver a swap could satisfy), and once per
-        topic and round when it finds nothing (the topic's counts change only by its own moves,
-        and one of those ends the round's work on it or finds a receiver). Returns
-        ``(partition, receiver)`` or None."""
+        """When no broker outside ``node`` may take one of the topic's replicas from it (its
+        capacity full): a swap of one of the :data:`SWAP_TRIES` smallest followers of each of
+        the first :data:`SWAP_TRIES` givers with a replica of another topic of about its size,
+        on one of the first :data:`SWAP_TRIES` brokers, of the :data:`SWAP_LOOK` emptiest,
+        outside the node whose caps let the topic in (the swap as a whole kept within the
+        capacities and bands). Only with capacities (nothing else ranked before the topic caps
+        refuses a receiver that a swap could satisfy), and once per topic and round when it
+        finds nothing (the topic's counts change only by its own moves). Returns ``(partition,
+        receiver)`` or None."""
         m = self.m
         t = m.topic[next(i for held in on.values() for i in held)] if any(on.values()) else -1
         if not m.capacity or t in self.unswapped:
