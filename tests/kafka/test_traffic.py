@@ -142,7 +142,9 @@ def test_state_measures_skewed_produce_and_two_groups_within_20_percent(
         kafka: KafkaCluster, topic: str, tmp_path: Path) -> None:
     saved = tmp_path / "sampled.json"
     with Load(kafka.bootstrap, topic) as load:
-        deadline = time.monotonic() + 45          # group a's first join takes a few seconds
+        # group a's first join takes a few seconds; a loaded machine (a clean-clone CI run beside
+        # the planner benches) once took more than 45 s: a precondition, not a figure measured
+        deadline = time.monotonic() + 120
         while not all(e.is_set() for e in load.committed.values()) and not load.errors:
             assert time.monotonic() < deadline, "the consumer groups did not start committing"
             time.sleep(0.2)
