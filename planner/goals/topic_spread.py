@@ -462,9 +462,15 @@ class TopicSpreadGoal(Goal):
         def first_shed(node: int) -> int:
             x = m.work.eligible[node - first_broker]
             held = parts_on.get(x)
-            return m.size[min(held, key=lambda i: (m.reps[i][0] == x, m.slot[i]))] if held else 0
+            return m.size[min(held, key=self.shed_key(x))] if held else 0
         racks = [e for e in entries if e[2] < first_broker]
         return racks + sorted(brokers, key=lambda e: (-first_shed(e[2]), e[2]))
+
+    def shed_key(self, x: int) -> Callable[[int], tuple[bool, int]]:
+        """The order in which broker ``x`` offers its replicas of a topic to shed: followers
+        first, then the smallest (slot key)."""
+        reps, slot = self.m.reps, self.m.slot
+        return lambda i: (reps[i][0] == x, slot[i])
 
     def shed_topic(self, on: dict[int, list[int]], level: int, node: int) -> tuple[int, int] | None:
         """Move one replica of a topic out of ``node`` (``on``: its partitions per broker of
@@ -476,7 +482,7 @@ class TopicSpreadGoal(Goal):
         found = self.found
         givers = sorted((b for b in on if on[b]), key=lambda b: (-len(on[b]), -m.load_key(b)[0], -m.sizes[b], b))
         for x in givers:
-            cands = sorted(on[x], key=lambda i: (m.reps[i][0] == x, m.slot[i]))
+            cands = sorted(on[x], key=self.shed_key(x))
             for i in cands:
                 t = m.topic[i]
                 leaves = [leaf for leaf in found.open(t, x, m.allowed_leaves(i, x))
@@ -514,7 +520,7 @@ class TopicSpreadGoal(Goal):
             return None     # only a capacity stops a shed that a swap may carry
         upto = self.rank + 1
         for x in givers[:SWAP_TRIES]:
-            for i in sorted(on[x], key=lambda i: (m.reps[i][0] == x, m.slot[i]))[:SWAP_TRIES]:
+            for i in sorted(on[x], key=self.shed_key(x))[:SWAP_TRIES]:
                 t = m.topic[i]
                 takers = (y for _, y in islice(m.by_bytes, SWAP_LOOK)
                           if m.chain[y][level] != node and self.caps_ok(t, x, y) and m.unit_fits(i, x, y, upto))
